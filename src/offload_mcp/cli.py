@@ -1,0 +1,68 @@
+"""`offload-mcp` entry point: one subcommand per module in `commands/`.
+
+Each command module defines `add_parser(subparsers)`, which registers its
+parser and sets `func`; heavy imports happen inside the command, so `--help`
+stays fast. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from . import __version__
+
+COMMANDS = ("serve", "demo", "replay", "stats", "catalog", "toolset_config", "init")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="offload-mcp",
+        description="An MCP proxy that shapes tool results so the model pays only for the bytes it needs.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `offload-mcp COMMAND --help` for a command's options and examples.",
+    )
+    parser.add_argument("--version", action="version", version=f"offload-mcp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as err:
+            if err.name and err.name.endswith(f"commands.{name}"):
+                continue  # command not built yet
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def setup_logging(level: str) -> None:
+    # stdout is the protocol channel on stdio: logs go to stderr only.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    setup_logging(getattr(args, "log_level", "warning"))
+    from .config import ConfigError
+
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as err:
+        print(f"offload-mcp: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""Configuration: the `mcpServers` format clients already use, plus our `offload` object.
+
+A user pastes the `mcpServers` block of Claude Desktop or Claude Code unchanged;
+every setting of offload-mcp itself lives under `offload`, each field with a
+default and a one-line description (the README's reference is generated from
+these models).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .catalog.settings import CatalogSettings
+from .downstream.settings import DownstreamSettings
+from .policy.settings import PolicySettings
+from .reducers.settings import ReducerSettings
+from .server.settings import ServerSettings
+from .store.settings import LedgerSettings
+from .tools.settings import RecallSettings
+
+CONFIG_ENV_VAR = "OFFLOAD_MCP_CONFIG"
+
+
+class ConfigError(Exception):
+    """A configuration problem, phrased for the user: file, key, problem."""
+
+
+class StdioServer(BaseModel):
+    """A downstream server started as a subprocess and spoken to over stdio."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["stdio"] | None = Field(default=None, description="Optional; `stdio` when given.")
+    command: str = Field(min_length=1, description="Program to start.")
+    args: list[str] = Field(default_factory=list, description="Its arguments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables; `${VAR}` expands from ours.")
+    cwd: str | None = Field(default=None, description="Working directory.")
+
+    @property
+    def transport(self) -> str:
+        return "stdio"
+
+
+class RemoteServer(BaseModel):
+    """A downstream server reached over SSE or streamable HTTP."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(min_length=1, description="Endpoint URL.")
+    type: Literal["sse", "streamable-http", "http"] | None = Field(default=None, description="Transport (Claude Code spelling).")
+    transport: Literal["sse", "streamable-http", "http"] | None = Field(default=None, description="Transport (alternative spelling).")
+    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers; `${VAR}` expands from the environment.")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "RemoteServer":
+        if self.type and self.transport and _norm(self.type) != _norm(self.transport):
+            raise ValueError(f"`type` ({self.type}) and `transport` ({self.transport}) disagree")
+        return self
+
+    @property
+    def kind(self) -> Literal["sse", "streamable-http"]:
+        chosen = self.type or self.transport
+        if chosen is None:
+            # Claude Code's default for a bare url is streamable HTTP; a path ending in /sse is the old transport.
+            return "sse" if self.url.rstrip("/").endswith("/sse") else "streamable-http"
+        return _norm(chosen)
+
+
+def _norm(kind: str) -> Literal["sse", "streamable-http"]:
+    return "sse" if kind == "sse" else "streamable-http"
+
+
+ServerEntry = StdioServer | RemoteServer
+
+
+class OffloadSettings(BaseModel):
+    """Everything offload-mcp itself can be told."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["enforce", "observe"] = Field(default="enforce", description="`observe` passes every result through unchanged and records what would have happened.")
+    policy: PolicySettings = Field(default_factory=PolicySettings, description="Result policy and net-saving gate.")
+    reducers: ReducerSettings = Field(default_factory=ReducerSettings, description="Deterministic reducers.")
+    ledger: LedgerSettings = Field(default_factory=LedgerSettings, description="The SQLite ledger.")
+    recall: RecallSettings = Field(default_factory=RecallSettings, description="recall_tool_result.")
+    catalog: CatalogSettings = Field(default_factory=CatalogSettings, description="tools/list assembly and deferral.")
+    downstream: DownstreamSettings = Field(default_factory=DownstreamSettings, description="Sessions to the wrapped servers.")
+    server: ServerSettings = Field(default_factory=ServerSettings, description="The upstream face.")
+
+
+class Config(BaseModel):
+    """A whole config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mcpServers: dict[str, Annotated[ServerEntry, Field(union_mode="left_to_right")]] = Field(default_factory=dict, description="Downstream servers, in the format Claude Desktop and Claude Code use.")
+    offload: OffloadSettings = Field(default_factory=OffloadSettings, description="offload-mcp's own settings.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pick_entry_kind(cls, data: Any) -> Any:
+        # Tag each entry up front so a bad stdio entry reports stdio's problem, not RemoteServer's.
+        if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
+            servers = {}
+            for name, entry in data["mcpServers"].items():
+                if isinstance(entry, dict) and "url" not in entry and "command" not in entry:
+                    raise ValueError(f"mcpServers.{name}: needs `command` (stdio server) or `url` (remote server)")
+                if isinstance(entry, dict) and "url" in entry:
+                    servers[name] = RemoteServer.model_validate(entry)
+                elif isinstance(entry, dict):
+                    servers[name] = StdioServer.model_validate(entry)
+                else:
+                    servers[name] = entry
+            data = {**data, "mcpServers": servers}
+        return data
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: str, environ: dict[str, str] | None = None, *, where: str = "") -> str:
+    """Expand `${VAR}` and `${VAR:-default}`; an unset variable without default is an error."""
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"{where}: environment variable ${{{name}}} is not set")
+
+    return _VAR.sub(sub, value)
+
+
+def _expand_server_env(config: Config, source: str) -> None:
+    for name, entry in config.mcpServers.items():
+        values = entry.env if isinstance(entry, StdioServer) else entry.headers
+        key = "env" if isinstance(entry, StdioServer) else "headers"
+        for k, v in list(values.items()):
+            values[k] = expand_env(v, where=f"{source}: mcpServers.{name}.{key}.{k}")
+
+
+def _describe_validation(source: str, err: ValidationError) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for problem in err.errors():
+        loc = ".".join(str(p) for p in problem["loc"]) or "(top level)"
+        msg = problem["msg"]
+        if problem["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_config(data: Any, source: str = "<config>") -> Config:
+    """Validate a decoded config object; raise ConfigError naming file, key and problem."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a JSON object, got {type(data).__name__}")
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_describe_validation(source, err)) from None
+    except ValueError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    _expand_server_env(config, source)
+    return config
+
+
+def load_config(path: str | os.PathLike[str]) -> Config:
+    """Read and validate a config file."""
+    source = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{source}: cannot read config file: {err.strerror or err}") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ConfigError(f"{source}: not valid JSON: {err}") from None
+    return parse_config(data, source)
+
+
+def inline_server_config(command: list[str], name: str | None = None) -> Config:
+    """A config for `offload-mcp serve -- CMD ARGS...`: one stdio server named after its program."""
+    if not command:
+        raise ConfigError("no downstream server: give --config FILE or a command after `--`")
+    program = command[0]
+    server_name = name or re.sub(r"[^A-Za-z0-9_-]", "_", Path(program).name) or "server"
+    return Config(mcpServers={server_name: StdioServer(command=program, args=list(command[1:]))})

@@ -1,0 +1,15 @@
+"""Settings of the sessions to the wrapped servers."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DownstreamSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    startup_timeout_s: float = Field(default=30.0, gt=0, description="How long a downstream server may take to start and initialize.")
+    call_timeout_s: float = Field(default=120.0, gt=0, description="Per-call timeout; past it the call is cancelled and an isError result returned.")
+    restart_backoff_s: float = Field(default=0.5, ge=0, description="First delay before restarting a dead server; doubles per failure.")
+    restart_backoff_max_s: float = Field(default=30.0, ge=0, description="Longest delay between restart attempts.")
+    max_result_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result.")

@@ -1,0 +1,40 @@
+"""Settings of the result policy and the net-saving gate (seeds 000, 001, 003)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PriceRow(BaseModel):
+    """USD per million tokens for one model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(description="Uncached input tokens, USD per million.")
+    output: float = Field(description="Output tokens, USD per million.")
+    cache_write_5m: float | None = Field(default=None, description="5-minute cache write, USD per million (default 1.25x input).")
+    cache_write_1h: float | None = Field(default=None, description="1-hour cache write, USD per million (default 2x input).")
+    cache_read: float | None = Field(default=None, description="Cache read, USD per million (default 0.1x input).")
+
+
+class PolicySettings(BaseModel):
+    """One decision with one reason for every tool result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="Master switch; false passes every result through untouched (reason `disabled`).")
+    small_threshold_chars: int = Field(default=8_000, ge=0, description="Results at or below this many chars are kept inline (reason `small`).")
+    large_threshold_chars: int = Field(default=60_000, ge=0, description="The gate's cheap pre-filter: only results at or above this size are considered for offload.")
+    client_max_result_chars: int = Field(default=100_000, ge=0, description="What the client accepts at all (Claude Code: MAX_MCP_OUTPUT_TOKENS 25,000 x 4 chars); above it a result is offloaded whatever the gate says. 0 disables.")
+    model: str = Field(default="claude-opus-4-6", description="Model whose pricing row prices the gate; aliases accepted.")
+    horizon: int = Field(default=5, ge=0, description="Expected remaining turns a result would be carried (the seed's expected_conversation_depth prior).")
+    recall_probability: float = Field(default=0.5, ge=0.0, le=1.0, description="Prior probability the model recalls an offloaded result.")
+    prompt_caching: bool = Field(default=True, description="Price inline results as cache-written once and cache-read each later turn (true on Claude Code).")
+    cache_ttl: Literal["5m", "1h"] = Field(default="5m", description="Which cache-write rate applies when prompt_caching is on.")
+    stub_tokens: int = Field(default=250, ge=16, description="Token budget of a stub; also the stub's carry cost in the gate.")
+    recall_input_tokens: int = Field(default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate.")
+    recall_output_tokens: int = Field(default=200, ge=0, description="Tokens the model writes to make a recall call, priced at the output rate.")
+    chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: chars / this (the seed's chars/4).")
+    pricing: dict[str, PriceRow] = Field(default_factory=dict, description="Extra or overriding pricing rows, keyed by model name.")

@@ -1,0 +1,70 @@
+"""The one interface every reducer shares, and the `<<cg:HASH>>` marker.
+
+A reducer is a pure function of (text, context): it either acts, returning the
+shorter text and the originals it cut (stashed behind markers), or declines
+with a named reason. Reducers never write to the ledger themselves; the shaper
+commits every stash entry before any marker reaches the client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MARKER_RE = re.compile(r"<<cg:([0-9a-f]{16})>>")
+HASH_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def cg_hash(original: str) -> str:
+    """Content hash of a stashed segment: the first 16 hex of sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def marker(hash_: str) -> str:
+    return f"<<cg:{hash_}>>"
+
+
+def has_marker(text: str) -> bool:
+    return MARKER_RE.search(text) is not None
+
+
+@dataclass
+class SessionMemory:
+    """Per-session state reducers may read and extend (dedup's history).
+
+    `seen` maps the cg hash of an earlier output to the description of the
+    call that produced it, e.g. "`git_status`".
+    """
+
+    seen: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReduceContext:
+    tool: str
+    arguments: dict[str, Any]
+    session: SessionMemory
+    chars_per_token: float = 4.0
+
+
+@dataclass(frozen=True)
+class Acted:
+    text: str
+    stash: dict[str, str]
+    """cg hash -> the exact original segment it replaces."""
+
+
+@dataclass(frozen=True)
+class Declined:
+    reason: str
+
+
+Outcome = Acted | Declined
+
+
+class Reducer(Protocol):
+    name: str
+
+    def reduce(self, text: str, ctx: ReduceContext) -> Outcome: ...

@@ -1,0 +1,54 @@
+"""Settings of the deterministic reducers (seed 002)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ReducerName = Literal["dedup", "extract", "smartcrush", "collapse", "linecap"]
+
+
+class DedupSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_tokens: int = Field(default=100, ge=0, description="Only outputs above this many estimated tokens are deduplicated.")
+
+
+class ExtractSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_chars: int = Field(default=200, ge=0, description="Outputs shorter than this are left alone (`below_min_size`).")
+    max_block_lines: int = Field(default=12, ge=1, description="Longest repeated block (in lines) that is collapsed to one copy.")
+
+
+class SmartcrushSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_items: int = Field(default=20, ge=2, description="Arrays shorter than this are left alone.")
+    keep_first: int = Field(default=3, ge=0, description="Items kept from the start of the array.")
+    keep_last: int = Field(default=2, ge=0, description="Items kept from the end of the array.")
+
+
+class CollapseSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tokens: int = Field(default=15_000, ge=0, description="Outputs above this many estimated tokens get a head/tail window.")
+    head_lines: int = Field(default=20, ge=0, description="Lines kept from the head.")
+    tail_lines: int = Field(default=20, ge=0, description="Lines kept from the tail.")
+
+
+class LinecapSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_line_chars: int = Field(default=500, ge=0, description="Per-line cap; 0 disables the cap.")
+    collapse_duplicate_lines: bool = Field(default=True, description="Collapse non-adjacent duplicate lines to one copy with (xN).")
+    min_size: int = Field(default=400, ge=0, description="Outputs shorter than this are left alone.")
+
+
+class ReducerSettings(BaseModel):
+    """The reducer pipeline: order matters (linecap last, as the seed measured)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pipeline: list[ReducerName] = Field(default_factory=lambda: ["dedup", "extract", "smartcrush", "collapse", "linecap"], description="Reducers to run, in order.")
+    dedup: DedupSettings = Field(default_factory=DedupSettings, description="dedup settings.")
+    extract: ExtractSettings = Field(default_factory=ExtractSettings, description="extract settings.")
+    smartcrush: SmartcrushSettings = Field(default_factory=SmartcrushSettings, description="smartcrush settings.")
+    collapse: CollapseSettings = Field(default_factory=CollapseSettings, description="collapse settings.")
+    linecap: LinecapSettings = Field(default_factory=LinecapSettings, description="linecap settings.")

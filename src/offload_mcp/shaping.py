@@ -38,3 +38,12 @@ class ResultShaper:
 
     def shape(self, call: CallInfo, result: types.CallToolResult) -> types.CallToolResult:
         return result
+
+
+def build_shaper(settings: Any, ledger_path: Any | None = None) -> ResultShaper:
+    """The shaper the server uses: opens the ledger (path override from `--ledger`).
+
+    If the ledger cannot be opened the shaper still forwards results unmodified
+    (never a stub without a body) and logs why. PLACEHOLDER until issue 3.
+    """
+    return ResultShaper(settings, None)

@@ -1,0 +1,314 @@
+"""`offload-mcp init`: write a starter config that wraps the servers a client already has.
+
+Reads Claude Code's `~/.claude.json` (user-scope `mcpServers` and every
+`projects.*.mcpServers`), Claude Desktop's `claude_desktop_config.json`, or a
+file given with `--from`, and writes an offload-mcp config holding those
+servers. It prints the one client entry to use instead. The client's own file
+is edited only with `--write-client`, and then a backup is written first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..config import ConfigError, parse_config
+
+EXAMPLES = """\
+examples:
+  offload-mcp init                          # read ~/.claude.json (or Claude Desktop's config)
+  offload-mcp init --from claude-desktop    # read Claude Desktop's claude_desktop_config.json
+  offload-mcp init --from ./mcp.json -o offload.json
+  offload-mcp init -o -                     # print the config instead of writing it
+  offload-mcp init --write-client           # also point the client at offload-mcp (backup first)
+
+The starter config runs in observe mode: results pass through unchanged while
+the ledger records what offload-mcp would have saved. Read `offload-mcp stats`
+after a few sessions, then set "offload": {"mode": "enforce"}.
+"""
+
+STDIO_KEYS = ("type", "command", "args", "env", "cwd")
+REMOTE_KEYS = ("url", "type", "transport", "headers")
+SERVER_NAME = "offload"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "init",
+        help="write a starter config wrapping the MCP servers your client already uses",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="PATH|claude-code|claude-desktop",
+        help="client config to read (default: ~/.claude.json if present, else Claude Desktop's)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="where to write the config (`-` for stdout; default: %(default_hint)s)".replace("%(default_hint)s", "the user config dir's offload-mcp/config.json"))
+    parser.add_argument("--mode", choices=("observe", "enforce"), default="observe", help="offload.mode of the starter config (default: observe)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    parser.add_argument(
+        "--write-client",
+        action="store_true",
+        help="replace the wrapped servers in the client's file by one `offload` entry (writes a backup first)",
+    )
+    parser.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------- client files
+
+
+def claude_code_path() -> Path:
+    return Path.home() / ".claude.json"
+
+
+def claude_desktop_path() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if sys.platform.startswith("win"):
+        base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
+        return Path(base) / "Claude" / "claude_desktop_config.json"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "Claude" / "claude_desktop_config.json"
+
+
+def default_output_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("offload-mcp")) / "config.json"
+
+
+def resolve_source(source: str | None) -> Path:
+    if source == "claude-code":
+        return claude_code_path()
+    if source == "claude-desktop":
+        return claude_desktop_path()
+    if source:
+        return Path(source).expanduser()
+    for candidate in (claude_code_path(), claude_desktop_path()):
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        f"no client config found (looked for {claude_code_path()} and {claude_desktop_path()}); "
+        "pass one with --from PATH"
+    )
+
+
+@dataclass
+class Found:
+    """The servers read from one client file, and where each came from."""
+
+    path: Path
+    data: dict[str, Any]
+    servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    origin: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    """our name -> key paths (the `mcpServers` object, then the name inside it) it was read from."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _is_offload_entry(entry: dict[str, Any]) -> bool:
+    words = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(a, str)]
+    return any(Path(w).name in ("offload-mcp", "offload_mcp") or w.endswith("offload_mcp.cli") for w in words)
+
+
+def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
+    if not isinstance(entry, dict):
+        notes.append(f"skipped {where}.{name}: not a JSON object")
+        return None
+    if entry.get("disabled") is True:
+        notes.append(f"skipped {where}.{name}: disabled in the client")
+        return None
+    if _is_offload_entry(entry):
+        notes.append(f"skipped {where}.{name}: it is offload-mcp itself")
+        return None
+    keys = REMOTE_KEYS if "url" in entry else STDIO_KEYS
+    kept = {k: entry[k] for k in keys if k in entry and entry[k] is not None}
+    if kept.get("type") == "stdio" and "url" in entry:
+        kept.pop("type")
+    dropped = sorted(set(entry) - set(kept) - {"disabled"})
+    if dropped:
+        notes.append(f"{where}.{name}: dropped keys offload-mcp does not use: {', '.join(dropped)}")
+    try:
+        parse_config({"mcpServers": {name: kept}}, source=where)
+    except ConfigError as err:
+        notes.append(f"skipped {where}.{name}: {err}")
+        return None
+    return kept
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "server"
+
+
+def read_client_config(path: Path) -> Found:
+    """Collect the servers of a client file; a malformed file raises ConfigError."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file; pass the client's config with --from PATH") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as err:
+        raise ConfigError(f"{path}: not valid JSON ({err}); fix the file or pass another with --from PATH") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object, got {type(data).__name__}")
+
+    found = Found(path=path, data=data)
+    blocks: list[tuple[tuple[str, ...], Any]] = []
+    if "mcpServers" in data:
+        blocks.append((("mcpServers",), data["mcpServers"]))
+    projects = data.get("projects")
+    if projects is not None and not isinstance(projects, dict):
+        raise ConfigError(f"{path}: `projects` must be a JSON object, got {type(projects).__name__}")
+    for project, settings in sorted((projects or {}).items()):
+        if isinstance(settings, dict) and "mcpServers" in settings:
+            blocks.append((("projects", project, "mcpServers"), settings["mcpServers"]))
+
+    for keys, block in blocks:
+        where = ".".join(keys)
+        if not isinstance(block, dict):
+            raise ConfigError(f"{path}: `{where}` must be a JSON object of servers, got {type(block).__name__}")
+        for name, entry in block.items():
+            kept = _clean_entry(name, entry, where, found.notes)
+            if kept is None:
+                continue
+            ours = _safe_name(name)
+            if ours in found.servers and found.servers[ours] == kept:
+                found.origin[ours].append((*keys, name))  # the same server listed twice: wrap it once
+                continue
+            if ours in found.servers:
+                suffix = _safe_name(Path(keys[1]).name if len(keys) == 3 else "user")
+                candidate, n = f"{ours}-{suffix}", 2
+                while candidate in found.servers:
+                    candidate, n = f"{ours}-{suffix}-{n}", n + 1
+                found.notes.append(f"{where}.{name}: another server has this name; wrapped as `{candidate}`")
+                ours = candidate
+            found.servers[ours] = kept
+            found.origin[ours] = [(*keys, name)]
+    return found
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def backup_path(path: Path) -> Path:
+    candidate = path.with_name(path.name + ".offload-mcp.bak")
+    n = 1
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}.offload-mcp.bak{n}")
+        n += 1
+    return candidate
+
+
+def offload_command() -> str:
+    """The absolute program clients should start (Claude Desktop does not use the shell's PATH)."""
+    found = shutil.which("offload-mcp")
+    if found:
+        return str(Path(found).resolve())
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "offload-mcp" and argv0.exists():
+        return str(argv0.resolve())
+    return "offload-mcp"
+
+
+def client_entry(config_path: Path) -> dict[str, Any]:
+    return {"command": offload_command(), "args": ["serve", "-c", str(config_path)]}
+
+
+def rewrite_client(found: Found, config_path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The client's data with the wrapped servers replaced by one `offload` entry."""
+    data = orjson.loads(orjson.dumps(found.data))
+    removed: list[str] = []
+    for paths in found.origin.values():
+        for keys in paths:
+            block = data
+            for key in keys[:-1]:
+                block = block[key]
+            if keys[-1] in block:
+                del block[keys[-1]]
+                removed.append(".".join(keys))
+    servers = data.setdefault("mcpServers", {})
+    servers[SERVER_NAME] = client_entry(config_path)
+    return data, removed
+
+
+def run(args: argparse.Namespace) -> int:
+    source = resolve_source(args.source)
+    found = read_client_config(source)
+    for note in found.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if not found.servers:
+        raise ConfigError(f"{source}: no MCP servers to wrap (looked in mcpServers and projects.*.mcpServers)")
+
+    config = {"mcpServers": found.servers, "offload": {"mode": args.mode}}
+    parse_config(orjson.loads(orjson.dumps(config)), source="starter config")  # never write a config serve rejects
+    body = orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n"
+
+    if args.output == "-":
+        sys.stdout.buffer.write(body)
+        sys.stdout.flush()
+        print(f"\nwrapped {len(found.servers)} server(s) from {source}", file=sys.stderr)
+        return 0
+
+    output = Path(args.output).expanduser() if args.output else default_output_path()
+    output = output.resolve()
+    if output.exists() and not args.force:
+        raise ConfigError(f"{output} already exists; pass --force to overwrite it or -o FILE to write elsewhere")
+    # The servers' env may hold secrets: keep the file private, like the client's own.
+    _write_atomic(output, body, mode=0o600)
+
+    names = ", ".join(sorted(found.servers))
+    print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}")
+    print(f"mode: {args.mode}" + ("  (results pass through unchanged; `offload-mcp stats` shows what it would save)" if args.mode == "observe" else ""))
+
+    entry = client_entry(output)
+    if args.write_client:
+        new_data, removed = rewrite_client(found, output)
+        backup = backup_path(source)
+        shutil.copy2(source, backup)
+        _write_atomic(source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777)
+        print(f"backed up {source} to {backup}")
+        print(f"updated {source}: removed {', '.join(removed)}; added mcpServers.{SERVER_NAME}")
+        print(f"to undo: cp {shlex.quote(str(backup))} {shlex.quote(str(source))}")
+        return 0
+
+    print("\nThe client file was not changed. To use offload-mcp instead of those servers:")
+    print("\n  Claude Code:")
+    print(f"    claude mcp add --scope user {SERVER_NAME} -- {shlex.join([entry['command'], *entry['args']])}")
+    for keys in sorted(k for paths in found.origin.values() for k in paths):
+        scope = "user" if keys[0] == "mcpServers" else "local"
+        where = f"   # in {keys[1]}" if keys[0] == "projects" else ""
+        print(f"    claude mcp remove --scope {scope} {shlex.quote(keys[-1])}{where}")
+    print("\n  Claude Desktop (claude_desktop_config.json; replace the wrapped servers with):")
+    desktop = orjson.dumps({"mcpServers": {SERVER_NAME: entry}}, option=orjson.OPT_INDENT_2).decode()
+    print("\n".join("    " + line for line in desktop.splitlines()))
+    print(f"\n  Or let init do it (with a backup): offload-mcp init --from {shlex.quote(str(source))} -o {shlex.quote(str(output))} --force --write-client")
+    return 0

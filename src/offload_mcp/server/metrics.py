@@ -1,0 +1,234 @@
+"""What one proxy process did, for operators: Prometheus metrics and one log line per call.
+
+How it works: the server owns one `ProxyMetrics` per process and calls
+`observe_call(...)` once per downstream tool call (after shaping), plus
+`observe_recall`, `observe_expand` and `observe_restart` as those happen.
+Each call updates the counters and histograms below and writes one
+structured line to the `offload_mcp.calls` logger at INFO: server, tool,
+decision, reason, sizes, duration. Bodies and argument values never appear
+in that line unless `offload.server.log_bodies` is on.
+
+Each `ProxyMetrics` has its own `CollectorRegistry` (not prometheus-client's
+global one), so tests and embedders can run several proxies in one process.
+`metrics_route(metrics)` serves it as `GET /metrics` on the HTTP transports;
+on stdio there is no HTTP face, so the counters stay inert and only the log
+line is written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+call_log = logging.getLogger("offload_mcp.calls")
+
+PREFIX = "offload_mcp"
+# Calls span a millisecond cache hit to a minutes-long git log; shaping is usually sub-10ms.
+CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+SHAPE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class ProxyMetrics:
+    """The metric objects of one proxy process, on a private registry."""
+
+    def __init__(self, *, chars_per_token: float = 4.0, log_bodies: bool = False) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.chars_per_token = chars_per_token
+        self.log_bodies = log_bodies
+        r = self.registry
+        self.calls = Counter(f"{PREFIX}_calls", "Downstream tool calls answered, by outcome (ok, error).", ["server", "tool", "outcome"], registry=r)
+        self.results = Counter(
+            f"{PREFIX}_results",
+            "Results by policy decision and its reason; mode=observe counts what would have happened.",
+            ["server", "decision", "reason", "mode"],
+            registry=r,
+        )
+        self.reducer_events = Counter(
+            f"{PREFIX}_reducer_events", "Reducer runs by reducer, outcome (acted, declined) and reason.", ["reducer", "outcome", "reason"], registry=r
+        )
+        self.chars_in = Counter(f"{PREFIX}_result_chars_in", "Characters of result text the downstream servers sent.", ["server"], registry=r)
+        self.chars_out = Counter(
+            f"{PREFIX}_result_chars_out", "Characters of result text the client received (or would have, in observe mode).", ["server", "mode"], registry=r
+        )
+        self.tokens_saved = Counter(
+            f"{PREFIX}_tokens_saved", "Estimated tokens kept out of the transcript (chars saved / chars_per_token), per result.", ["server", "mode"], registry=r
+        )
+        self.recalls = Counter(f"{PREFIX}_recalls", "recall_tool_result calls, by outcome (ok, error).", ["outcome"], registry=r)
+        self.expands = Counter(f"{PREFIX}_expands", "context_guru_expand calls and GET /expand requests, by outcome.", ["outcome", "via"], registry=r)
+        self.restarts = Counter(f"{PREFIX}_downstream_restarts", "Downstream server restarts after a crash or timeout.", ["server"], registry=r)
+        self.shape_failures = Counter(
+            f"{PREFIX}_passthrough_failures", "Results passed through unmodified because shaping or the ledger failed, by cause.", ["cause"], registry=r
+        )
+        self.call_seconds = Histogram(
+            f"{PREFIX}_call_duration_seconds", "Wall time of a tool call through the proxy, downstream included.", ["server"], buckets=CALL_BUCKETS, registry=r
+        )
+        self.shape_seconds = Histogram(
+            f"{PREFIX}_shape_duration_seconds", "Wall time spent shaping one result (reducers, policy, ledger commit).", ["server"], buckets=SHAPE_BUCKETS, registry=r
+        )
+
+    # ------------------------------------------------------------ hooks the server calls
+
+    def observe_call(
+        self,
+        *,
+        server: str,
+        tool: str,
+        duration_s: float,
+        decision: str = "inline",
+        reason: str = "",
+        chars_in: int = 0,
+        chars_out: int = 0,
+        reducer_events: Iterable[Any] = (),
+        is_error: bool = False,
+        observe: bool = False,
+        shape_s: float | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        body: str | None = None,
+    ) -> str:
+        """Record one downstream call and log its line; returns the line (for tests and the demo).
+
+        `reducer_events` are objects with `reducer`, `acted`, `reason` (reducers.pipeline.ReducerEvent)
+        or dicts with those keys. `arguments` and `body` are logged only when log_bodies is on.
+        """
+        mode = "observe" if observe else "enforce"
+        self.calls.labels(server, tool, "error" if is_error else "ok").inc()
+        self.results.labels(server, decision or "inline", reason or "none", mode).inc()
+        for event in reducer_events:
+            name, acted, why = _event_fields(event)
+            self.reducer_events.labels(name, "acted" if acted else "declined", "acted" if acted else (why or "none")).inc()
+        self.chars_in.labels(server).inc(max(0, chars_in))
+        self.chars_out.labels(server, mode).inc(max(0, chars_out))
+        saved = max(0, chars_in - chars_out)
+        if saved:
+            self.tokens_saved.labels(server, mode).inc(saved / self.chars_per_token)
+        self.call_seconds.labels(server).observe(max(0.0, duration_s))
+        if shape_s is not None:
+            self.shape_seconds.labels(server).observe(max(0.0, shape_s))
+        line = call_log_line(
+            server=server, tool=tool, decision=decision, reason=reason, chars_in=chars_in, chars_out=chars_out,
+            duration_s=duration_s, is_error=is_error, observe=observe,
+            arguments=arguments if self.log_bodies else None, body=body if self.log_bodies else None,
+        )
+        call_log.info(line)
+        return line
+
+    def observe_report(self, *, server: str, tool: str, duration_s: float, report: Any | None, is_error: bool = False,
+                       shape_s: float | None = None, arguments: Mapping[str, Any] | None = None, body: str | None = None) -> str:
+        """`observe_call` from a shaping.ShapeReport (None when the result was not shaped, e.g. an error)."""
+        if report is None:
+            return self.observe_call(server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s,
+                                     decision="passthrough", reason="not_shaped", arguments=arguments, body=body)
+        fields = report_fields(report)
+        return self.observe_call(server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s,
+                                 arguments=arguments, body=body, **fields)
+
+    def observe_recall(self, ok: bool) -> None:
+        self.recalls.labels("ok" if ok else "error").inc()
+
+    def observe_expand(self, ok: bool, via: str = "tool") -> None:
+        """via: `tool` (context_guru_expand) or `http` (GET /expand/{hash})."""
+        self.expands.labels("ok" if ok else "error", via).inc()
+
+    def observe_restart(self, server: str) -> None:
+        self.restarts.labels(server).inc()
+
+    def observe_passthrough_failure(self, cause: str) -> None:
+        """A result went back unmodified because shaping failed (e.g. `ledger_write`, `shaper_error`)."""
+        self.shape_failures.labels(cause).inc()
+
+    # ------------------------------------------------------------ exposition
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _event_fields(event: Any) -> tuple[str, bool, str]:
+    if isinstance(event, Mapping):
+        return str(event.get("reducer", "?")), bool(event.get("acted")), str(event.get("reason", ""))
+    return str(getattr(event, "reducer", "?")), bool(getattr(event, "acted", False)), str(getattr(event, "reason", ""))
+
+
+def report_fields(report: Any) -> dict[str, Any]:
+    """The fields `observe_call` needs, read from a ShapeReport (attribute names tolerated in two spellings)."""
+
+    def pick(*names: str, default: Any = None) -> Any:
+        for name in names:
+            value = getattr(report, name, None)
+            if value is not None:
+                return value
+        return default
+
+    decision = pick("decision")
+    verdict = pick("verdict", default=None)
+    reason = pick("reason", default="")
+    if decision is not None and not isinstance(decision, str):
+        verdict = getattr(decision, "verdict", verdict)
+        reason = getattr(decision, "reason", reason)
+    elif isinstance(decision, str):
+        verdict = decision
+    mode = pick("mode", default="enforce")
+    return {
+        "decision": str(verdict or "inline"),
+        "reason": str(reason or ""),
+        "chars_in": int(pick("chars_in", default=0)),
+        "chars_out": int(pick("chars_out", default=0)),
+        "reducer_events": list(pick("reducer_events", "events", default=()) or ()),
+        "observe": bool(pick("observe", "observed", default=False)) or mode == "observe",
+    }
+
+
+def _logfmt_value(value: Any) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    if text and all(c.isalnum() or c in "-_./:@+" for c in text):
+        return text
+    return orjson.dumps(text).decode()
+
+
+def call_log_line(
+    *,
+    server: str,
+    tool: str,
+    decision: str,
+    reason: str,
+    chars_in: int,
+    chars_out: int,
+    duration_s: float,
+    is_error: bool = False,
+    observe: bool = False,
+    arguments: Mapping[str, Any] | None = None,
+    body: str | None = None,
+) -> str:
+    """One logfmt line for one call: `call server=git tool=git_log decision=offload ...`.
+
+    Argument values and bodies are included only when passed (the caller passes
+    them only when `log_bodies` is on); otherwise only argument names appear.
+    """
+    parts = [
+        ("server", server), ("tool", tool), ("decision", decision or "inline"), ("reason", reason or "none"),
+        ("chars_in", chars_in), ("chars_out", chars_out), ("ms", round(duration_s * 1000.0, 1)),
+    ]
+    if observe:
+        parts.append(("mode", "observe"))
+    if is_error:
+        parts.append(("error", "true"))
+    if arguments is not None:
+        parts.append(("args", orjson.dumps(dict(arguments), default=str, option=orjson.OPT_SORT_KEYS).decode()))
+    if body is not None:
+        parts.append(("body", body))
+    return "call " + " ".join(f"{k}={_logfmt_value(v)}" for k, v in parts)
+
+
+def metrics_route(metrics: ProxyMetrics) -> Any:
+    """`GET /metrics` in the Prometheus text format, for server/http_extras.extra_routes."""
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def endpoint(request: Any) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return Route("/metrics", endpoint, methods=["GET"], name="metrics")

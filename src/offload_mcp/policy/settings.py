@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class PriceRow(BaseModel):
@@ -38,3 +38,18 @@ class PolicySettings(BaseModel):
     recall_output_tokens: int = Field(default=200, ge=0, description="Tokens the model writes to make a recall call, priced at the output rate.")
     chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: chars / this (the seed's chars/4).")
     pricing: dict[str, PriceRow] = Field(default_factory=dict, description="Extra or overriding pricing rows, keyed by model name.")
+
+    @model_validator(mode="after")
+    def _limits_in_order(self) -> "PolicySettings":
+        # The branch order (small -> below_large -> over_client_limit) only protects the client when its limit is above the pre-filter.
+        if self.client_max_result_chars and self.client_max_result_chars < self.large_threshold_chars:
+            raise ValueError(
+                f"client_max_result_chars ({self.client_max_result_chars}) is below large_threshold_chars "
+                f"({self.large_threshold_chars}): results in between would be kept and rejected by the client; "
+                "lower large_threshold_chars (and small_threshold_chars) to at most client_max_result_chars"
+            )
+        if self.client_max_result_chars and self.client_max_result_chars < self.small_threshold_chars:
+            raise ValueError(
+                f"client_max_result_chars ({self.client_max_result_chars}) is below small_threshold_chars ({self.small_threshold_chars})"
+            )
+        return self

@@ -1,0 +1,151 @@
+"""The result policy: one decision with one reason for each tool result (seed 003).
+
+Branch order is load-bearing and reads top to bottom:
+
+1. `disabled` — the policy is off: keep.
+2. `multimodal` — an image, audio or blob resource is evidence the model
+   looks at; a stub would turn it into a description of evidence: keep.
+   Ranked high so the stated reason is the safety property.
+3. `own_tool` — recall_tool_result / context_guru_expand output is what the
+   model just asked for; offloading it again would loop: keep.
+4. `small` — at or below `small_threshold_chars`: too small for a stub: keep.
+5. `below_large` — under the gate's cheap pre-filter (`large_threshold_chars`):
+   the recall hop would outweigh the re-prefill saving: keep.
+6. `over_client_limit` — above `client_max_result_chars` the client rejects
+   or cuts the result, so offload whatever the gate says: the alternative is
+   losing it.
+7. `gate` — the net-saving gate (gate.py) decides: `gate_fired` offloads,
+   `gate_declined` keeps. A gate that raises declines (`gate_error`): firing
+   wrongly is exactly what the gate exists to prevent.
+
+The seed's `recent` and `live turn` branches need rewriting of earlier turns
+and do not exist at the MCP seam (DESIGN.md): a proxy decides once, on arrival.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .gate import OffloadGateDecision, OffloadGateInputs, evaluate_offload_gate
+from .settings import PolicySettings
+
+log = logging.getLogger(__name__)
+
+Verdict = Literal["keep", "offload"]
+Reason = Literal[
+    "disabled", "multimodal", "own_tool", "small", "below_large", "over_client_limit",
+    "gate_fired", "gate_declined", "gate_error",
+]
+NetSavingGate = Callable[[OffloadGateInputs], OffloadGateDecision]
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    """What the policy sees of one result (after reducers)."""
+
+    chars: int
+    """Model-visible characters of the candidate result (text blocks after reduction)."""
+    multimodal: bool = False
+    own_tool: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One verdict, one reason code, a sentence explaining it, and the gate's priced terms if it ran."""
+
+    verdict: Verdict
+    reason: Reason
+    explanation: str
+    chars: int
+    tokens: float
+    gate: OffloadGateDecision | None = None
+
+    @property
+    def offload(self) -> bool:
+        return self.verdict == "offload"
+
+    def terms(self) -> dict[str, Any]:
+        return self.gate.terms() if self.gate else {}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "explanation": self.explanation,
+            "chars": self.chars,
+            "tokens": round(self.tokens, 1),
+            "gate": self.terms() or None,
+        }
+
+
+class ResultPolicy:
+    """Decide what happens to one result. Stateless; safe to share between threads."""
+
+    def __init__(self, settings: PolicySettings, *, net_saving_gate: NetSavingGate | None = evaluate_offload_gate) -> None:
+        self.settings = settings
+        self._gate = net_saving_gate
+
+    def for_settings(self, settings: PolicySettings) -> "ResultPolicy":
+        return ResultPolicy(settings, net_saving_gate=self._gate)
+
+    def tokens(self, chars: int) -> float:
+        return chars / self.settings.chars_per_token
+
+    def gate_inputs(self, chars: int) -> OffloadGateInputs:
+        s = self.settings
+        return OffloadGateInputs(
+            output_tokens=self.tokens(chars),
+            horizon=s.horizon,
+            recall_probability=s.recall_probability,
+            model_name=s.model,
+            large_offload_threshold_tokens=int(s.large_threshold_chars / s.chars_per_token),
+            stub_tokens=s.stub_tokens,
+            recall_input_tokens=s.recall_input_tokens,
+            recall_output_tokens=s.recall_output_tokens,
+            prompt_caching=s.prompt_caching,
+            cache_ttl=s.cache_ttl,
+            pricing_overrides=s.pricing,
+        )
+
+    def decide(self, item: PolicyInput) -> Decision:
+        s = self.settings
+        chars = item.chars
+        tokens = self.tokens(chars)
+
+        def keep(reason: Reason, why: str, gate: OffloadGateDecision | None = None) -> Decision:
+            return Decision("keep", reason, why, chars, tokens, gate)
+
+        if not s.enabled:
+            return keep("disabled", "offload policy disabled (policy.enabled=false)")
+        if item.multimodal:
+            return keep("multimodal", "result carries an image, audio or blob resource: kept as evidence")
+        if item.own_tool:
+            return keep("own_tool", "output of the proxy's own recall/expand tool is never offloaded again")
+        if chars <= s.small_threshold_chars:
+            return keep("small", f"{chars} chars <= small_threshold_chars={s.small_threshold_chars}")
+        if chars < s.large_threshold_chars:
+            return keep("below_large", f"{chars} chars < large_threshold_chars={s.large_threshold_chars} (pre-filter)")
+        gate, gate_failure = self._run_gate(chars)
+        if s.client_max_result_chars and chars > s.client_max_result_chars:
+            return Decision(
+                "offload", "over_client_limit",
+                f"{chars} chars > client_max_result_chars={s.client_max_result_chars}: the client would reject or cut it",
+                chars, tokens, gate,
+            )
+        if gate is None:
+            return keep("gate_error", f"net-saving gate failed ({gate_failure}): declined")
+        if gate.fire:
+            return Decision("offload", "gate_fired", gate.reason, chars, tokens, gate)
+        return keep("gate_declined", gate.reason, gate)
+
+    def _run_gate(self, chars: int) -> tuple[OffloadGateDecision | None, str]:
+        if self._gate is None:
+            return None, "no gate configured"
+        try:
+            return self._gate(self.gate_inputs(chars)), ""
+        except Exception as err:  # a broken gate must never fire offload
+            log.warning("net-saving gate raised %s: declining offload", err, exc_info=True)
+            return None, f"{type(err).__name__}: {err}"

@@ -1,0 +1,251 @@
+"""The SQLite ledger: exact bodies, atomic commits, failures named, retention with tombstones."""
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from offload_mcp.store import BodyRecord, Evicted, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError, UnknownId
+from offload_mcp.store.settings import LedgerSettings
+
+BODY = {"content": [{"type": "text", "text": "x" * 5000}], "structuredContent": {"n": 1}, "isError": False}
+
+
+def record(body=BODY, **kw):
+    kw.setdefault("server", "srv")
+    kw.setdefault("tool", "tool")
+    kw.setdefault("arguments", {"a": 1})
+    kw.setdefault("session_id", "s1")
+    kw.setdefault("chars", 5000)
+    return BodyRecord.of(body, **kw)
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    led = Ledger.open(LedgerSettings(), tmp_path / "state" / "ledger.db")
+    yield led
+    led.close()
+
+
+def test_file_0600_and_created_dir_0700(ledger, tmp_path):
+    assert stat.S_IMODE(os.stat(tmp_path / "state").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(ledger.path).st_mode) == 0o600
+    ledger.commit(bodies=[record()])
+    for suffix in ("-wal", "-shm"):
+        side = ledger.path.with_name(ledger.path.name + suffix)
+        if side.exists():
+            assert stat.S_IMODE(os.stat(side).st_mode) & 0o077 == 0
+
+
+def test_wal_mode(ledger):
+    assert ledger._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_settings_path_and_override(tmp_path):
+    a = Ledger.open(LedgerSettings(path=tmp_path / "a.db"))
+    b = Ledger.open(LedgerSettings(path=tmp_path / "a.db"), tmp_path / "b.db")
+    assert (a.path.name, b.path.name) == ("a.db", "b.db")
+
+
+def test_body_round_trips_exactly_and_id_is_content_hash(ledger):
+    rec = record()
+    ledger.commit(bodies=[rec])
+    assert ledger.get_body(rec.trm_id) == BODY
+    assert ledger.get_body_json(rec.trm_id) == rec.body_json
+    assert rec.trm_id.startswith("trm_") and len(rec.trm_id) == 20
+    assert record(server="other", session_id="s9").trm_id == rec.trm_id
+    assert record({**BODY, "isError": True}).trm_id != rec.trm_id
+    info = ledger.body_info(rec.trm_id)
+    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == ("srv", "tool", {"a": 1}, "s1", 5000)
+    assert info.stored_bytes < info.raw_bytes  # compressed
+
+
+def test_same_body_twice_keeps_one_row(ledger):
+    ledger.commit(bodies=[record()])
+    ledger.commit(bodies=[record(session_id="s2")])
+    assert ledger.counts()["bodies"] == 1
+
+
+def test_unknown_ids(ledger):
+    with pytest.raises(UnknownId):
+        ledger.get_body("trm_0000000000000000")
+    with pytest.raises(UnknownId):
+        ledger.get_stash("0123456789abcdef")
+
+
+def test_stash_and_events_commit_together(ledger):
+    ledger.commit(
+        bodies=[record()],
+        stash={"0123456789abcdef": "original ✓ text"},
+        events=[LedgerEvent("decision", session_id="s1", server="srv", tool="tool", verdict="offload", reason="gate_fired", detail={"net": 1.5})],
+    )
+    assert ledger.get_stash("0123456789abcdef") == "original ✓ text"
+    (ev,) = list(ledger.events(kinds=["decision"]))
+    assert (ev["verdict"], ev["reason"], ev["detail"]) == ("offload", "gate_fired", {"net": 1.5})
+
+
+def test_failed_commit_leaves_nothing(ledger):
+    # A real failure inside the transaction, after the body and stash rows went in.
+    ledger._conn.execute("CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected'); END")
+    with pytest.raises(LedgerWriteError, match="injected"):
+        ledger.commit(bodies=[record()], stash={"0123456789abcdef": "x"}, events=[LedgerEvent("decision")])
+    assert ledger.counts() == {"bodies": 0, "stored_bytes": 0, "stash": 0, "tombstones": 0}
+
+
+def test_disk_full_is_named(ledger):
+    ledger.commit(events=[LedgerEvent("decision")])
+    pages = ledger._conn.execute("PRAGMA page_count").fetchone()[0]
+    ledger._conn.execute(f"PRAGMA max_page_count={pages}")
+    big = {"content": [{"type": "text", "text": os.urandom(400_000).hex()}]}
+    with pytest.raises(LedgerWriteError, match="full"):
+        ledger.commit(bodies=[record(big)])
+    assert ledger.counts()["bodies"] == 0
+
+
+def test_lock_held_past_busy_timeout_is_named(tmp_path):
+    path = tmp_path / "l.db"
+    led = Ledger.open(LedgerSettings(busy_timeout_s=0.2), path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(LedgerWriteError, match="locked"):
+            led.commit(bodies=[record()])
+    finally:
+        other.execute("ROLLBACK")
+    led.commit(bodies=[record()])
+    assert led.counts()["bodies"] == 1
+
+
+READONLY_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from offload_mcp.store import Ledger, BodyRecord, LedgerWriteError
+    led = Ledger.open(None, sys.argv[1])
+    print("writable", led.writable)
+    print("recall", led.get_body(sys.argv[2])["isError"])
+    try:
+        led.commit(bodies=[BodyRecord.of({"content": []}, server="s", tool="t", arguments={}, session_id="x", chars=0)])
+        print("committed")
+    except LedgerWriteError as err:
+        print("error", err.cause)
+    """
+)
+
+
+def run_unprivileged(args, **kw):
+    """Permissions do not bind root: as root, run inside a fresh user namespace (uid nobody, no capabilities)."""
+    if os.geteuid() == 0:
+        probe = subprocess.run(["unshare", "-U", "true"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip("running as root without `unshare -U`: file permissions cannot be made to bind")
+        args = ["unshare", "-U", *args]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_read_only_ledger_still_recalls_and_names_the_cause(tmp_path):
+    path = tmp_path / "ro.db"
+    led = Ledger.open(None, path)
+    rec = record()
+    led.commit(bodies=[rec])
+    led._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    led.close()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(path, 0o444)
+    out = run_unprivileged([sys.executable, "-c", READONLY_SCRIPT, str(path), rec.trm_id])
+    assert out.returncode == 0, out.stderr
+    assert "writable False" in out.stdout
+    assert "recall False" in out.stdout
+    assert "error" in out.stdout and "read-only" in out.stdout
+
+
+def test_uncreatable_ledger_raises_unavailable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(LedgerUnavailable):
+        Ledger.open(None, blocker / "sub" / "ledger.db")
+
+
+def test_persistent_across_processes(tmp_path):
+    path = tmp_path / "p.db"
+    script = (
+        "import sys; from offload_mcp.store import Ledger, BodyRecord;"
+        "r = BodyRecord.of({'content': [{'type': 'text', 'text': 'persist'}]}, server='s', tool='t', arguments={}, session_id='x', chars=7);"
+        "Ledger.open(None, sys.argv[1]).commit(bodies=[r]); print(r.trm_id)"
+    )
+    trm = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True).stdout.strip()
+    assert Ledger.open(None, path).get_body(trm)["content"][0]["text"] == "persist"
+
+
+def test_retention_is_off_by_default(ledger):
+    ledger.commit(bodies=[record()])
+    assert ledger.evict(now=1e12) == []
+
+
+def test_max_age_evicts_and_leaves_a_tombstone(tmp_path):
+    led = Ledger.open(LedgerSettings(max_age_days=1), tmp_path / "age.db")
+    rec = record()
+    led.commit(bodies=[rec], stash={"0123456789abcdef": "cut"})
+    led.evict(now=led.body_info(rec.trm_id).last_used_at + 2 * 86400)
+    with pytest.raises(Evicted) as err:
+        led.get_body(rec.trm_id)
+    assert "max_age_days=1" in str(err.value) and "UTC" in str(err.value)
+    with pytest.raises(Evicted):
+        led.get_stash("0123456789abcdef")
+    led.commit(bodies=[rec])  # storing it again revives it
+    assert led.get_body(rec.trm_id) == BODY
+
+
+def test_max_total_bytes_evicts_least_recently_used(tmp_path):
+    led = Ledger.open(LedgerSettings(max_total_bytes=1), tmp_path / "lru.db")
+    recs = [record({"content": [{"type": "text", "text": os.urandom(2000).hex()}]}) for _ in range(3)]
+    led.settings = LedgerSettings()  # fill first, then turn retention on
+    for r in recs:
+        led.commit(bodies=[r])
+    led.get_body(recs[0].trm_id)  # most recently used now
+    sizes = {r.trm_id: led.body_info(r.trm_id).stored_bytes for r in recs}
+    led.settings = LedgerSettings(max_total_bytes=sizes[recs[0].trm_id] + sizes[recs[2].trm_id])
+    assert led.evict() == [recs[1].trm_id]
+    with pytest.raises(Evicted, match="max_total_bytes"):
+        led.get_body(recs[1].trm_id)
+    assert led.get_body(recs[0].trm_id)
+
+
+def test_call_counts_for_hot_tool_learning(ledger):
+    ledger.commit(events=[LedgerEvent("decision", server="git", tool="git_log")] * 3 + [LedgerEvent("decision", server="fs", tool="read")])
+    ledger.commit(events=[LedgerEvent("recall", server="git", tool="git_log")])
+    assert ledger.call_counts() == {("git", "git_log"): 3, ("fs", "read"): 1}
+    assert ledger.call_counts(since=1e12) == {}
+
+
+def test_recall_and_expand_events(ledger):
+    ledger.record_recall("s1", "trm_x", ok=True, chars_out=10, detail={"style": "range"})
+    ledger.record_expand("s1", "abc", ok=False)
+    kinds = [(e["kind"], e["verdict"], e["ref_id"]) for e in ledger.events()]
+    assert kinds == [("recall", "ok", "trm_x"), ("expand", "error", "abc")]
+
+
+def test_session_scope(tmp_path):
+    led = Ledger.open(LedgerSettings(scope="session"), tmp_path / "scope.db")
+    rec = record(session_id="mine")
+    led.commit(bodies=[rec])
+    assert led.get_body(rec.trm_id, session_id="mine") == BODY
+    with pytest.raises(UnknownId, match="another session"):
+        led.get_body(rec.trm_id, session_id="theirs")
+
+
+def test_concurrent_commits_from_threads(ledger):
+    def work(i):
+        for j in range(20):
+            ledger.commit(bodies=[record({"content": [{"type": "text", "text": f"{i}-{j}"}]})], events=[LedgerEvent("decision")])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert ledger.counts()["bodies"] == 80

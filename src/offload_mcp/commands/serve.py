@@ -1,0 +1,83 @@
+"""`offload-mcp serve`: run the proxy in front of the configured servers.
+
+    offload-mcp serve --config mcp.json
+    OFFLOAD_MCP_CONFIG=mcp.json offload-mcp serve
+    offload-mcp serve -- mcp-server-git --repository .
+    offload-mcp serve mcp-server-git --repository .      (same: the first word starts the command)
+
+Everything from the first positional word on belongs to the inline downstream
+command, options included, because some clients (the MCP Inspector's CLI)
+drop `--` and would otherwise hand the server's options to us.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from typing import Any
+
+from ..config import CONFIG_ENV_VAR, Config, ConfigError, inline_server_config, load_config
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="Run the proxy in front of your MCP servers.",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-c", "--config", metavar="FILE", help=f"JSON config with `mcpServers` (and `offload`); default ${CONFIG_ENV_VAR}.")
+    parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio", help="Upstream transport (default stdio).")
+    parser.add_argument("--host", default="127.0.0.1", help="Address for the HTTP transports (default 127.0.0.1).")
+    parser.add_argument("--port", type=int, default=8765, help="Port for the HTTP transports (default 8765; 0 picks a free one).")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
+    parser.add_argument("--ledger", metavar="PATH", help="Ledger file (overrides offload.ledger.path).")
+    parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
+    parser.set_defaults(func=run)
+
+
+def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Config:
+    env = os.environ if environ is None else environ
+    command = list(args.command or [])
+    if command and command[0] == "--":
+        command = command[1:]
+    path = args.config or env.get(CONFIG_ENV_VAR) or None
+    if path is None and not command:
+        raise ConfigError(f"no downstream server: give --config FILE, set {CONFIG_ENV_VAR}, or put a command after `--`")
+    config = load_config(path) if path else Config()
+    if command:
+        inline = inline_server_config(command, args.name)
+        for name, entry in inline.mcpServers.items():
+            if name in config.mcpServers:
+                raise ConfigError(f"inline server name {name!r} is already used in {path}; pick another with --name")
+            config.mcpServers[name] = entry
+    if not config.mcpServers:
+        raise ConfigError(f"{path}: mcpServers: no servers configured")
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    config = resolve_config(args)
+    return anyio.run(_serve, config, args)
+
+
+async def _serve(config: Config, args: argparse.Namespace) -> int:
+    from ..catalog.catalog import CatalogCollision
+    from ..downstream.pool import DownstreamPool
+    from ..server.proxy import ProxyState, build_server
+    from ..server.transports import serve
+
+    async with DownstreamPool(config.mcpServers, config.offload.downstream) as pool:
+        try:
+            state = ProxyState(config, pool, ledger_path=args.ledger)
+        except CatalogCollision as err:
+            raise ConfigError(f"{args.config or 'config'}: offload.catalog.prefix: {err}") from None
+        server = build_server(state)
+        await serve(state, server, args.transport, args.host, args.port, args.log_level)
+    return 0

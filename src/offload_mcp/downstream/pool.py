@@ -1,0 +1,83 @@
+"""All wrapped servers, started together and kept for the life of the proxy.
+
+`async with DownstreamPool(config.mcpServers, settings) as pool:` connects to
+every server concurrently (each bounded by `startup_timeout_s`), logs each
+failure with the server's name, command and stderr tail, and keeps serving
+with the ones that came up. The pool's task group holds the sessions, so
+they are independent of any upstream connection (an SSE connection's
+lifespan, a streamable-HTTP session) and survive it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ..config import ServerEntry
+from .server import DownstreamServer
+from .settings import DownstreamSettings
+
+logger = logging.getLogger(__name__)
+
+
+class DownstreamPool:
+    def __init__(self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None) -> None:
+        self.settings = settings or DownstreamSettings()
+        self.servers: dict[str, DownstreamServer] = {
+            name: DownstreamServer(name, entry, self.settings, on_change=self._changed) for name, entry in servers.items()
+        }
+        self._listeners: list[Callable[[str, str], Awaitable[None]]] = []
+        self._task_group: anyio.abc.TaskGroup | None = None
+
+    def on_change(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
+        """Register `listener(server_name, kind)` for downstream list changes (and restarts)."""
+        self._listeners.append(listener)
+
+    async def _changed(self, server: DownstreamServer, kind: str) -> None:
+        for listener in list(self._listeners):
+            await listener(server.name, kind)
+
+    async def __aenter__(self) -> DownstreamPool:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        try:
+            await self.start_all()
+        except BaseException:
+            self._task_group.cancel_scope.cancel()
+            await self._task_group.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def start_all(self) -> None:
+        assert self._task_group is not None
+        tg_servers = self._task_group
+
+        async with anyio.create_task_group() as starting:
+            for server in self.servers.values():
+                starting.start_soon(server.start, tg_servers)
+        ready = [s.name for s in self.servers.values() if s.state == "ready"]
+        failed = [s for s in self.servers.values() if s.state != "ready"]
+        if self.servers:
+            logger.info("downstream servers ready: %s", ", ".join(ready) or "none")
+        for server in failed:
+            logger.error("not serving %r: %s", server.name, server.failure)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for server in self.servers.values():
+            await server.stop()
+        assert self._task_group is not None
+        await self._task_group.__aexit__(exc_type, exc, tb)
+        self._task_group = None
+
+    def ready(self) -> list[DownstreamServer]:
+        return [s for s in self.servers.values() if s.state == "ready"]
+
+    def status(self) -> list[dict[str, Any]]:
+        return [s.status() for s in self.servers.values()]

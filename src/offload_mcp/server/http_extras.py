@@ -1,0 +1,23 @@
+"""Plain HTTP routes served beside the MCP endpoint on the SSE and streamable-HTTP transports.
+
+`extra_routes(state)` returns starlette routes; each feature adds its own here
+(/healthz now; /expand/{hash} and /metrics are added by their issues).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def extra_routes(state: Any) -> list[Route]:
+    async def healthz(request: Request) -> JSONResponse:
+        servers = state.pool.status()
+        ok = all(s["state"] == "ready" for s in servers)
+        body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "servers": servers}
+        return JSONResponse(body, status_code=200)
+
+    return [Route("/healthz", healthz, methods=["GET"])]

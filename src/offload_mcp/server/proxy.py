@@ -1,0 +1,431 @@
+"""The upstream face: one low-level MCP `Server` whose handlers forward to the pool.
+
+`ProxyState` holds everything that lives as long as the process: the
+downstream pool, the catalog, the shaper, the own tools, and the upstream
+sessions to notify. `build_server(state)` makes the `Server`; the same state
+serves any number of upstream connections on any transport.
+
+tools/call: catalog lookup -> downstream call (arguments as given, `_meta`
+without `progressToken` and `io.modelcontextprotocol/*`, progress relayed,
+cancellation propagated by the handler's cancel scope) -> outputSchema check
+-> `ResultShaper.shape` in a worker thread -> the client. Own tools
+(recall, expand, search) are dispatched to their modules; their results are
+never shaped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+import weakref
+from collections.abc import Mapping
+from contextvars import ContextVar
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .. import __version__
+from ..catalog.catalog import Catalog, CatalogEntry, build_catalog, server_prefix
+from ..catalog.presentation import Presentation, present
+from ..config import Config, OffloadSettings
+from ..downstream.pool import DownstreamPool
+from ..reducers.base import SessionMemory
+from ..shaping import CallInfo, build_shaper
+from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+
+logger = logging.getLogger(__name__)
+
+_presentation: ContextVar[Presentation | None] = ContextVar("offload_presentation", default=None)
+
+INSTRUCTIONS = (
+    "offload-mcp forwards the tools of the servers it wraps. A large tool result may come back as a short "
+    "stub with a trm_ id, and cut passages as <<cg:HASH>> markers: call recall_tool_result or "
+    "context_guru_expand to get the exact bytes back."
+)
+
+
+def strip_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """`_meta` to send downstream: minus our caller's progress token and reserved protocol keys."""
+    if not meta:
+        return None
+    kept = {
+        k: v
+        for k, v in meta.items()
+        if k not in ("progress_token", "progressToken") and not k.startswith("io.modelcontextprotocol/")
+    }
+    return kept or None
+
+
+class ProxyState:
+    """Process-lifetime state shared by every upstream connection."""
+
+    def __init__(self, config: Config, pool: DownstreamPool, *, ledger_path: Any | None = None) -> None:
+        self.config = config
+        self.settings: OffloadSettings = config.offload
+        self.pool = pool
+        self.shaper = build_shaper(self.settings, ledger_path)
+        self.own_always, self.own_optional = load_own_tools()
+        self.bus = InMemorySubscriptionBus()
+        self.catalog: Catalog = Catalog([])
+        self.prompt_routes: dict[str, tuple[str, str]] = {}
+        self._upstream: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._memories: dict[str, SessionMemory] = {}
+        self._validators: dict[str, Any] = {}
+        self._process_session = uuid.uuid4().hex
+        self.rebuild(strict=True)
+        pool.on_change(self._downstream_changed)
+
+    # ---- catalog -----------------------------------------------------------
+
+    @property
+    def ledger(self) -> Any | None:
+        return getattr(self.shaper, "ledger", None)
+
+    def rebuild(self, *, strict: bool = False) -> None:
+        server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}
+        reserved = list(self.own_always) + list(self.own_optional)
+        self.catalog = build_catalog(server_tools, self.settings.catalog, reserved, strict=strict)
+        self._validators.clear()
+        self.prompt_routes = _route_prompts(
+            {s.name: s.prompts for s in self.pool.servers.values() if s.prompts}, self.settings.catalog.separator
+        )
+
+    def presentation(self) -> Presentation:
+        current = _presentation.get()
+        if current is not None:
+            return current
+        return present(
+            self.catalog.entries,
+            [t.tool for t in self.own_always.values()],
+            self.settings.catalog,
+            optional_tools={name: t.tool for name, t in self.own_optional.items()},
+            ledger=self.ledger,
+        )
+
+    async def _downstream_changed(self, server: str, kind: str) -> None:
+        if kind in ("tools", "prompts"):
+            self.rebuild()
+        await self.notify_upstream(kind)
+
+    # ---- upstream sessions ------------------------------------------------
+
+    def remember_session(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection not in self._upstream:
+            self._upstream[connection] = ctx.session
+
+    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is None:
+            return self._process_session
+        if connection.session_id:
+            return str(connection.session_id)
+        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # Stateless wire: every request is its own connection; one session per process.
+            return self._process_session
+        return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
+
+    def memory(self, session_id: str) -> SessionMemory:
+        get = getattr(self.shaper, "session_memory", None)
+        if callable(get):
+            return get(session_id)
+        return self._memories.setdefault(session_id, SessionMemory())
+
+    async def notify_upstream(self, kind: str) -> None:
+        """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
+        for connection, session in list(self._upstream.items()):
+            if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                continue
+            send = {
+                "tools": session.send_tool_list_changed,
+                "resources": session.send_resource_list_changed,
+                "prompts": session.send_prompt_list_changed,
+            }[kind]
+            try:
+                with anyio.fail_after(2):
+                    await send()
+            except Exception as err:
+                logger.debug("dropping upstream session that cannot be notified: %r", err)
+                self._upstream.pop(connection, None)
+        event = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[kind]()
+        await self.bus.publish(event)
+
+    # ---- tools/call --------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = None,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+    ) -> types.CallToolResult:
+        own = self._own_tool(name)
+        if own is not None:
+            return await self._call_own(own, arguments, session_id)
+        entry = self.catalog.lookup(name)
+        if entry is None:
+            return error_result(self._unknown_tool(name))
+        return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
+
+    def _own_tool(self, name: str) -> OwnTool | None:
+        if name in self.own_always:
+            return self.own_always[name]
+        optional = self.own_optional.get(name)
+        if optional is not None and any(t.name == name for t in self.presentation().tools):
+            return optional
+        return None
+
+    def _unknown_tool(self, name: str) -> str:
+        message = f"Unknown tool '{name}'."
+        down = [s for s in self.pool.servers.values() if s.state in ("failed", "down")]
+        if down:
+            message += " Servers not serving: " + "; ".join(f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down)
+        return message
+
+    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
+        env = ToolEnv(
+            settings=self.settings,
+            ledger=self.ledger,
+            session_id=session_id,
+            session=self.memory(session_id),
+            forward=lambda tool, args: self.forward(tool, args, session_id=session_id),
+            catalog=self.catalog,
+        )
+        try:
+            return await own.handle(arguments, env)
+        except Exception as err:
+            logger.exception("own tool %s failed", own.tool.name)
+            return error_result(f"{own.tool.name} failed inside offload-mcp: {type(err).__name__}: {err}")
+
+    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str) -> types.CallToolResult:
+        """Call a downstream tool by its catalog name through the same shaping as a direct call."""
+        entry = self.catalog.lookup(name)
+        if entry is None:
+            return error_result(self._unknown_tool(name))
+        return await self._call_downstream(entry, arguments, session_id=session_id)
+
+    async def _call_downstream(
+        self,
+        entry: CatalogEntry,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = None,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+    ) -> types.CallToolResult:
+        server = self.pool.servers[entry.server]
+        progress = None
+        if ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
+            session = ctx.session
+
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                await session.report_progress(value, total, message)
+
+        result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        if entry.output_schema is not None and not result.is_error:
+            problem = self._schema_problem(entry, result)
+            if problem is not None:
+                return _schema_error(entry, result, problem)
+        call = CallInfo(
+            server=entry.server,
+            tool=entry.name,
+            downstream_tool=entry.downstream_name,
+            arguments=arguments,
+            session_id=session_id,
+            output_schema=entry.output_schema,
+        )
+        try:
+            return await anyio.to_thread.run_sync(self.shaper.shape, call, result)
+        except Exception:
+            # Never lose a result to a shaping fault: the client gets it as the server sent it.
+            logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
+            return result
+
+    def _schema_problem(self, entry: CatalogEntry, result: types.CallToolResult) -> str | None:
+        if result.structured_content is None:
+            return "it declares an outputSchema but returned no structuredContent"
+        validator = self._validators.get(entry.name)
+        if validator is None:
+            from jsonschema.validators import validator_for
+
+            try:
+                cls = validator_for(entry.output_schema)
+                validator = cls(entry.output_schema)
+            except Exception as err:
+                return f"its outputSchema is not a valid JSON Schema ({err})"
+            self._validators[entry.name] = validator
+        try:
+            from jsonschema import exceptions as jexc
+
+            error = jexc.best_match(validator.iter_errors(result.structured_content))
+        except Exception as err:
+            return f"its outputSchema could not be applied ({err})"
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return f"structuredContent does not match its outputSchema at {where}: {error.message}"
+
+    # ---- resources and prompts ------------------------------------------
+
+    def _resource_servers(self, uri: str) -> list[str]:
+        owners = [s.name for s in self.pool.servers.values() if any(str(r.uri) == uri for r in s.resources)]
+        if owners:
+            return owners[:1]
+        for s in self.pool.servers.values():
+            if any(_template_matches(t.uri_template, uri) for t in s.resource_templates):
+                return [s.name]
+        return [s.name for s in self.pool.servers.values() if s.capabilities and s.capabilities.resources is not None]
+
+    async def read_resource(self, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        candidates = self._resource_servers(uri)
+        if not candidates:
+            raise MCPError(code=-32002, message=f"Resource not found: {uri} (no wrapped server serves resources)")
+        last: MCPError | None = None
+        for name in candidates:
+            try:
+                return await self.pool.servers[name].request("resources/read", params, types.ReadResourceResult)
+            except MCPError as err:
+                last = err
+        assert last is not None
+        raise last
+
+    async def get_prompt(self, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        route = self.prompt_routes.get(params.name)
+        if route is None:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+        server, downstream_name = route
+        forwarded = params.model_copy(update={"name": downstream_name, "meta": strip_meta(params.meta)})
+        return await self.pool.servers[server].request("prompts/get", forwarded, types.GetPromptResult)
+
+    def list_prompts(self) -> list[types.Prompt]:
+        out = []
+        for listed, (server, original) in self.prompt_routes.items():
+            prompt = next(p for p in self.pool.servers[server].prompts if p.name == original)
+            out.append(prompt if listed == original else prompt.model_copy(update={"name": listed}))
+        return out
+
+    def list_resources(self) -> list[types.Resource]:
+        seen: set[str] = set()
+        out = []
+        for s in self.pool.servers.values():
+            for r in s.resources:
+                if str(r.uri) not in seen:
+                    seen.add(str(r.uri))
+                    out.append(r)
+        return out
+
+    def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        return [t for s in self.pool.servers.values() for t in s.resource_templates]
+
+
+def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: str) -> types.CallToolResult:
+    note = types.TextContent(
+        text=f"[offload-mcp] '{entry.downstream_name}' on server '{entry.server}' returned a result its own schema rejects: "
+        f"{problem}. The result is passed on unchanged below, marked as an error so clients do not reject it."
+    )
+    return types.CallToolResult(
+        content=[note, *result.content],
+        structured_content=result.structured_content,
+        is_error=True,
+        _meta=result.meta,
+    )
+
+
+def _template_matches(template: str, uri: str) -> bool:
+    pattern = re.escape(template)
+    pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
+    return re.fullmatch(pattern, uri) is not None
+
+
+def _route_prompts(server_prompts: Mapping[str, list[types.Prompt]], separator: str) -> dict[str, tuple[str, str]]:
+    counts: dict[str, int] = {}
+    for prompts in server_prompts.values():
+        for p in prompts:
+            counts[p.name] = counts.get(p.name, 0) + 1
+    routes: dict[str, tuple[str, str]] = {}
+    for server, prompts in server_prompts.items():
+        for p in prompts:
+            name = p.name if counts[p.name] == 1 else server_prefix(server, separator) + p.name
+            routes.setdefault(name, (server, p.name))
+    return routes
+
+
+def build_server(state: ProxyState) -> Server[Any]:
+    async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=state.presentation().tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await state.call_tool(
+            params.name,
+            dict(params.arguments or {}),
+            session_id=state.session_id(ctx),
+            meta=params.meta,
+            ctx=ctx,
+        )
+
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=state.list_resources())
+
+    async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=state.list_resource_templates())
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await state.read_resource(params)
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=state.list_prompts())
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        return await state.get_prompt(params)
+
+    server: Server[Any] = Server(
+        "offload-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_subscriptions_listen=ListenHandler(state.bus),
+    )
+
+    async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        state.remember_session(ctx)
+        if ctx.method != "tools/list":
+            return await call_next(ctx)
+        presentation = state.presentation()
+        token = _presentation.set(presentation)
+        try:
+            result = await call_next(ctx)
+        finally:
+            _presentation.reset(token)
+        if presentation.wire_extras and isinstance(result, dict):
+            for tool in result.get("tools", []):
+                extra = presentation.wire_extras.get(tool.get("name"))
+                if extra:
+                    tool.update(extra)
+        return result
+
+    server.middleware.append(splice_wire_extras)
+    return server
+
+
+def initialization_options(server: Server[Any]) -> Any:
+    return server.create_initialization_options(
+        NotificationOptions(tools_changed=True, resources_changed=True, prompts_changed=True)
+    )

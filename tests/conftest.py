@@ -1,0 +1,133 @@
+"""Shared helpers: start the real proxy (a subprocess) in front of real servers, and talk to it.
+
+- `fixture_cmd(*opts)`: the command line of tests/fixtures/fixture_server.py.
+- `write_config(tmp_path, servers, offload=None)`: a config file; returns its path.
+- `proxy_session(args)`: `offload-mcp serve ARGS` over stdio, as a handshake-era
+  `ClientSession` (initialized).
+- `proxy_client(args)`: the same with `mcp.Client`, which negotiates 2026-07-28.
+- `proxy_http(args, transport)`: `offload-mcp serve --transport T --port 0 ARGS`;
+  yields the endpoint URL read from the proxy's stderr.
+- `NPM_BIN`, `needs_npm`: the npm servers, skipping with a reason if absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_SERVER = ROOT / "tests" / "fixtures" / "fixture_server.py"
+PYTHON = sys.executable
+OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
+NPM_BIN = ROOT / "node_modules" / ".bin"
+
+needs_npm = pytest.mark.skipif(
+    not (NPM_BIN / "mcp-server-everything").exists(),
+    reason="npm servers not installed: run `npm ci` at the repo root",
+)
+
+
+def fixture_cmd(*opts: str) -> list[str]:
+    return [PYTHON, str(FIXTURE_SERVER), *opts]
+
+
+def fixture_entry(*opts: str, **extra: Any) -> dict[str, Any]:
+    return {"command": PYTHON, "args": [str(FIXTURE_SERVER), *opts], **extra}
+
+
+def write_config(tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any] | None = None, name: str = "mcp.json") -> Path:
+    data: dict[str, Any] = {"mcpServers": servers}
+    if offload is not None:
+        data["offload"] = offload
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def proxy_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "OFFLOAD_MCP_CONFIG"}
+    env.setdefault("OFFLOAD_MCP_TEST", "1")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _params(args: list[str], env: dict[str, str] | None) -> Any:
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=OFFLOAD_MCP, args=["serve", *args], env=proxy_env(env), cwd=str(ROOT))
+
+
+@asynccontextmanager
+async def proxy_session(args: list[str], env: dict[str, str] | None = None, **session_kw: Any) -> AsyncIterator[Any]:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    async with stdio_client(_params(args, env)) as (read, write):
+        async with ClientSession(read, write, **session_kw) as session:
+            await session.initialize()
+            yield session
+
+
+@asynccontextmanager
+async def proxy_client(args: list[str], env: dict[str, str] | None = None, **client_kw: Any) -> AsyncIterator[Any]:
+    from mcp import Client
+
+    async with Client(_params(args, env), **client_kw) as client:
+        yield client
+
+
+@contextmanager
+def proxy_http(args: list[str], transport: str = "streamable-http", env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run the proxy over HTTP on a free port; yield its endpoint URL."""
+    proc = subprocess.Popen(
+        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", "info", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=proxy_env(env),
+        cwd=str(ROOT),
+    )
+    lines: list[str] = []
+    found = threading.Event()
+    url: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            m = re.search(r"serving \S+ on (http://\S+)", line)
+            if m and not url:
+                url.append(m.group(1))
+                found.set()
+        found.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if not found.wait(60) or not url:
+            raise AssertionError("proxy did not start:\n" + "".join(lines))
+        yield url[0]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        reader.join(5)
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)

@@ -1,0 +1,157 @@
+"""End to end over stdio: the real proxy in front of the fixture server, both protocol eras."""
+
+from __future__ import annotations
+
+import json
+
+import mcp_types as types
+import pytest
+from conftest import fixture_cmd, proxy_client, proxy_session, text_of
+
+FIXTURE_TOOLS = [
+    "echo", "make_text", "json_array", "image", "audio", "resources_mix", "structured", "bad_structured",
+    "fail", "with_meta", "echo_meta", "progress", "sleep", "crash", "add_tool", "pid",
+]
+
+
+async def test_handshake_client_lists_and_calls_through_the_proxy() -> None:
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        listed = await s.list_tools()
+        names = [t.name for t in listed.tools]
+        assert names == FIXTURE_TOOLS + ["recall_tool_result", "context_guru_expand"]
+        result = await s.call_tool("echo", {"text": "héllo ✓"})
+        assert text_of(result) == "héllo ✓" and not result.is_error
+
+
+async def test_modern_client_negotiates_2026_and_calls() -> None:
+    async with proxy_client(["--", *fixture_cmd()]) as c:
+        assert c.protocol_version == "2026-07-28"
+        tools = await c.list_tools()
+        assert "json_array" in [t.name for t in tools.tools]
+        result = await c.call_tool("json_array", {"count": 3})
+        assert json.loads(text_of(result))[2] == {"id": 2, "name": "item-2", "status": "ok"}
+        structured = await c.call_tool("structured", {"value": 5})
+        assert structured.structured_content == {"value": 5, "label": "v5"}
+
+
+async def test_every_content_block_type_meta_and_is_error_pass_intact() -> None:
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        image = await s.call_tool("image", {})
+        assert isinstance(image.content[1], types.ImageContent) and image.content[1].mime_type == "image/png"
+        audio = await s.call_tool("audio", {})
+        assert isinstance(audio.content[0], types.AudioContent)
+        mix = await s.call_tool("resources_mix", {})
+        kinds = [type(b).__name__ for b in mix.content]
+        assert kinds == ["EmbeddedResource", "EmbeddedResource", "ResourceLink"]
+        assert mix.content[1].resource.blob == "AAECAw=="
+        meta = await s.call_tool("with_meta", {})
+        assert meta.meta == {"fixture/tag": "kept"} and meta.content[0].meta == {"fixture/tag": "kept"}
+        failed = await s.call_tool("fail", {"message": "boom"})
+        assert failed.is_error and text_of(failed) == "boom"
+
+
+async def test_progress_is_relayed_and_progress_token_not_leaked() -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        result = await s.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+        assert text_of(result) == "done"
+        assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        echoed = await s.call_tool("echo_meta", {"a": 1}, meta={"custom/key": "v"})
+        body = json.loads(text_of(echoed))
+        assert body == {"arguments": {"a": 1}, "meta_keys": ["custom/key"]}
+
+
+async def test_result_failing_its_own_output_schema_reaches_the_client_as_an_error() -> None:
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        result = await s.call_tool("bad_structured", {})
+        assert result.is_error
+        assert "does not match its outputSchema at value" in result.content[0].text
+        # The server's own bytes are still there, after the note.
+        assert json.loads(result.content[1].text) == {"value": "not-an-int", "label": "bad"}
+        assert result.structured_content == {"value": "not-an-int", "label": "bad"}
+
+
+async def test_own_tools_are_listed_and_answer() -> None:
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names[-2:] == ["recall_tool_result", "context_guru_expand"]
+        result = await s.call_tool("recall_tool_result", {"id": "trm_0000"})
+        # Either the real tool (after issue 3) or the placeholder: never a crash, always an answer.
+        assert result.content and text_of(result)
+
+
+async def test_unknown_tool_is_answered_clearly() -> None:
+    async with proxy_session(["--", *fixture_cmd()]) as s:
+        result = await s.call_tool("no_such_tool", {})
+        assert result.is_error and "Unknown tool 'no_such_tool'" in text_of(result)
+
+
+async def test_resources_and_prompts_are_forwarded() -> None:
+    async with proxy_session(["--", *fixture_cmd("--page-size", "1")]) as s:
+        resources = await s.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["fixture://hello", "fixture://blob"]
+        templates = await s.list_resource_templates()
+        assert templates.resource_templates[0].uri_template == "fixture://item/{id}"
+        hello = await s.read_resource("fixture://hello")
+        assert hello.contents[0].text == "hello from fixture"
+        item = await s.read_resource("fixture://item/42")
+        assert item.contents[0].text == "item 42"
+        blob = await s.read_resource("fixture://blob")
+        assert blob.contents[0].blob == "AAECAw=="
+        prompts = await s.list_prompts()
+        assert [p.name for p in prompts.prompts] == ["greet"]
+        greeting = await s.get_prompt("greet", {"name": "Ada"})
+        assert greeting.messages[0].content.text == "Hello, Ada!"
+
+
+async def test_downstream_pagination_is_followed() -> None:
+    async with proxy_session(["--", *fixture_cmd("--page-size", "3")]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names[: len(FIXTURE_TOOLS)] == FIXTURE_TOOLS
+
+
+async def test_tools_list_is_byte_stable_across_runs() -> None:
+    dumps = []
+    for _ in range(2):
+        async with proxy_session(["--", *fixture_cmd()]) as s:
+            listed = await s.list_tools()
+            dumps.append(listed.model_dump_json(by_alias=True))
+            dumps.append((await s.list_tools()).model_dump_json(by_alias=True))
+    assert len(set(dumps)) == 1
+
+
+async def test_list_changed_refreshes_catalog_and_notifies_handshake_client() -> None:
+    import anyio
+
+    changed = anyio.Event()
+
+    async def handler(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with proxy_session(["--", *fixture_cmd()], message_handler=handler) as s:
+        await s.list_tools()
+        await s.call_tool("add_tool", {"name": "late_tool"})
+        with anyio.fail_after(10):
+            await changed.wait()
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert "late_tool" in names
+        assert text_of(await s.call_tool("late_tool", {"text": "x"})) == "x"
+
+
+async def test_list_changed_reaches_modern_client_on_listen_stream() -> None:
+    import anyio
+
+    async with proxy_client(["--", *fixture_cmd()]) as c:
+        await c.list_tools()
+        async with c.listen(tools_list_changed=True) as subscription:
+            await c.call_tool("add_tool", {"name": "late_tool"})
+            with anyio.fail_after(10):
+                async for event in subscription:
+                    assert type(event).__name__ == "ToolsListChanged"
+                    break
+        assert "late_tool" in [t.name for t in (await c.list_tools()).tools]

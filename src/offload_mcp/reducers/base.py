@@ -39,6 +39,8 @@ class SessionMemory:
     """
 
     seen: dict[str, str] = field(default_factory=dict)
+    expanded: set[str] = field(default_factory=set)
+    """cg hashes the model expanded in this session: their content is kept verbatim if it arrives again."""
 
 
 @dataclass(frozen=True)
@@ -68,3 +70,32 @@ class Reducer(Protocol):
     name: str
 
     def reduce(self, text: str, ctx: ReduceContext) -> Outcome: ...
+
+
+EXPAND_CUE = "[full output: call context_guru_expand]"
+"""The trailer a whole-output marker carries (seed: extract, collapse, linecap)."""
+
+
+def trailer(hash_: str) -> str:
+    return f"{marker(hash_)} {EXPAND_CUE}"
+
+
+def estimate_tokens(text: str, ctx: ReduceContext) -> float:
+    """The project-wide estimate (chars / chars_per_token): depends on bytes only, so replay-safe."""
+    return len(text) / ctx.chars_per_token
+
+
+def common_decline(text: str, ctx: ReduceContext) -> Declined | None:
+    """The two gates every cutting reducer shares: marked content, and content the model expanded."""
+    if has_marker(text):
+        return Declined("already_marked")
+    if ctx.session.expanded and cg_hash(text) in ctx.session.expanded:
+        return Declined("kept_verbatim_after_expand")
+    return None
+
+
+def never_worse(original: str, reduced: str, reducer_stash_hash: str) -> Outcome:
+    """Commit only if the result, marker included, is smaller (in characters)."""
+    if len(reduced) >= len(original):
+        return Declined("marker_no_win")
+    return Acted(reduced, {reducer_stash_hash: original})

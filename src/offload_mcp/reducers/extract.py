@@ -1,0 +1,128 @@
+"""extract: strip what is unambiguously terminal noise, stash the original.
+
+How it works: on one pass over the lines it removes ANSI escape sequences,
+carriage-return progress churn (a line rewritten in place keeps its final
+state), progress-bar and spinner lines (a run of them keeps its last line),
+runs of blank lines (to one), and a line or block of up to `max_block_lines`
+lines repeated consecutively (to one copy). The original is stashed behind one
+`<<cg:HASH>>` marker with `[full output: call context_guru_expand]`; the result
+is committed only if it is smaller, marker included. Deliberately conservative:
+it never touches a line that is not one of those shapes, so it cannot hide
+content the agent needs.
+When it shines: build/install logs, package managers, repeated warnings.
+When it is inert: short outputs (`below_min_size`), nothing noisy
+(`no_obvious_noise`), a saving smaller than the marker (`marker_no_win`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
+from .settings import ExtractSettings
+
+ANSI_RE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, hyperlinks
+    r"|\x1b[@-Z\\-_]"  # two-byte escapes
+)
+_BAR_GLYPHS = "█▉▊▋▌▍▎▏▓▒░■□━─╸╺=#>"
+BAR_RE = re.compile(r"\[[#=>\-. ]{5,}\]|[█▉▊▋▌▍▎▏▓▒░■━╸╺]{5,}|\d%\|[█▉▊▋▌▍▎▏#0-9 ]*\|")  # bracket, glyph run, tqdm
+PERCENT_RE = re.compile(r"\b\d{1,3}(?:\.\d+)?\s?%")
+SPINNER_RE = re.compile(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒◴◷◶◵]\s")
+# tqdm / pip / curl style lines: a bar plus a percentage or a rate; nothing else on the line
+# that could be content (a pytest line "tests/x.py ..F.  [ 45%]" has no bar and is kept).
+
+
+def is_progress_line(line: str) -> bool:
+    if SPINNER_RE.match(line):
+        return True
+    if BAR_RE.search(line):
+        return bool(PERCENT_RE.search(line)) or sum(line.count(g) for g in _BAR_GLYPHS) * 2 >= len(line.strip())
+    return False
+
+
+def _resolve_carriage_returns(line: str) -> str:
+    """A line rewritten in place with \\r shows its last non-empty state; CRLF endings are kept."""
+    end = ""
+    if line.endswith("\r"):
+        body = line.rstrip("\r")
+        end = line[len(body):]
+        line = body
+    if "\r" not in line:
+        return line + end
+    states = [s for s in line.split("\r") if s.strip()]
+    return (states[-1] if states else "") + end
+
+
+def _collapse_repeats(lines: list[str], max_block: int) -> list[str]:
+    """One copy of a line or block (<= max_block lines) repeated back to back."""
+    out: list[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        collapsed = False
+        for size in range(1, min(max_block, (n - i) // 2) + 1):
+            if lines[i + size] != lines[i]:
+                continue  # cheap first-line test before slicing
+            block = lines[i : i + size]
+            if lines[i + size : i + 2 * size] != block:
+                continue
+            if not any(line.strip() for line in block):
+                continue  # blank runs are handled separately
+            if size == 1 and len(block[0].strip()) < 2:
+                continue  # a lone bracket or brace repeated is structure, not noise
+            j = i + 2 * size
+            while lines[j : j + size] == block:
+                j += size
+            out.extend(block)
+            i = j
+            collapsed = True
+            break
+        if not collapsed:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+def clean(text: str, max_block_lines: int) -> str:
+    """The noise-free text (no marker): a pure function of the text."""
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [_resolve_carriage_returns(line) for line in lines]
+    kept: list[str] = []
+    blank_run = False
+    for idx, line in enumerate(lines):
+        if is_progress_line(line):
+            nxt = lines[idx + 1] if idx + 1 < len(lines) else None
+            if nxt is not None and is_progress_line(nxt):
+                continue  # a run of progress lines keeps its final state
+        if not line.strip():
+            if blank_run:
+                continue
+            blank_run = True
+        else:
+            blank_run = False
+        kept.append(line)
+    kept = _collapse_repeats(kept, max_block_lines)
+    return "\n".join(kept)
+
+
+class Extract:
+    name = "extract"
+
+    def __init__(self, settings: ExtractSettings) -> None:
+        self.settings = settings
+
+    def reduce(self, text: str, ctx: ReduceContext) -> Outcome:
+        if len(text) < self.settings.min_chars:
+            return Declined("below_min_size")
+        if (gate := common_decline(text, ctx)) is not None:
+            return gate
+        cleaned = clean(text, self.settings.max_block_lines)
+        if cleaned == text:
+            return Declined("no_obvious_noise")
+        hash_ = cg_hash(text)
+        sep = "" if cleaned.endswith("\n") else "\n"
+        return never_worse(text, f"{cleaned}{sep}{trailer(hash_)}", hash_)

@@ -1,0 +1,73 @@
+"""extract: terminal noise goes, the original is stashed behind one marker."""
+
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
+from offload_mcp.reducers.extract import Extract, clean, is_progress_line
+from offload_mcp.reducers.settings import ExtractSettings
+
+
+def ctx(session=None):
+    return ReduceContext(tool="bash", arguments={}, session=session or SessionMemory())
+
+
+SEED_BEFORE = (
+    "Cloning into 'repo'...\n...download progress...\nresolved 200 packages\n"
+    + "warning: peer dependency unmet\n" * 15
+    + "\n\n\nbuild complete in 4.2s\n"
+)
+
+
+def test_seed_example():
+    out = Extract(ExtractSettings()).reduce(SEED_BEFORE, ctx())
+    assert isinstance(out, Acted)
+    h = cg_hash(SEED_BEFORE)
+    assert out.text == (
+        "Cloning into 'repo'...\n...download progress...\nresolved 200 packages\n"
+        "warning: peer dependency unmet\n\nbuild complete in 4.2s\n" + trailer(h)
+    )
+    assert out.stash == {h: SEED_BEFORE}
+    assert trailer(h) == f"{marker(h)} [full output: call context_guru_expand]"
+
+
+def test_ansi_and_carriage_return_churn():
+    text = "\x1b[1m\x1b[32mPASS\x1b[0m test_a\n" + "Downloading 10%\rDownloading 50%\rDownloading 100%\n" + "ok line\r\n" * 3 + "x" * 200
+    cleaned = clean(text, 12)
+    assert "\x1b" not in cleaned
+    assert "PASS test_a\nDownloading 100%\n" in cleaned
+    assert "ok line\r\n" in cleaned, "CRLF line endings are not churn"
+
+
+def test_progress_lines_keep_final_state_and_spare_pytest_lines():
+    bars = "".join(f" {p}%|{'█' * (p // 10)}{' ' * (10 - p // 10)}| {p}/100\n" for p in range(0, 101, 10))
+    text = "start\n" + bars + "tests/test_x.py ..F.                    [ 45%]\ndone\n" + "z" * 300
+    cleaned = clean(text, 12)
+    assert cleaned.count("%|") == 1 and "100%|██████████|" in cleaned
+    assert "tests/test_x.py ..F." in cleaned
+    assert is_progress_line("⠋ Installing packages")
+    assert not is_progress_line("Coverage: 85%")
+
+
+def test_repeated_blocks_up_to_max_lines():
+    block = "\n".join(f"retry step {i}" for i in range(5))
+    text = "head\n" + "\n".join([block] * 6) + "\ntail\n" + "q" * 300
+    cleaned = clean(text, 12)
+    assert cleaned.count("retry step 0") == 1
+    big = "\n".join(f"line {i}" for i in range(13))
+    text2 = "\n".join([big] * 3)
+    assert clean(text2, 12).count("line 0") == 3, "blocks longer than max_block_lines are left alone"
+
+
+def test_lone_repeated_brace_is_structure():
+    text = "def f():\n    x = {\n        }\n        }\n" + "a = 1\n" * 1 + "b" * 300
+    assert clean(text, 12) == text
+
+
+def test_declines_with_named_reasons():
+    e = Extract(ExtractSettings())
+    assert e.reduce("short", ctx()) == Declined("below_min_size")
+    plain = "\n".join(f"distinct line {i}" for i in range(40))
+    assert e.reduce(plain, ctx()) == Declined("no_obvious_noise")
+    assert e.reduce(plain + "\n" + marker("a" * 16), ctx()) == Declined("already_marked")
+    small_noise = plain + "\n\n\n"
+    assert e.reduce(small_noise, ctx()) == Declined("marker_no_win")
+    session = SessionMemory(expanded={cg_hash(SEED_BEFORE)})
+    assert e.reduce(SEED_BEFORE, ctx(session)) == Declined("kept_verbatim_after_expand")

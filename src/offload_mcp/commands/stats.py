@@ -1,0 +1,174 @@
+"""`offload-mcp stats`: what offload-mcp saved, per server and tool, read from the ledger."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import CONFIG_ENV_VAR, ConfigError, OffloadSettings, load_config
+
+EXAMPLES = """\
+examples:
+  offload-mcp stats                         # everything in the default ledger
+  offload-mcp stats --since 7d              # the last week (also 12h, 30m, 2w, or 2026-01-31)
+  offload-mcp stats -c offload.json         # the ledger and prices of this config
+  offload-mcp stats --ledger /tmp/l.db --json
+  offload-mcp stats --model claude-sonnet-4-5   # price the same savings for another model
+
+Observe mode (`offload.mode: observe` or `serve --observe`) changes nothing the
+client sees; stats then shows what each lever would have saved. The observed
+recall rate and horizon are what you need to tune offload.policy.recall_probability
+and offload.policy.horizon: the suggested values are printed under the table.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "stats",
+        help="show what offload-mcp saved, per server and tool",
+        description=__doc__.split(": ", 1)[1],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--ledger", metavar="PATH", help="ledger file (default: offload.ledger.path of the config, else the XDG state dir)")
+    parser.add_argument("-c", "--config", metavar="FILE", help=f"config whose ledger and pricing to use (default ${CONFIG_ENV_VAR} if set)")
+    parser.add_argument("--since", metavar="WHEN", help="only events since: 7d, 12h, 30m, 2w, or an ISO date")
+    parser.add_argument("--model", help="price with this model's row instead of offload.policy.model")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(func=run)
+
+
+def _settings(args: argparse.Namespace) -> OffloadSettings:
+    path = args.config or os.environ.get(CONFIG_ENV_VAR)
+    return load_config(path).offload if path else OffloadSettings()
+
+
+def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path:
+    if args.ledger:
+        return Path(args.ledger).expanduser()
+    if settings.ledger.path:
+        return Path(settings.ledger.path).expanduser()
+    from ..store import default_ledger_path
+
+    return default_ledger_path()
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..stats import parse_since, report_from_ledger
+    from ..store import Ledger, LedgerError
+    from ..store.settings import LedgerSettings
+
+    settings = _settings(args)
+    since = None
+    if args.since:
+        try:
+            since = parse_since(args.since)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    path = _ledger_path(args, settings)
+    if not path.is_file():
+        raise ConfigError(f"no ledger at {path}: run `offload-mcp serve` (or `offload-mcp demo --ledger {path}`) first, or pass --ledger PATH")
+    try:
+        # Default LedgerSettings: stats only reads; it never applies retention.
+        ledger = Ledger.open(LedgerSettings(), path)
+    except LedgerError as err:
+        raise ConfigError(f"{err}; pass another file with --ledger PATH") from None
+    try:
+        report = report_from_ledger(ledger, settings.policy, since=since, model=args.model)
+    finally:
+        ledger.close()
+
+    if args.json:
+        import orjson
+
+        data = report.as_dict()
+        data["ledger"] = str(path)
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+        return 0
+    render(report, path)
+    return 0
+
+
+def _money(value: float, priced: bool) -> str:
+    if not priced:
+        return "n/a"
+    return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
+
+
+def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if console is None:
+        console = Console(soft_wrap=True)
+        if not console.is_terminal:
+            console = Console(soft_wrap=True, width=200)  # piped or logged: never truncate names
+    t = report.totals
+    window = "" if report.since is None else " since " + _iso(report.since)
+    console.print(f"[bold]offload-mcp stats[/bold]  ledger {ledger_path}{window}: {t.results} results in {report.sessions} session(s)")
+    if not t.results and not report.recall_calls:
+        console.print("No results recorded yet. Run `offload-mcp serve` (or `offload-mcp demo`) and come back.")
+        return
+
+    observe = report.observe_mode
+    table = Table(show_footer=True, header_style="bold")
+    table.add_column("server", footer="all", no_wrap=True)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("results", justify="right", footer=str(t.results))
+    table.add_column("reduced", justify="right", footer=str(t.reduced))
+    table.add_column("offloaded", justify="right", footer=str(t.offloaded))
+    table.add_column("recalled", justify="right", footer=str(t.recalls))
+    table.add_column("tokens saved", justify="right", footer=f"{t.tokens_saved:,.0f}")
+    table.add_column("$ saved", justify="right", footer=_money(t.usd_saved, report.priced))
+    if observe:
+        table.add_column("would save tokens", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
+        table.add_column("would save $", justify="right", footer=_money(t.would_usd_saved, report.priced))
+    for row in report.rows:
+        cells = [row.server, row.tool, str(row.results), str(row.reduced), str(row.offloaded), str(row.recalls),
+                 f"{row.tokens_saved:,.0f}", _money(row.usd_saved, report.priced)]
+        if observe:
+            cells += [f"{row.would_tokens_saved:,.0f}", _money(row.would_usd_saved, report.priced)]
+        table.add_row(*cells)
+    console.print(table)
+
+    if report.decisions:
+        console.print("[bold]decisions[/bold] (verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.decisions.items()))
+    if report.reducer_acts:
+        console.print("[bold]reducers acted[/bold]: " + ", ".join(f"{k} {v}" for k, v in report.reducer_acts.items()))
+    if report.reducer_declines:
+        console.print("[bold]reducer declines[/bold] (reducer/reason): " + ", ".join(f"{k} {v}" for k, v in report.reducer_declines.items()))
+    console.print(f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), [bold]expands[/bold]: {report.expand_calls}")
+
+    console.print()
+    console.print("[bold]priors[/bold] (what the net-saving gate assumes vs what happened):")
+    for label, check, key in (("recall_probability", report.recall, "offload.policy.recall_probability"),
+                              ("horizon", report.horizon, "offload.policy.horizon")):
+        observed = "n/a" if check.observed is None else (f"{check.observed:.2f}" if label == "recall_probability" else f"{check.observed:.1f}")
+        configured = f"{check.configured:.2f}" if label == "recall_probability" else f"{check.configured:.0f}"
+        line = f"  {label}: configured {configured}, observed {observed} over {check.samples} ({check.note})"
+        console.print(line)
+    suggestions = [
+        f"\"recall_probability\": {report.recall.suggested}" if report.recall.suggested is not None else None,
+        f"\"horizon\": {report.horizon.suggested:.0f}" if report.horizon.suggested is not None else None,
+    ]
+    suggestions = [s for s in suggestions if s]
+    if suggestions:
+        console.print("  suggested: \"offload\": {\"policy\": {" + ", ".join(suggestions) + "}}")
+    else:
+        from ..stats import MIN_SAMPLES_FOR_SUGGESTION
+
+        console.print(f"  suggested: none yet (needs {MIN_SAMPLES_FOR_SUGGESTION} or more samples)")
+
+    console.print()
+    console.print("[bold]assumptions[/bold]:")
+    for line in report.assumptions:
+        console.print(f"  - {line}")
+
+
+def _iso(when: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

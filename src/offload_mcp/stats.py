@@ -1,0 +1,442 @@
+"""What offload-mcp did, read back from the ledger: per server and tool, priced per model.
+
+How it works: the shaper writes one `decision` event per downstream result
+(verdict, reason, chars in and out, reducer events, gate terms in `detail`);
+the own tools write `recall` and `expand` events. `aggregate()` folds those
+into a `StatsReport`: results seen, reduced, offloaded, tokens and dollars
+saved, the recall rate and conversation horizon actually observed next to the
+configured priors (with suggested values), decisions by reason and reducer
+declines by reason. The `stats` command, `serve`'s exit summary and the demo
+all read this one aggregation.
+
+Pricing (cache-aware, the same carry model as policy/gate.py): a token kept
+out of the transcript saves its cache write once plus a cache read on every
+later turn that would have carried it. "Later turns" is observed, never
+assumed: the calls that followed the result in its session (a result that
+ended its session saved nothing beyond its tokens, which is conservative).
+Recalls and expands are charged back: the slice they returned enters the
+context as new input (cache write rate) and the model writes the call
+(`recall_output_tokens` at the output rate). Observe-mode results are priced
+the same way and reported as "would have saved"; since nothing was offloaded,
+their recall cost is the configured prior, p_recall x one recall hop.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .policy.pricing import Price, resolve_price
+from .policy.settings import PolicySettings
+
+CALL_KINDS = ("decision", "recall", "expand")
+MIN_SAMPLES_FOR_SUGGESTION = 5
+_PER_MILLION = 1_000_000.0
+
+
+# ---------------------------------------------------------------- reading events
+
+
+def _detail(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    detail = event.get("detail") or {}
+    return detail if isinstance(detail, Mapping) else {}
+
+
+def is_observe(event: Mapping[str, Any]) -> bool:
+    """An event recorded in observe mode: the client got the original; the figures are what would have happened."""
+    d = _detail(event)
+    return d.get("mode") == "observe" or d.get("observe") is True or str(event.get("verdict", "")).startswith("would_")
+
+
+def verdict_of(event: Mapping[str, Any]) -> str:
+    verdict = str(event.get("verdict") or "keep")
+    return verdict.removeprefix("would_")
+
+
+def reducer_events(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    d = _detail(event)
+    for key in ("reducer_events", "reducers", "events"):
+        value = d.get(key)
+        if isinstance(value, list):
+            return [e for e in value if isinstance(e, Mapping)]
+    return []
+
+
+def chars_after_reducers(event: Mapping[str, Any]) -> int:
+    """Characters left after the reducers, before the policy: what a kept result costs."""
+    d = _detail(event)
+    for key in ("chars_reduced", "chars_after_reducers"):
+        if isinstance(d.get(key), int):
+            return int(d[key])
+    acted = [e for e in reducer_events(event) if e.get("acted")]
+    if acted and isinstance(acted[-1].get("chars_after"), int):
+        return int(acted[-1]["chars_after"])
+    return int(event.get("chars_in") or 0)
+
+
+def chars_sent(event: Mapping[str, Any]) -> int:
+    """Characters the client received (enforce) or would have received (observe)."""
+    d = _detail(event)
+    if is_observe(event):
+        for key in ("would_chars_out", "chars_would_send", "shaped_chars"):
+            if isinstance(d.get(key), int):
+                return int(d[key])
+    return int(event.get("chars_out") or 0)
+
+
+# ---------------------------------------------------------------- the report
+
+
+@dataclass
+class ToolStats:
+    server: str
+    tool: str
+    results: int = 0
+    reduced: int = 0
+    offloaded: int = 0
+    observed: int = 0
+    """Results handled in observe mode (their savings are `would_*`)."""
+    chars_in: int = 0
+    chars_out: int = 0
+    tokens_saved: float = 0.0
+    usd_saved: float = 0.0
+    would_tokens_saved: float = 0.0
+    would_usd_saved: float = 0.0
+    recalls: int = 0
+    expands: int = 0
+
+    def add(self, other: "ToolStats") -> None:
+        for name in ("results", "reduced", "offloaded", "observed", "chars_in", "chars_out", "tokens_saved", "usd_saved",
+                     "would_tokens_saved", "would_usd_saved", "recalls", "expands"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class PriorCheck:
+    """An observed quantity next to the configured prior the gate uses."""
+
+    configured: float
+    observed: float | None
+    samples: int
+    suggested: float | None
+    note: str = ""
+
+
+@dataclass
+class StatsReport:
+    since: float | None
+    model: str
+    priced: bool
+    rows: list[ToolStats]
+    totals: ToolStats
+    decisions: dict[str, int]
+    """`verdict/reason` -> count (observe-mode results counted under what would have happened)."""
+    reducer_acts: dict[str, int]
+    reducer_declines: dict[str, int]
+    """`reducer/reason` -> count."""
+    recall: PriorCheck
+    horizon: PriorCheck
+    recall_calls: int
+    expand_calls: int
+    failed_recalls: int
+    sessions: int
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def observe_mode(self) -> bool:
+        return self.totals.observed > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["observe_mode"] = self.observe_mode
+        return data
+
+
+def _carry_rate(price: Price, settings: PolicySettings, turns: int) -> float:
+    """USD per token carried for `turns` later turns (gate.py's model; 0 turns costs nothing)."""
+    if turns <= 0:
+        return 0.0
+    if settings.prompt_caching:
+        return (price.cache_write(settings.cache_ttl) + price.cache_read * (turns - 1)) / _PER_MILLION
+    return price.input * turns / _PER_MILLION
+
+
+def _new_content_rate(price: Price, settings: PolicySettings) -> float:
+    return (price.cache_write(settings.cache_ttl) if settings.prompt_caching else price.input) / _PER_MILLION
+
+
+def _recall_hop_usd(price: Price, settings: PolicySettings, chars_returned: float) -> float:
+    cpt = settings.chars_per_token
+    return (chars_returned / cpt) * _new_content_rate(price, settings) + settings.recall_output_tokens * price.output / _PER_MILLION
+
+
+def _suggest_horizon(values: list[int]) -> float | None:
+    if len(values) < MIN_SAMPLES_FOR_SUGGESTION:
+        return None
+    # The gate wants an underestimate (seed 000): the lower quartile, never below 1.
+    ordered = sorted(values)
+    return float(max(1, ordered[len(ordered) // 4]))
+
+
+def aggregate(
+    events: Iterable[Mapping[str, Any]],
+    settings: PolicySettings | None = None,
+    *,
+    since: float | None = None,
+    session_ids: Iterable[str] | None = None,
+    model: str | None = None,
+) -> StatsReport:
+    """Fold ledger events (Ledger.events() dicts) into a StatsReport."""
+    settings = settings or PolicySettings()
+    model = model or settings.model
+    price = resolve_price(model, settings.pricing)
+    cpt = settings.chars_per_token
+    wanted = set(session_ids) if session_ids is not None else None
+
+    calls: list[Mapping[str, Any]] = [
+        e for e in events
+        if e.get("kind") in CALL_KINDS
+        and (since is None or float(e.get("at") or 0) >= since)
+        and (wanted is None or e.get("session_id") in wanted)
+    ]
+    calls.sort(key=lambda e: (float(e.get("at") or 0), int(e.get("id") or 0)))
+
+    # How many calls followed each event in its session: the observed horizon.
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for index, event in enumerate(calls):
+        by_session[str(event.get("session_id") or "")].append(index)
+    following: dict[int, int] = {}
+    for indexes in by_session.values():
+        for position, index in enumerate(indexes):
+            following[index] = len(indexes) - position - 1
+
+    rows: dict[tuple[str, str], ToolStats] = {}
+    decisions: Counter[str] = Counter()
+    acts: Counter[str] = Counter()
+    declines: Counter[str] = Counter()
+    offload_owner: dict[str, tuple[str, str]] = {}
+    offload_horizons: list[int] = []
+    all_horizons: list[int] = []
+    recalled_ids: set[str] = set()
+    offloaded_ids: set[str] = set()
+    recall_calls = expand_calls = failed_recalls = 0
+    recall_usd_by_row: Counter[tuple[str, str]] = Counter()
+
+    for index, event in enumerate(calls):
+        kind = event.get("kind")
+        if kind == "decision":
+            key = (str(event.get("server") or "?"), str(event.get("tool") or "?"))
+            row = rows.setdefault(key, ToolStats(*key))
+            observe = is_observe(event)
+            verdict = verdict_of(event)
+            reason = str(event.get("reason") or "none")
+            chars_in = int(event.get("chars_in") or 0)
+            sent = chars_sent(event)
+            row.results += 1
+            row.chars_in += chars_in
+            row.chars_out += sent
+            decisions[f"{verdict}/{reason}"] += 1
+            reduced = False
+            for r in reducer_events(event):
+                name = str(r.get("reducer") or "?")
+                if r.get("acted"):
+                    acts[name] += 1
+                    reduced = True
+                else:
+                    declines[f"{name}/{r.get('reason') or 'none'}"] += 1
+            row.reduced += reduced
+            turns = following[index]
+            all_horizons.append(turns)
+            offloaded = verdict == "offload"
+            if offloaded:
+                row.offloaded += 1
+                offload_horizons.append(turns)
+                ref = str(event.get("ref_id") or "")
+                if ref and not observe:
+                    offloaded_ids.add(ref)
+                    offload_owner[ref] = key
+            saved_tokens = max(0, chars_in - sent) / cpt
+            usd = saved_tokens * _carry_rate(price, settings, turns) if price else 0.0
+            if observe:
+                row.observed += 1
+                if offloaded and price:
+                    # Nothing was offloaded, so no recall was observed: charge the configured prior.
+                    usd -= settings.recall_probability * _recall_hop_usd(price, settings, settings.recall_input_tokens * cpt)
+                row.would_tokens_saved += saved_tokens
+                row.would_usd_saved += usd
+            else:
+                row.tokens_saved += saved_tokens
+                row.usd_saved += usd
+        elif kind in ("recall", "expand"):
+            ok = str(event.get("verdict") or "ok") == "ok"
+            ref = str(event.get("ref_id") or "")
+            if kind == "recall":
+                recall_calls += 1
+                failed_recalls += not ok
+                if ok and ref:
+                    recalled_ids.add(ref)
+            else:
+                expand_calls += 1
+            owner = offload_owner.get(ref) if kind == "recall" else None
+            owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
+            if price and ok:
+                recall_usd_by_row[owner] += _recall_hop_usd(price, settings, int(event.get("chars_out") or 0))
+
+    # Recall and expand hops are charged to the tool whose result they brought back.
+    for owner, usd in recall_usd_by_row.items():
+        row = rows.get(owner)
+        if row is None:
+            row = rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
+        row.usd_saved -= usd
+    for ref in recalled_ids:
+        if ref in offload_owner:
+            rows[offload_owner[ref]].recalls += 1
+    expand_rows = Counter((str(e.get("server") or ""), str(e.get("tool") or "")) for e in calls if e.get("kind") == "expand")
+    for owner, n in expand_rows.items():
+        if owner in rows:
+            rows[owner].expands += n
+
+    totals = ToolStats("all", "all")
+    ordered = sorted(rows.values(), key=lambda r: (-(r.tokens_saved + r.would_tokens_saved), r.server, r.tool))
+    for row in ordered:
+        totals.add(row)
+    totals.recalls = len(recalled_ids & offloaded_ids)
+    totals.expands = expand_calls
+
+    n_offloaded = len(offloaded_ids)
+    observed_rate = (len(recalled_ids & offloaded_ids) / n_offloaded) if n_offloaded else None
+    recall = PriorCheck(
+        configured=settings.recall_probability,
+        observed=observed_rate,
+        samples=n_offloaded,
+        suggested=round(observed_rate, 2) if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION else None,
+        note="share of offloaded results recalled at least once" if n_offloaded else "no offloaded results yet (observe mode offloads nothing)",
+    )
+    horizon_values = offload_horizons or all_horizons
+    horizon = PriorCheck(
+        configured=float(settings.horizon),
+        observed=statistics.fmean(horizon_values) if horizon_values else None,
+        samples=len(horizon_values),
+        suggested=_suggest_horizon(horizon_values),
+        note=("calls that followed each offloaded result in its session" if offload_horizons
+              else "calls that followed each result in its session (no offloads yet)"),
+    )
+
+    assumptions = [
+        f"model {model}: " + (
+            f"input ${price.input:g}/M, output ${price.output:g}/M, cache write ({settings.cache_ttl}) ${price.cache_write(settings.cache_ttl):g}/M, cache read ${price.cache_read:g}/M"
+            if price else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
+        ),
+        f"tokens = chars / {settings.chars_per_token:g}",
+        ("prompt caching on: a kept token costs one cache write, then a cache read per later turn"
+         if settings.prompt_caching else "prompt caching off: a kept token costs full input on every later turn"),
+        "later turns = calls that followed the result in its session (observed, not the configured horizon)",
+        f"recalls and expands are charged back: returned chars as new input + {settings.recall_output_tokens} output tokens per call",
+    ]
+    if totals.observed:
+        assumptions.append(
+            f"observe mode: nothing was changed; 'would save' charges p_recall={settings.recall_probability:g} x one "
+            f"{settings.recall_input_tokens}-token recall hop per would-be offload"
+        )
+
+    return StatsReport(
+        since=since,
+        model=model,
+        priced=price is not None,
+        rows=ordered,
+        totals=totals,
+        decisions=dict(decisions.most_common()),
+        reducer_acts=dict(acts.most_common()),
+        reducer_declines=dict(declines.most_common()),
+        recall=recall,
+        horizon=horizon,
+        recall_calls=recall_calls,
+        expand_calls=expand_calls,
+        failed_recalls=failed_recalls,
+        sessions=len(by_session),
+        assumptions=assumptions,
+    )
+
+
+def report_from_ledger(ledger: Any, settings: PolicySettings | None = None, *, since: float | None = None,
+                       session_ids: Iterable[str] | None = None, model: str | None = None) -> StatsReport:
+    return aggregate(ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model)
+
+
+# ---------------------------------------------------------------- durations
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """`7d`, `12h`, `30m`, `2w` or an ISO date/time (UTC if no zone) -> a Unix time."""
+    now = time.time() if now is None else now
+    match = _DURATION.match(text)
+    if match:
+        return now - float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: use a duration like 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+# ---------------------------------------------------------------- exit summary
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def summary_lines(report: StatsReport) -> list[str]:
+    """Short lines naming only the levers that fired; empty when none did (a quiet session stays quiet)."""
+    t = report.totals
+    lines: list[str] = []
+    observe = t.observed > 0 and t.observed == t.results
+    would = "would have " if observe else ""
+    if report.reducer_acts:
+        acts = ", ".join(f"{name} x{n}" for name, n in report.reducer_acts.items())
+        lines.append(f"reducers {would}cut {t.reduced} of {t.results} results ({acts})")
+    offloaded = sum(n for key, n in report.decisions.items() if key.startswith("offload/"))
+    if offloaded:
+        reasons = ", ".join(f"{key.split('/', 1)[1]} x{n}" for key, n in report.decisions.items() if key.startswith("offload/"))
+        lines.append(f"{would}offloaded {offloaded} result(s) to the ledger ({reasons})")
+    if report.recall_calls or report.expand_calls:
+        lines.append(f"{report.recall_calls} recall(s), {report.expand_calls} expand(s) brought details back")
+    tokens = t.tokens_saved + t.would_tokens_saved
+    if lines and tokens:
+        usd = t.usd_saved + t.would_usd_saved
+        money = f", ~${usd:,.2f} at {report.model}" if report.priced else ""
+        lines.append(f"{'would have kept' if observe else 'kept'} ~{_n(tokens)} tokens out of the context{money}")
+    if lines and observe:
+        lines.append("observe mode: every result was passed through unchanged; run `offload-mcp stats` for details")
+    return lines
+
+
+def exit_summary(ledger: Any, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
+                 *, since: float | None = None) -> str:
+    """What `serve` prints to stderr on exit: only the levers that fired in these sessions; "" if none did.
+
+    Never raises: a summary must not turn a clean shutdown into a failure.
+    """
+    if ledger is None:
+        return ""
+    try:
+        report = report_from_ledger(ledger, settings, since=since, session_ids=session_ids)
+    except Exception as err:  # noqa: BLE001 - shutdown path
+        return f"offload-mcp: no summary ({type(err).__name__}: {err})"
+    lines = summary_lines(report)
+    if not lines:
+        return ""
+    return "\n".join(["offload-mcp summary:"] + [f"  {line}" for line in lines])

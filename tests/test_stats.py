@@ -1,0 +1,195 @@
+"""Stats from the ledger: counts, cache-aware dollars, observed priors, observe mode, the exit summary, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from offload_mcp.policy.settings import PolicySettings
+from offload_mcp.stats import aggregate, exit_summary, parse_since, report_from_ledger, summary_lines
+from offload_mcp.store import Ledger, LedgerEvent
+from offload_mcp.store.settings import LedgerSettings
+
+# claude-opus-4-6: cache write 5m $6.25/M, cache read $0.50/M, output $25/M
+CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6
+
+
+def decision(session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None):
+    detail = {"reducer_events": [dict(r) for r in reducers]}
+    if mode:
+        detail["mode"] = mode
+    return LedgerEvent("decision", session_id=session, server=server, tool=tool, verdict=verdict, reason=reason,
+                       ref_id=ref, chars_in=chars_in, chars_out=chars_out, detail=detail)
+
+
+LINECAP = {"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 4000, "chars_after": 2000}
+DEDUP_DECLINED = {"reducer": "dedup", "acted": False, "reason": "first_seen", "chars_before": 4000, "chars_after": 4000}
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    led = Ledger.open(LedgerSettings(), tmp_path / "ledger.db")
+    yield led
+    led.close()
+
+
+def test_counts_tokens_and_cache_aware_dollars(ledger):
+    # session a: offload (3 calls follow it), reduced read, kept read, recall of the offload
+    ledger.commit(events=[decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1", reducers=[DEDUP_DECLINED])])
+    ledger.commit(events=[decision("a", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED])])
+    ledger.commit(events=[decision("a", "fs", "read_file", "keep", "small", 300, 300)])
+    ledger.record_recall("a", "trm_1", ok=True, chars_out=8_000)
+    report = report_from_ledger(ledger, PolicySettings())
+
+    rows = {(r.server, r.tool): r for r in report.rows}
+    git, fs = rows[("git", "git_log")], rows[("fs", "read_file")]
+    assert (git.results, git.reduced, git.offloaded, git.recalls) == (1, 0, 1, 1)
+    assert (fs.results, fs.reduced, fs.offloaded) == (2, 1, 0)
+    assert git.tokens_saved == pytest.approx(399_000 / 4)
+    assert fs.tokens_saved == pytest.approx(2_000 / 4)
+
+    # git_log was carried for 3 later calls: one cache write + 2 cache reads per token, minus the recall hop
+    recall_hop = 8_000 / 4 * CW + 200 * OUT
+    assert git.usd_saved == pytest.approx(399_000 / 4 * (CW + 2 * CR) - recall_hop)
+    # the reduced read was followed by 2 calls; the last call of a session saved nothing beyond its tokens
+    assert fs.usd_saved == pytest.approx(2_000 / 4 * (CW + CR))
+    assert report.totals.usd_saved == pytest.approx(git.usd_saved + fs.usd_saved)
+
+    assert report.decisions == {"keep/small": 2, "offload/gate_fired": 1}
+    assert report.reducer_acts == {"linecap": 1}
+    assert report.reducer_declines == {"dedup/first_seen": 2}
+    assert report.recall.observed == 1.0 and report.recall.samples == 1 and report.recall.suggested is None
+    assert report.horizon.observed == 3 and report.horizon.configured == 5
+    assert any("cache write" in a for a in report.assumptions)
+
+
+def test_observed_priors_give_suggestions(ledger):
+    events = []
+    for i in range(8):  # 8 offloads, each in its own session, followed by i calls; 2 of them recalled
+        events.append(decision(f"s{i}", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref=f"trm_{i}"))
+        events += [decision(f"s{i}", "git", "git_status", "keep", "small", 100, 100) for _ in range(i)]
+    ledger.commit(events=events)
+    ledger.record_recall("s3", "trm_3", ok=True, chars_out=500)
+    ledger.record_recall("s3", "trm_3", ok=True, chars_out=500)  # twice: still one recalled result
+    ledger.record_recall("s5", "trm_5", ok=True, chars_out=500)
+    ledger.record_recall("s6", "trm_unknown", ok=False)
+    report = report_from_ledger(ledger, PolicySettings(recall_probability=0.5, horizon=5))
+
+    assert report.recall.samples == 8
+    assert report.recall.observed == pytest.approx(2 / 8)
+    assert report.recall.suggested == 0.25
+    assert report.recall_calls == 4 and report.failed_recalls == 1
+    # following calls: i plus recalls made in that session (s3: +2, s5: +1, s6: +1)
+    following = sorted([0, 1, 2, 3 + 2, 4, 5 + 1, 6 + 1, 7])
+    assert report.horizon.observed == pytest.approx(sum(following) / 8)
+    assert report.horizon.suggested == following[2]  # lower quartile: the gate wants an underestimate
+    assert report.sessions == 8
+
+
+def test_unknown_model_counts_tokens_but_no_dollars(ledger):
+    ledger.commit(events=[decision("a", "s", "t", "offload", "over_client_limit", 200_000, 500, ref="trm_x"),
+                          decision("a", "s", "t", "keep", "small", 10, 10)])
+    report = report_from_ledger(ledger, PolicySettings(), model="some-local-model")
+    assert not report.priced and report.totals.usd_saved == 0
+    assert report.totals.tokens_saved == pytest.approx(199_500 / 4)
+    assert "no pricing row" in report.assumptions[0]
+
+
+def test_observe_mode_reports_would_have_saved(ledger):
+    ledger.commit(events=[
+        decision("o", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, mode="observe"),
+        decision("o", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP], mode="observe"),
+        decision("o", "fs", "read_file", "keep", "small", 300, 300, mode="observe"),
+    ])
+    settings = PolicySettings()
+    report = report_from_ledger(ledger, settings)
+    t = report.totals
+    assert report.observe_mode and t.observed == 3
+    assert t.tokens_saved == 0 and t.usd_saved == 0
+    assert t.would_tokens_saved == pytest.approx((399_000 + 2_000) / 4)
+    prior_recall = 0.5 * (2_000 * CW + 200 * OUT)
+    assert t.would_usd_saved == pytest.approx(399_000 / 4 * (CW + CR) - prior_recall + 2_000 / 4 * CW)
+    assert report.recall.observed is None and "observe mode" in report.recall.note
+    lines = summary_lines(report)
+    assert lines[0].startswith("reducers would have cut 1 of 3 results (linecap x1)")
+    assert lines[1] == "would have offloaded 1 result(s) to the ledger (gate_fired x1)"
+    assert any(line.startswith("would have kept ~100,250 tokens") for line in lines)
+    assert "observe mode" in lines[-1]
+
+
+def test_exit_summary_names_only_levers_that_fired_in_its_sessions(ledger):
+    ledger.commit(events=[decision("quiet", "fs", "read_file", "keep", "small", 300, 300)])
+    assert exit_summary(ledger, ["quiet"]) == ""  # nothing fired: say nothing
+    assert exit_summary(None, ["quiet"]) == ""
+
+    ledger.commit(events=[decision("busy", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP])])
+    text = exit_summary(ledger, ["busy"])
+    assert text.splitlines()[0] == "offload-mcp summary:"
+    assert "reducers cut 1 of 1 results (linecap x1)" in text
+    assert "offloaded" not in text and "recall" not in text
+    assert "kept ~500 tokens out of the context" in text
+    assert exit_summary(ledger, ["quiet"]) == ""  # the other session's levers are not ours
+
+
+def test_since_filters_events():
+    events = [
+        {"id": 1, "at": 1000.0, "kind": "decision", "session_id": "a", "server": "s", "tool": "old", "verdict": "keep",
+         "reason": "small", "chars_in": 5, "chars_out": 5, "detail": {}},
+        {"id": 2, "at": 2000.0, "kind": "decision", "session_id": "a", "server": "s", "tool": "new", "verdict": "keep",
+         "reason": "small", "chars_in": 5, "chars_out": 5, "detail": {}},
+    ]
+    report = aggregate(events, since=1500.0)
+    assert [r.tool for r in report.rows] == ["new"]
+
+
+def test_parse_since():
+    assert parse_since("7d", now=1_000_000.0) == 1_000_000.0 - 7 * 86400
+    assert parse_since("12h", now=100_000.0) == 100_000.0 - 12 * 3600
+    assert parse_since("30m", now=10_000.0) == 10_000.0 - 1800
+    assert parse_since("2026-01-31") == parse_since("2026-01-31T00:00:00+00:00")
+    with pytest.raises(ValueError, match="7d"):
+        parse_since("last tuesday")
+
+
+def run_stats(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_stats_cli_table_and_json(ledger, tmp_path):
+    ledger.commit(events=[
+        decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1"),
+        decision("a", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED]),
+    ])
+    path = str(ledger.path)
+    table = run_stats("--ledger", path)
+    assert table.returncode == 0, table.stderr
+    for needle in ("git_log", "read_file", "offload/gate_fired", "dedup/first_seen", "recall_probability", "horizon", "assumptions", "claude-opus-4-6"):
+        assert needle in table.stdout
+
+    as_json = run_stats("--ledger", path, "--json", "--model", "claude-sonnet-4-5")
+    data = json.loads(as_json.stdout)
+    assert data["model"] == "claude-sonnet-4-5" and data["priced"] is True
+    assert data["totals"]["results"] == 2 and data["totals"]["offloaded"] == 1
+    assert data["decisions"] == {"offload/gate_fired": 1, "keep/small": 1}
+    assert data["ledger"] == path
+
+    recent = json.loads(run_stats("--ledger", path, "--json", "--since", "1h").stdout)
+    assert recent["totals"]["results"] == 2
+
+
+def test_stats_cli_errors_say_what_to_do(tmp_path):
+    missing = run_stats("--ledger", str(tmp_path / "nope.db"))
+    assert missing.returncode == 2 and "no ledger at" in missing.stderr and "--ledger PATH" in missing.stderr
+    assert not (tmp_path / "nope.db").exists()  # stats never creates a ledger
+    Ledger.open(LedgerSettings(), tmp_path / "l.db").close()
+    bad_since = run_stats("--ledger", str(tmp_path / "l.db"), "--since", "yesterday-ish")
+    assert bad_since.returncode == 2 and "7d" in bad_since.stderr
+    empty = run_stats("--ledger", str(tmp_path / "l.db"))
+    assert empty.returncode == 0 and "No results recorded yet" in empty.stdout
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not sqlite" * 100)
+    broken = run_stats("--ledger", str(garbage))
+    assert broken.returncode == 2 and str(garbage) in broken.stderr and "Traceback" not in broken.stderr

@@ -17,10 +17,13 @@ from offload_mcp.store.settings import LedgerSettings
 CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6
 
 
-def decision(session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None):
-    detail = {"reducer_events": [dict(r) for r in reducers]}
-    if mode:
-        detail["mode"] = mode
+def decision(session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None, reduced_chars=None):
+    """A decision event as shaping.ResultShaper records it (observe mode: the client got chars_in)."""
+    detail = {"reducers": [dict(r) for r in reducers], "mode": mode or "enforce"}
+    if reduced_chars is not None:
+        detail["decision"] = {"chars": reduced_chars}
+    if mode == "observe":
+        chars_out = chars_in
     return LedgerEvent("decision", session_id=session, server=server, tool=tool, verdict=verdict, reason=reason,
                        ref_id=ref, chars_in=chars_in, chars_out=chars_out, detail=detail)
 
@@ -39,7 +42,7 @@ def ledger(tmp_path):
 def test_counts_tokens_and_cache_aware_dollars(ledger):
     # session a: offload (3 calls follow it), reduced read, kept read, recall of the offload
     ledger.commit(events=[decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1", reducers=[DEDUP_DECLINED])])
-    ledger.commit(events=[decision("a", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED])])
+    ledger.commit(events=[decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED])])
     ledger.commit(events=[decision("a", "fs", "read_file", "keep", "small", 300, 300)])
     ledger.record_recall("a", "trm_1", ok=True, chars_out=8_000)
     report = report_from_ledger(ledger, PolicySettings())
@@ -58,7 +61,7 @@ def test_counts_tokens_and_cache_aware_dollars(ledger):
     assert fs.usd_saved == pytest.approx(2_000 / 4 * (CW + CR))
     assert report.totals.usd_saved == pytest.approx(git.usd_saved + fs.usd_saved)
 
-    assert report.decisions == {"keep/small": 2, "offload/gate_fired": 1}
+    assert report.decisions == {"offload/gate_fired": 1, "reduce/small": 1, "keep/small": 1}
     assert report.reducer_acts == {"linecap": 1}
     assert report.reducer_declines == {"dedup/first_seen": 2}
     assert report.recall.observed == 1.0 and report.recall.samples == 1 and report.recall.suggested is None
@@ -100,8 +103,8 @@ def test_unknown_model_counts_tokens_but_no_dollars(ledger):
 
 def test_observe_mode_reports_would_have_saved(ledger):
     ledger.commit(events=[
-        decision("o", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, mode="observe"),
-        decision("o", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP], mode="observe"),
+        decision("o", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe"),  # a stub: <= 250 tokens
+        decision("o", "fs", "read_file", "reduce", "small", 4_000, 4_000, reducers=[LINECAP], mode="observe", reduced_chars=2_000),
         decision("o", "fs", "read_file", "keep", "small", 300, 300, mode="observe"),
     ])
     settings = PolicySettings()
@@ -125,7 +128,7 @@ def test_exit_summary_names_only_levers_that_fired_in_its_sessions(ledger):
     assert exit_summary(ledger, ["quiet"]) == ""  # nothing fired: say nothing
     assert exit_summary(None, ["quiet"]) == ""
 
-    ledger.commit(events=[decision("busy", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP])])
+    ledger.commit(events=[decision("busy", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP])])
     text = exit_summary(ledger, ["busy"])
     assert text.splitlines()[0] == "offload-mcp summary:"
     assert "reducers cut 1 of 1 results (linecap x1)" in text
@@ -161,7 +164,7 @@ def run_stats(*args, env=None):
 def test_stats_cli_table_and_json(ledger, tmp_path):
     ledger.commit(events=[
         decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1"),
-        decision("a", "fs", "read_file", "keep", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED]),
+        decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED]),
     ])
     path = str(ledger.path)
     table = run_stats("--ledger", path)
@@ -173,7 +176,7 @@ def test_stats_cli_table_and_json(ledger, tmp_path):
     data = json.loads(as_json.stdout)
     assert data["model"] == "claude-sonnet-4-5" and data["priced"] is True
     assert data["totals"]["results"] == 2 and data["totals"]["offloaded"] == 1
-    assert data["decisions"] == {"offload/gate_fired": 1, "keep/small": 1}
+    assert data["decisions"] == {"offload/gate_fired": 1, "reduce/small": 1}
     assert data["ledger"] == path
 
     recent = json.loads(run_stats("--ledger", path, "--json", "--since", "1h").stdout)

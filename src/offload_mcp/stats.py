@@ -70,23 +70,41 @@ def reducer_events(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def chars_after_reducers(event: Mapping[str, Any]) -> int:
     """Characters left after the reducers, before the policy: what a kept result costs."""
     d = _detail(event)
-    for key in ("chars_reduced", "chars_after_reducers"):
-        if isinstance(d.get(key), int):
-            return int(d[key])
+    decision = d.get("decision")
+    if isinstance(decision, Mapping) and isinstance(decision.get("chars"), int):
+        return int(decision["chars"])
     acted = [e for e in reducer_events(event) if e.get("acted")]
     if acted and isinstance(acted[-1].get("chars_after"), int):
         return int(acted[-1]["chars_after"])
     return int(event.get("chars_in") or 0)
 
 
-def chars_sent(event: Mapping[str, Any]) -> int:
-    """Characters the client received (enforce) or would have received (observe)."""
+def chars_sent(event: Mapping[str, Any], stub_chars: float) -> int:
+    """Characters the client received (enforce) or would have received (observe).
+
+    In observe mode the client got the original, so the ledger's chars_out is
+    chars_in; what enforce mode would have sent is `would_chars_out` when the
+    shaper records it, else the reduced size for a reduction and at most one
+    stub budget for an offload.
+    """
     d = _detail(event)
-    if is_observe(event):
-        for key in ("would_chars_out", "chars_would_send", "shaped_chars"):
-            if isinstance(d.get(key), int):
-                return int(d[key])
-    return int(event.get("chars_out") or 0)
+    chars_in = int(event.get("chars_in") or 0)
+    if not is_observe(event):
+        return int(event.get("chars_out") or 0)
+    for key in ("would_chars_out", "would_be_chars_out"):
+        if isinstance(d.get(key), int):
+            return int(d[key])
+    verdict = verdict_of(event)
+    if verdict == "offload":
+        return int(min(chars_in, stub_chars))
+    if verdict == "reduce":
+        return min(chars_in, chars_after_reducers(event))
+    return chars_in
+
+
+def stash_hashes(event: Mapping[str, Any]) -> list[str]:
+    value = _detail(event).get("stash_hashes")
+    return [str(h) for h in value] if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------- the report
@@ -220,6 +238,7 @@ def aggregate(
     acts: Counter[str] = Counter()
     declines: Counter[str] = Counter()
     offload_owner: dict[str, tuple[str, str]] = {}
+    stash_owner: dict[str, tuple[str, str]] = {}
     offload_horizons: list[int] = []
     all_horizons: list[int] = []
     recalled_ids: set[str] = set()
@@ -236,7 +255,7 @@ def aggregate(
             verdict = verdict_of(event)
             reason = str(event.get("reason") or "none")
             chars_in = int(event.get("chars_in") or 0)
-            sent = chars_sent(event)
+            sent = chars_sent(event, settings.stub_tokens * cpt)
             row.results += 1
             row.chars_in += chars_in
             row.chars_out += sent
@@ -253,6 +272,8 @@ def aggregate(
             turns = following[index]
             all_horizons.append(turns)
             offloaded = verdict == "offload"
+            for cg in stash_hashes(event):
+                stash_owner.setdefault(cg, key)
             if offloaded:
                 row.offloaded += 1
                 offload_horizons.append(turns)
@@ -282,8 +303,10 @@ def aggregate(
                     recalled_ids.add(ref)
             else:
                 expand_calls += 1
-            owner = offload_owner.get(ref) if kind == "recall" else None
+            owner = (offload_owner if kind == "recall" else stash_owner).get(ref)
             owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
+            if kind == "expand" and ok and owner in rows:
+                rows[owner].expands += 1
             if price and ok:
                 recall_usd_by_row[owner] += _recall_hop_usd(price, settings, int(event.get("chars_out") or 0))
 
@@ -296,10 +319,6 @@ def aggregate(
     for ref in recalled_ids:
         if ref in offload_owner:
             rows[offload_owner[ref]].recalls += 1
-    expand_rows = Counter((str(e.get("server") or ""), str(e.get("tool") or "")) for e in calls if e.get("kind") == "expand")
-    for owner, n in expand_rows.items():
-        if owner in rows:
-            rows[owner].expands += n
 
     totals = ToolStats("all", "all")
     ordered = sorted(rows.values(), key=lambda r: (-(r.tokens_saved + r.would_tokens_saved), r.server, r.tool))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 
@@ -20,4 +20,9 @@ def extra_routes(state: Any) -> list[Route]:
         body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "servers": servers}
         return JSONResponse(body, status_code=200)
 
-    return [Route("/healthz", healthz, methods=["GET"])]
+    async def expand(request: Request) -> Response:
+        from ..tools.expand import http_expand
+
+        return await http_expand(request, state)
+
+    return [Route("/healthz", healthz, methods=["GET"]), Route("/expand/{hash}", expand, methods=["GET"])]

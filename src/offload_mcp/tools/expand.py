@@ -1,0 +1,155 @@
+"""context_guru_expand: restore the exact original a `<<cg:HASH>>` marker stands for.
+
+How it works: the argument is the marker as the model saw it (`<<cg:HASH>>`),
+`cg:HASH`, or the bare 16-hex hash; the original comes from the ledger's stash
+(`Ledger.get_stash`) byte for byte. The hash is remembered in the session so
+the same content arriving again is kept verbatim (`kept_verbatim_after_expand`)
+instead of being cut and expanded a second time. Its result is never reduced
+or offloaded again.
+
+Large originals: an expand larger than what the client accepts at all
+(`policy.client_max_result_chars`, 100,000 chars by default — Claude Code
+rejects bigger MCP results) would be lost, so the original is returned in
+pages of that size. The first content block is always an exact slice of the
+original; when there is more, a second block says the total size and the
+`offset` of the next page. An original that fits comes back whole, alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import anyio
+import mcp_types as types
+
+from ..reducers.base import HASH_RE, MARKER_RE
+from .registry import EXPAND, ToolEnv, error_result
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PAGE_CHARS = 100_000
+_LOOSE_RE = re.compile(r"^(?:<<)?(?:cg:)?([0-9a-fA-F]{16})(?:>>)?$")
+
+TOOL = types.Tool(
+    name=EXPAND,
+    description=(
+        "Restore the exact original output behind a <<cg:HASH>> marker that offload-mcp left in a tool result "
+        "(cut noise, repeated lines, a head/tail window, a repeat pointer). Pass the marker, e.g. "
+        '{"marker": "<<cg:0123456789abcdef>>"}. Originals larger than the client accepts come back in pages: '
+        "pass the `offset` the answer names."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "marker": {"type": "string", "description": "The marker as shown (<<cg:HASH>>) or its 16-hex-digit hash."},
+            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Character offset of the page to return (for originals larger than one answer)."},
+        },
+        "required": ["marker"],
+        "additionalProperties": False,
+    },
+)
+
+
+def parse_hash(value: Any) -> str | None:
+    """The 16-hex hash in a marker, `cg:HASH` or a bare hash; None when it is none of those."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    found = MARKER_RE.fullmatch(text)
+    if found:
+        return found.group(1)
+    loose = _LOOSE_RE.match(text)
+    if loose:
+        candidate = loose.group(1).lower()
+        return candidate if HASH_RE.match(candidate) else None
+    return None
+
+
+def page_chars(settings: Any) -> int:
+    limit = getattr(getattr(settings, "policy", None), "client_max_result_chars", 0) or 0
+    return int(limit) if limit > 0 else DEFAULT_PAGE_CHARS
+
+
+def page(original: str, offset: int, size: int, hash_: str) -> list[types.TextContent]:
+    if offset == 0 and len(original) <= size:
+        return [types.TextContent(text=original)]
+    chunk = original[offset : offset + size]
+    end = offset + len(chunk)
+    note = f"[context_guru_expand <<cg:{hash_}>>: characters {offset}-{end} of {len(original)}"
+    note += f"; next page: offset={end}]" if end < len(original) else "; last page]"
+    return [types.TextContent(text=chunk), types.TextContent(text=note)]
+
+
+async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
+    raw = arguments.get("marker", arguments.get("hash"))
+    hash_ = parse_hash(raw)
+    if hash_ is None:
+        shown = repr(raw)[:80] if raw is not None else "nothing"
+        return error_result(
+            f"context_guru_expand needs `marker`: a marker like <<cg:0123456789abcdef>> (as it appears in a tool result) "
+            f"or its 16 lowercase hex digits; got {shown}."
+        )
+    offset = arguments.get("offset", 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {offset!r}.")
+    if env.ledger is None:
+        return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
+    return await anyio.to_thread.run_sync(_expand, env, hash_, offset)
+
+
+def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
+    from ..store import UnknownId
+
+    try:
+        original = env.ledger.get_stash(hash_)
+    except UnknownId as err:
+        _record(env, hash_, ok=False, chars=0)
+        return error_result(
+            f"context_guru_expand: no stashed original for <<cg:{hash_}>> ({err}). "
+            "Markers are valid only as they appear in results from this offload-mcp ledger."
+        )
+    if offset and offset >= len(original):
+        return error_result(f"context_guru_expand: offset {offset} is past the end of <<cg:{hash_}>> ({len(original)} characters).")
+    env.session.expanded.add(hash_)
+    content = page(original, offset, page_chars(env.settings), hash_)
+    _record(env, hash_, ok=True, chars=len(content[0].text))
+    return types.CallToolResult(content=content)
+
+
+def _record(env: ToolEnv, hash_: str, *, ok: bool, chars: int) -> None:
+    try:
+        env.ledger.record_expand(env.session_id, hash_, ok=ok, chars_out=chars)
+    except Exception as err:  # statistics must never cost the answer
+        log.warning("could not record expand of %s: %s", hash_, err)
+
+
+# ---- GET /expand/{hash} (mounted by server/http_extras.py on the HTTP transports) ----
+
+
+async def http_expand(request: Any, state: Any) -> Any:
+    """The original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no ledger."""
+    from starlette.responses import PlainTextResponse
+
+    from ..store import UnknownId
+
+    raw = request.path_params.get("hash", "")
+    hash_ = parse_hash(raw)
+    metrics = getattr(state, "metrics", None)
+
+    def answer(status: int, text: str) -> Any:
+        if metrics is not None and hasattr(metrics, "observe_expand"):
+            metrics.observe_expand(status == 200, "http")
+        return PlainTextResponse(text, status_code=status, media_type="text/plain; charset=utf-8")
+
+    if hash_ is None:
+        return answer(400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n")
+    ledger = getattr(state, "ledger", None)
+    if ledger is None:
+        return answer(503, "no ledger is open in this offload-mcp process\n")
+    try:
+        original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
+    except UnknownId as err:
+        return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
+    return answer(200, original)

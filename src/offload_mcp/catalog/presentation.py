@@ -1,26 +1,42 @@
-"""What the client sees on tools/list: a small pure function of the catalog.
+"""What the client sees on tools/list: a small function of the catalog and the session's hot set.
 
-`present(entries, own_tools, settings)` returns the tools to list, in order,
-plus wire-only fields per tool name (e.g. `defer_loading`) that the server's
-middleware splices into the tools/list JSON, since the SDK's typed models
-would drop unknown fields. The proxy's own tools are always listed, after
-the downstream tools, never deferred.
+`present(entries, own_tools, settings, **context)` returns the tools to list,
+in order, plus wire-only fields per tool name (e.g. `defer_loading`) that the
+server's middleware splices into the tools/list JSON, since the SDK's typed
+models would drop unknown fields. The proxy's own tools are always listed,
+after the downstream tools, never deferred.
 
-Modes (`catalog.deferral`): this initial version lists every tool as given
-for every mode ("off" semantics); "hint" and "search" are added by
-catalog/deferral.py and catalog/search.py.
+Modes (`catalog.deferral`, see catalog/deferral.py): `hint` marks cold tools
+for deferred loading, `search` lists the hot tools plus `search_tools` and
+`invoke_tool`, `off` lists every tool as given.
+
+Context the server passes: `optional_tools` (name -> Tool: the search-mode
+tools), `ledger` (call history for hot-tool learning), `session_id` (the hot
+set is decided at a session's first listing and kept for that session, so
+its list never flaps) and `offload` (OffloadSettings: the policy bound that
+`anthropic/maxResultSizeChars` declares).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
 
+from . import deferral
 from .catalog import CatalogEntry
+from .hotset import HotSet, HotSetMemory
 from .settings import CatalogSettings
+
+SEARCH_TOOL = "search_tools"
+INVOKE_TOOL = "invoke_tool"
+
+HOT_SETS = HotSetMemory()
+"""Per-session learned hot sets of this process (session ids are unique per proxy)."""
+
+PROCESS_SESSION = "process"
 
 
 @dataclass(frozen=True)
@@ -28,6 +44,8 @@ class Presentation:
     tools: list[types.Tool]
     wire_extras: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Tool name -> extra top-level JSON fields for that tool on the wire."""
+    hot: HotSet = field(default_factory=HotSet)
+    """The hot set behind this listing, with why each tool is hot."""
 
 
 def present(
@@ -36,5 +54,29 @@ def present(
     settings: CatalogSettings,
     **context: Any,
 ) -> Presentation:
-    """The listed tools for `settings.deferral` (currently "off" semantics for every mode)."""
-    return Presentation(tools=[e.tool for e in entries] + list(own_tools), wire_extras={})
+    """The listed tools for `settings.deferral`."""
+    optional: Mapping[str, types.Tool] = context.get("optional_tools") or {}
+    memory: HotSetMemory = context.get("hot_sets") or HOT_SETS
+    own_names = [t.name for t in own_tools]
+    hot = memory.hot_set(
+        str(context.get("session_id") or PROCESS_SESSION),
+        deferral.candidates(entries),
+        settings,
+        own_tools=own_names,
+        history=context.get("ledger"),
+        now=context.get("now"),
+    )
+    search_tools = [optional[name] for name in (SEARCH_TOOL, INVOKE_TOOL) if name in optional]
+    mode = settings.deferral
+    if mode == "search" and len(search_tools) < 2:
+        mode = "hint"  # never hide cold tools without a way to reach them
+    tools, extras = deferral.apply(
+        mode,
+        entries,
+        own_tools,
+        hot,
+        max_result_chars=deferral.max_result_size_chars(context.get("offload")),
+        search_tools=search_tools,
+        invoke_name=INVOKE_TOOL,
+    )
+    return Presentation(tools=tools, wire_extras=extras, hot=hot)

@@ -99,7 +99,7 @@ class ProxyState:
             {s.name: s.prompts for s in self.pool.servers.values() if s.prompts}, self.settings.catalog.separator
         )
 
-    def presentation(self) -> Presentation:
+    def presentation(self, session_id: str | None = None) -> Presentation:
         current = _presentation.get()
         if current is not None:
             return current
@@ -109,6 +109,8 @@ class ProxyState:
             self.settings.catalog,
             optional_tools={name: t.tool for name, t in self.own_optional.items()},
             ledger=self.ledger,
+            session_id=session_id or self._process_session,
+            offload=self.settings,
         )
 
     async def _downstream_changed(self, server: str, kind: str) -> None:
@@ -408,7 +410,7 @@ def build_server(state: ProxyState) -> Server[Any]:
         state.remember_session(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
-        presentation = state.presentation()
+        presentation = state.presentation(state.session_id(ctx))
         token = _presentation.set(presentation)
         try:
             result = await call_next(ctx)

@@ -25,6 +25,8 @@ _DECODER = json.JSONDecoder()
 _WS = re.compile(r"[ \t\n\r]*")
 ERROR_KEY_RE = re.compile(r"(?i)^(error|errors|exception|failure|failed|fault|stderr|traceback)$")
 ERROR_WORD_RE = re.compile(r"(?i)\b(error|exception|traceback|fail(?:ed|ure)?|fatal|panic)\b")
+ANY_SIGNAL_RE = re.compile(r"(?i)error|exception|traceback|fail|fatal|panic|fault|stderr")
+"""Cheap whole-text pre-check: without any of these words no item can signal an error."""
 MAX_SIGNAL_DEPTH = 6
 
 
@@ -139,7 +141,8 @@ class Smartcrush:
             return Declined("too_few_items")
         s = self.settings
         keep = set(range(min(s.keep_first, total))) | set(range(max(total - s.keep_last, 0), total))
-        keep |= {i for i, (_b, _e, value) in enumerate(items) if _signals_error(value)}
+        if ANY_SIGNAL_RE.search(text, open_at, close_end):
+            keep |= {i for i, (_b, _e, value) in enumerate(items) if _signals_error(value)}
         if len(keep) >= total:
             return Declined("nothing_to_drop")
         kept = sorted(keep)

@@ -44,6 +44,7 @@ def test_progress_lines_keep_final_state_and_spare_pytest_lines():
     assert "tests/test_x.py ..F." in cleaned
     assert is_progress_line("⠋ Installing packages")
     assert not is_progress_line("Coverage: 85%")
+    assert not is_progress_line("◐ spotter-y5l.4 [● P2] [task] - Add --plugin-dir flag"), "a status icon, seen in the corpus"
 
 
 def test_repeated_blocks_up_to_max_lines():
@@ -56,9 +57,15 @@ def test_repeated_blocks_up_to_max_lines():
     assert clean(text2, 12).count("line 0") == 3, "blocks longer than max_block_lines are left alone"
 
 
-def test_lone_repeated_brace_is_structure():
-    text = "def f():\n    x = {\n        }\n        }\n" + "a = 1\n" * 1 + "b" * 300
+def test_lone_repeated_brace_and_indented_statement_are_code():
+    text = "def f():\n    x = {\n        }\n        }\n" + "    models.Unique(fields=['a']),\n" * 2 + "b" * 300
     assert clean(text, 12) == text
+
+
+def test_recursion_traceback_block_collapses():
+    frame = '  File "/x/matrices.py", line 214, in bareiss\n    return sign*bareiss(self._new(mat))'
+    text = "Traceback (most recent call last):\n" + "\n".join([frame] * 50) + "\nRecursionError: maximum recursion depth exceeded"
+    assert clean(text, 12) == "Traceback (most recent call last):\n" + frame + "\nRecursionError: maximum recursion depth exceeded"
 
 
 def test_declines_with_named_reasons():

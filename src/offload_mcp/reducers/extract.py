@@ -29,7 +29,8 @@ ANSI_RE = re.compile(
 _BAR_GLYPHS = "█▉▊▋▌▍▎▏▓▒░■□━─╸╺=#>"
 BAR_RE = re.compile(r"\[[#=>\-. ]{5,}\]|[█▉▊▋▌▍▎▏▓▒░■━╸╺]{5,}|\d%\|[█▉▊▋▌▍▎▏#0-9 ]*\|")  # bracket, glyph run, tqdm
 PERCENT_RE = re.compile(r"\b\d{1,3}(?:\.\d+)?\s?%")
-SPINNER_RE = re.compile(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷◐◓◑◒◴◷◶◵]\s")
+SPINNER_RE = re.compile(r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷]\s")
+# Only braille spinner frames: circle glyphs (◐) double as status icons in task lists on the corpus.
 # tqdm / pip / curl style lines: a bar plus a percentage or a rate; nothing else on the line
 # that could be content (a pytest line "tests/x.py ..F.  [ 45%]" has no bar and is kept).
 
@@ -69,8 +70,10 @@ def _collapse_repeats(lines: list[str], max_block: int) -> list[str]:
                 continue
             if not any(line.strip() for line in block):
                 continue  # blank runs are handled separately
-            if size == 1 and len(block[0].strip()) < 2:
-                continue  # a lone bracket or brace repeated is structure, not noise
+            if size == 1 and (len(block[0].strip()) < 2 or block[0][:1].isspace()):
+                # a repeated lone brace or indented statement is code, not noise (seen in corpus
+                # source reads); repeated multi-line blocks (recursion tracebacks) still collapse
+                continue
             j = i + 2 * size
             while lines[j : j + size] == block:
                 j += size

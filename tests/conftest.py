@@ -37,6 +37,18 @@ needs_npm = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep every proxy's default ledger out of the user's state directory."""
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
 def fixture_cmd(*opts: str) -> list[str]:
     return [PYTHON, str(FIXTURE_SERVER), *opts]
 

@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     config = resolve_config(args)
+    if args.transport != "stdio":
+        from ..server.transports import auth_token
+
+        auth_token(config.offload, args.host)  # refuse a bad bind before starting any server
     return anyio.run(_serve, config, args)
 
 
@@ -73,11 +77,16 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
     from ..server.proxy import ProxyState, build_server
     from ..server.transports import serve
 
+    problem: str | None = None
     async with DownstreamPool(config.mcpServers, config.offload.downstream) as pool:
         try:
             state = ProxyState(config, pool, ledger_path=args.ledger)
         except CatalogCollision as err:
-            raise ConfigError(f"{args.config or 'config'}: offload.catalog.prefix: {err}") from None
-        server = build_server(state)
-        await serve(state, server, args.transport, args.host, args.port, args.log_level)
+            problem = f"{args.config or 'config'}: offload.catalog.prefix: {err}"
+        else:
+            server = build_server(state)
+            await serve(state, server, args.transport, args.host, args.port, args.log_level)
+    if problem is not None:
+        # Raised after the pool closed, so it is not wrapped in the pool's task-group error.
+        raise ConfigError(problem)
     return 0

@@ -128,6 +128,7 @@ class DownstreamServer:
                         self.capabilities = result.capabilities
                         await self._refresh(session, "tools", "resources", "prompts")
                     except Exception as err:  # a server fault must never take the proxy down
+                        await self._settle_exit()
                         self._fail(_explain(err))
                         return
                     startup.deadline = math.inf
@@ -182,6 +183,12 @@ class DownstreamServer:
             read, write = await stack.enter_async_context(_remote_transport(entry))
         session = ClientSession(read, write, message_handler=self._on_message)
         return await stack.enter_async_context(session)
+
+    async def _settle_exit(self) -> None:
+        """Give a child that is exiting a moment to report its exit code."""
+        if self.record is not None and not self.record.exited.is_set():
+            with anyio.move_on_after(1.0):
+                await self.record.exited.wait()
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"

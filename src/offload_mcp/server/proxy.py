@@ -294,6 +294,7 @@ class ProxyState:
         candidates = self._resource_servers(uri)
         if not candidates:
             raise MCPError(code=-32002, message=f"Resource not found: {uri} (no wrapped server serves resources)")
+        params = params.model_copy(update={"meta": strip_meta(params.meta)})
         last: MCPError | None = None
         for name in candidates:
             try:

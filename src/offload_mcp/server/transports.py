@@ -69,8 +69,9 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def auth_token(state: ProxyState, host: str) -> str | None:
-    token = state.settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
+def auth_token(settings: Any, host: str) -> str | None:
+    """The bearer token HTTP requests must carry; refuses a non-loopback bind without one."""
+    token = settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
     if token is None and host not in LOOPBACK:
         raise ConfigError(
             f"--host {host}: binding a non-loopback address needs offload.server.auth_token (or {AUTH_ENV_VAR})"
@@ -126,7 +127,7 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
     if transport == "stdio":
         await serve_stdio(server)
         return
-    token = auth_token(state, host)
+    token = auth_token(state.settings, host)
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     if token:
         app = BearerAuth(app, token)

@@ -1,0 +1,178 @@
+"""Faults and several servers: the proxy stays up and answers clearly."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import OFFLOAD_MCP, fixture_entry, proxy_env, proxy_session, text_of, write_config
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+
+
+async def _wait_for(path: Path, needle: str, seconds: float = 10) -> str:
+    with anyio.move_on_after(seconds):
+        while needle not in path.read_text():
+            await anyio.sleep(0.05)
+    return path.read_text()
+
+
+async def test_a_server_that_fails_to_start_is_reported_and_the_others_serve(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"good": fixture_entry(), "broken": fixture_entry("--fail-at-start")})
+    log = tmp_path / "proxy.log"
+    with log.open("w") as errlog:
+        from conftest import _params
+
+        async with stdio_client(_params(["-c", str(config)], None), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                names = [t.name for t in (await s.list_tools()).tools]
+                assert "echo" in names and "broken__echo" not in names
+                assert text_of(await s.call_tool("echo", {"text": "still here"})) == "still here"
+                unknown = await s.call_tool("broken_tool", {})
+                assert unknown.is_error and "broken (server 'broken'" in text_of(unknown)
+    text = log.read_text()
+    assert "server 'broken'" in text and "fixture_server.py --fail-at-start" in text
+    assert "refusing to start (--fail-at-start)" in text and "exited with code 3" in text
+
+
+async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "good": fixture_entry(),
+            "ghost": {"command": "/nonexistent/mcp-server-ghost"},
+            "slow": fixture_entry("--start-delay", "10"),
+        },
+        {"downstream": {"startup_timeout_s": 2}},
+    )
+    log = tmp_path / "proxy.log"
+    with log.open("w") as errlog:
+        from conftest import _params
+
+        with anyio.fail_after(30):
+            async with stdio_client(_params(["-c", str(config)], None), errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    assert "echo" in [t.name for t in (await s.list_tools()).tools]
+    text = log.read_text()
+    assert "server 'ghost' (/nonexistent/mcp-server-ghost) failed to start: command not found" in text
+    assert "server 'slow'" in text and "did not finish starting within 2s" in text
+
+
+async def test_a_server_that_dies_mid_call_gives_a_clear_error_then_is_restarted() -> None:
+    from conftest import fixture_cmd
+
+    async with proxy_session(["--name", "fx", "--", *fixture_cmd()]) as s:
+        first_pid = text_of(await s.call_tool("pid", {}))
+        crashed = await s.call_tool("crash", {"code": 9})
+        assert crashed.is_error
+        message = text_of(crashed)
+        assert "server 'fx' died during the call to 'crash'" in message
+        assert "exited with code 9" in message and "crashing" in message
+        again = await s.call_tool("pid", {})
+        assert not again.is_error and text_of(again) != first_pid
+
+
+async def test_a_server_that_exits_between_calls_is_restarted_transparently() -> None:
+    from conftest import fixture_cmd
+
+    async with proxy_session(["--name", "fx", "--", *fixture_cmd("--exit-after", "1")]) as s:
+        assert text_of(await s.call_tool("echo", {"text": "one"})) == "one"
+        await anyio.sleep(0.5)  # the fixture exits 50 ms after answering
+        second = await s.call_tool("echo", {"text": "two"})
+        assert not second.is_error and text_of(second) == "two"
+
+
+async def test_a_call_past_the_timeout_is_cancelled_downstream(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {"downstream": {"call_timeout_s": 1}})
+    log = tmp_path / "proxy.log"
+    with log.open("w") as errlog:
+        from conftest import _params
+
+        async with stdio_client(_params(["-c", str(config), "--log-level", "debug"], None), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                pid = text_of(await s.call_tool("pid", {}))
+                with anyio.fail_after(15):
+                    result = await s.call_tool("sleep", {"seconds": 30})
+                assert result.is_error
+                assert "'sleep' on server 'fx' did not answer within 1s" in text_of(result)
+                # The downstream saw the cancellation and is still the same, healthy process.
+                assert "stderr: cancelled" in await _wait_for(log, "stderr: cancelled")
+                assert text_of(await s.call_tool("pid", {})) == pid
+
+
+async def test_upstream_cancellation_reaches_the_downstream(tmp_path: Path) -> None:
+    log = tmp_path / "proxy.log"
+    from conftest import _params, fixture_cmd
+
+    with log.open("w") as errlog:
+        async with stdio_client(_params(["--log-level", "debug", "--", *fixture_cmd()], None), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                with anyio.move_on_after(1.0):
+                    await s.call_tool("sleep", {"seconds": 30})
+                assert "stderr: cancelled" in await _wait_for(log, "stderr: cancelled")
+                assert text_of(await s.call_tool("echo", {"text": "alive"})) == "alive"
+
+
+async def test_two_servers_with_colliding_names_are_prefixed_and_routed(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {"alpha": fixture_entry(), "beta": fixture_entry(), "gamma": fixture_entry("--prefix", "g_")},
+    )
+    async with proxy_session(["-c", str(config)]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names[:2] == ["alpha__echo", "alpha__make_text"]
+        assert "beta__echo" in names and "g_echo" in names and "echo" not in names
+        assert names.index("alpha__pid") < names.index("beta__echo") < names.index("g_echo")
+        pids = {text_of(await s.call_tool(n, {})) for n in ("alpha__pid", "beta__pid", "g_pid")}
+        assert len(pids) == 3
+        assert text_of(await s.call_tool("beta__echo", {"text": "b"})) == "b"
+
+
+async def test_prefix_always_prefixes_every_tool(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"solo": fixture_entry()}, {"catalog": {"prefix": "always"}})
+    async with proxy_session(["-c", str(config)]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names[0] == "solo__echo" and names[-2:] == ["recall_tool_result", "context_guru_expand"]
+        assert text_of(await s.call_tool("solo__echo", {"text": "p"})) == "p"
+
+
+def test_prefix_never_refuses_a_collision(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"a": fixture_entry(), "b": fixture_entry()}, {"catalog": {"prefix": "never"}})
+    done = subprocess.run([OFFLOAD_MCP, "serve", "-c", str(config)], capture_output=True, text=True, env=proxy_env(), timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "tool names collide" in done.stderr and "`echo` from a, b" in done.stderr
+
+
+def test_catalog_naming_is_deterministic_and_independent_of_start_order() -> None:
+    import mcp_types as types
+    from offload_mcp.catalog.catalog import build_catalog
+    from offload_mcp.catalog.settings import CatalogSettings
+
+    def tool(name: str) -> Any:
+        return types.Tool(name=name, input_schema={"type": "object"})
+
+    servers = {"git": [tool("status"), tool("log")], "my.fs": [tool("status"), tool("read")], "x": [tool("recall_tool_result")]}
+    catalog = build_catalog(servers, CatalogSettings(), reserved=["recall_tool_result"])
+    assert [e.name for e in catalog.entries] == ["git__status", "log", "my_fs__status", "read", "x__recall_tool_result"]
+    assert catalog.lookup("my_fs__status").downstream_name == "status"
+    assert catalog.lookup("my_fs__status").server == "my.fs"
+    again = build_catalog(dict(servers), CatalogSettings(), reserved=["recall_tool_result"])
+    assert [e.tool.model_dump_json() for e in again.entries] == [e.tool.model_dump_json() for e in catalog.entries]
+    # A prefixed name that is itself taken gets a numbered suffix.
+    tricky = {"a": [tool("t"), tool("b__t")], "b": [tool("t")]}
+    assert [e.name for e in build_catalog(tricky, CatalogSettings()).entries] == ["a__t", "b__t", "b__t_2"]
+
+
+@pytest.mark.parametrize("bad", ["--fail-at-start"])
+async def test_only_failing_servers_means_an_empty_but_working_proxy(tmp_path: Path, bad: str) -> None:
+    config = write_config(tmp_path, {"broken": fixture_entry(bad)})
+    async with proxy_session(["-c", str(config)]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert names == ["recall_tool_result", "context_guru_expand"]

@@ -328,13 +328,15 @@ def aggregate(
     totals.expands = expand_calls
 
     n_offloaded = len(offloaded_ids)
+    observe_seen = any(r.observed for r in ordered)
     observed_rate = (len(recalled_ids & offloaded_ids) / n_offloaded) if n_offloaded else None
     recall = PriorCheck(
         configured=settings.recall_probability,
         observed=observed_rate,
         samples=n_offloaded,
         suggested=round(observed_rate, 2) if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION else None,
-        note="share of offloaded results recalled at least once" if n_offloaded else "no offloaded results yet (observe mode offloads nothing)",
+        note=("share of offloaded results recalled at least once" if n_offloaded
+              else "no offloaded results yet" + (" (observe mode offloads nothing)" if observe_seen else "")),
     )
     horizon_values = offload_horizons or all_horizons
     horizon = PriorCheck(

@@ -1,21 +1,43 @@
 """The seam between forwarding and economics: shape one downstream result.
 
 The server calls `ResultShaper.shape` once per downstream tool result, on
-arrival, in a worker thread (SQLite is synchronous). Order: reducers
-(reducers/) -> result policy (policy/) -> ledger commit (store/) -> the bytes
-the client receives. Every stash entry and offloaded body is committed before
-a marker or stub is returned; when the ledger cannot be written the original
-result goes back unmodified and the cause is logged.
+arrival, in a worker thread (SQLite is synchronous). Order:
 
-PLACEHOLDER until issue 3/4 land: passes every result through unchanged.
+1. reducers (reducers/pipeline.py) on each text block; image, audio and
+   resource blocks pass untouched;
+2. the result policy (policy/) on the reduced size: one decision, one reason;
+3. one ledger transaction: the ORIGINAL body when offloaded (never the
+   reduced text), the reducer stash when markers are shown, and the decision
+   event;
+4. only after that commit: the stub or the reduced text goes to the client,
+   and the pipeline's session memory (dedup history) is updated.
+
+When the ledger cannot be written the original result goes back unmodified
+and a warning names the cause: never a stub or marker without its body.
+`mode: observe` computes everything, records what would have happened, and
+returns the result unchanged. Results of the proxy's own tools are never
+reduced or offloaded.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
+
+from .policy.policy import Decision, PolicyInput, ResultPolicy
+from .policy.stub import build_stub, structured_stand_in, text_blocks
+from .reducers.base import ReduceContext, SessionMemory
+from .store.ledger import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
+from .tools.registry import ALWAYS_LISTED
+
+log = logging.getLogger(__name__)
+
+_MAX_SESSIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -31,19 +53,314 @@ class CallInfo:
     output_schema: dict[str, Any] | None = None
 
 
+@dataclass
+class ShapeReport:
+    """What shaping did to one result and why; for replay, stats and tests."""
+
+    verdict: str
+    """What the client got: `offload` (a stub), `reduce` (markers), `keep` (unchanged)."""
+    reason: str
+    """The policy's reason code, or the shaper's override (`output_schema`, `ledger_error`, `no_ledger`)."""
+    decision: Decision
+    mode: str
+    chars_in: int
+    chars_out: int
+    tokens_in: float
+    tokens_out: float
+    reducer_events: list[Any] = field(default_factory=list)
+    trm_id: str | None = None
+    stash_hashes: list[str] = field(default_factory=list)
+    structured: str | None = None
+    """How structuredContent was treated on a stub: `kept`, `stand_in`, or None."""
+    warning: str | None = None
+    would_be: str | None = None
+    """In observe mode: the verdict enforce mode would have produced."""
+    would_chars_out: int | None = None
+    """In observe mode: what enforce mode would have sent."""
+
+    @property
+    def priced_terms(self) -> dict[str, Any]:
+        return self.decision.terms()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "mode": self.mode,
+            "would_be": self.would_be,
+            "would_chars_out": self.would_chars_out,
+            "decision": self.decision.as_dict(),
+            "chars_in": self.chars_in,
+            "chars_out": self.chars_out,
+            "tokens_in": round(self.tokens_in, 1),
+            "tokens_out": round(self.tokens_out, 1),
+            "trm_id": self.trm_id,
+            "stash_hashes": self.stash_hashes,
+            "structured": self.structured,
+            "warning": self.warning,
+            "reducers": [_event_dict(e) for e in self.reducer_events],
+        }
+
+
+def _event_dict(event: Any) -> dict[str, Any]:
+    return {
+        "reducer": getattr(event, "reducer", "?"),
+        "acted": getattr(event, "acted", False),
+        "reason": getattr(event, "reason", ""),
+        "chars_before": getattr(event, "chars_before", 0),
+        "chars_after": getattr(event, "chars_after", 0),
+    }
+
+
+def _load_pipeline(reducer_settings: Any) -> Any | None:
+    try:
+        from .reducers.pipeline import build_pipeline
+    except ImportError as err:
+        log.info("reducer pipeline not available (%s): results are not reduced", err)
+        return None
+    try:
+        return build_pipeline(reducer_settings)
+    except Exception:
+        log.exception("building the reducer pipeline failed: results are not reduced")
+        return None
+
+
+def dump_result(result: types.CallToolResult) -> dict[str, Any]:
+    """The result as the downstream sent it: wire names, only the fields it set (plus each block's `type`)."""
+    body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    for block, dumped in zip(result.content, body.get("content") or []):
+        dumped.setdefault("type", block.type)  # a default when built in code, always on the wire
+    return body
+
+
+def is_multimodal(result: types.CallToolResult) -> bool:
+    for block in result.content:
+        if isinstance(block, (types.ImageContent, types.AudioContent)):
+            return True
+        if isinstance(block, types.EmbeddedResource) and isinstance(block.resource, types.BlobResourceContents):
+            return True
+    return False
+
+
+def visible_chars(body: dict[str, Any]) -> int:
+    """Characters the model reads: text blocks; structuredContent only when there is no text."""
+    texts = text_blocks(body)
+    if texts:
+        return sum(len(t) for t in texts)
+    structured = body.get("structuredContent")
+    if structured is None:
+        return 0
+    import orjson
+
+    return len(orjson.dumps(structured))
+
+
 class ResultShaper:
-    def __init__(self, settings: Any, ledger: Any | None = None) -> None:
+    """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
+
+    def __init__(self, settings: Any, ledger: Ledger | None = None, *, pipeline: Any | None = "auto") -> None:
         self.settings = settings
         self.ledger = ledger
+        self.policy = ResultPolicy(settings.policy)
+        self.pipeline = _load_pipeline(settings.reducers) if pipeline == "auto" else pipeline
+        self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warned_no_ledger = False
+
+    # ---- session memory ---------------------------------------------------
+
+    def session_memory(self, session_id: str) -> SessionMemory:
+        """Dedup history of one client session (bounded: the least recent sessions are forgotten)."""
+        with self._lock:
+            memory = self._sessions.get(session_id)
+            if memory is None:
+                memory = self._sessions[session_id] = SessionMemory()
+                while len(self._sessions) > _MAX_SESSIONS:
+                    self._sessions.popitem(last=False)
+            else:
+                self._sessions.move_to_end(session_id)
+            return memory
+
+    # ---- shaping ------------------------------------------------------------
 
     def shape(self, call: CallInfo, result: types.CallToolResult) -> types.CallToolResult:
-        return result
+        return self.shape_with_report(call, result)[0]
+
+    def shape_with_report(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, ShapeReport]:
+        observe = self.settings.mode == "observe"
+        own = call.tool in ALWAYS_LISTED
+        multimodal = is_multimodal(result)
+        body = dump_result(result)
+        chars_in = visible_chars(body)
+        cpt = self.settings.policy.chars_per_token
+
+        memory = self.session_memory(call.session_id)
+        ctx = ReduceContext(tool=call.downstream_tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
+        reduced, runs = ([], []) if own else self._reduce(result, ctx)
+        stash: dict[str, str] = {}
+        events: list[Any] = []
+        for run in runs:
+            stash.update(run.stash)
+            events.extend(run.events)
+        if reduced:
+            candidate = result.model_copy(update={"content": reduced})
+            candidate_chars = visible_chars(dump_result(candidate))
+        else:
+            candidate, candidate_chars = result, chars_in
+
+        decision = self.policy.decide(PolicyInput(chars=candidate_chars, multimodal=multimodal, own_tool=own))
+        report = ShapeReport(
+            verdict="keep", reason=decision.reason, decision=decision, mode=self.settings.mode,
+            chars_in=chars_in, chars_out=chars_in, tokens_in=chars_in / cpt, tokens_out=chars_in / cpt,
+            reducer_events=events,
+        )
+
+        out: types.CallToolResult = result
+        bodies: list[BodyRecord] = []
+        commit_stash: dict[str, str] = {}
+        if decision.offload:
+            record = BodyRecord.of(
+                body, server=call.server, tool=call.downstream_tool, arguments=call.arguments,
+                session_id=call.session_id, chars=chars_in,
+            )
+            stubbed = self._stub(call, result, body, record, report)
+            if stubbed is not None:
+                out, bodies = stubbed, [record]
+                report.verdict, report.trm_id = "offload", record.trm_id
+        if report.verdict == "keep" and reduced and stash:
+            out, commit_stash = candidate, stash
+            report.verdict = "reduce"
+            report.stash_hashes = sorted(stash)
+        report.chars_out = visible_chars(dump_result(out)) if out is not result else chars_in
+        report.tokens_out = report.chars_out / cpt
+
+        if observe:
+            report.would_be, report.verdict = report.verdict, "keep"
+            report.would_chars_out = report.chars_out
+            report.chars_out, report.tokens_out = chars_in, chars_in / cpt
+            self._record(call, report, bodies=[], stash={})
+            self._remember(runs, ctx, offloaded=report.would_be == "offload")
+            return result, report
+
+        changed = out is not result
+        if changed and self.ledger is None:
+            return result, self._fall_back(report, "no_ledger", "no ledger is open, so nothing can be stored for recall")
+        committed = self._record(call, report, bodies=bodies, stash=commit_stash, required=changed)
+        if changed and not committed:
+            return result, report
+        self._remember(runs, ctx, offloaded=report.verdict == "offload")
+        return out, report
+
+    # ---- steps --------------------------------------------------------------
+
+    def _reduce(self, result: types.CallToolResult, ctx: ReduceContext) -> tuple[list[Any], list[Any]]:
+        """Reduced content blocks (empty when nothing changed) and the pipeline results."""
+        if self.pipeline is None:
+            return [], []
+        blocks: list[Any] = []
+        runs: list[Any] = []
+        changed = False
+        for block in result.content:
+            if isinstance(block, types.TextContent) and block.text:
+                try:
+                    run = self.pipeline.run(block.text, ctx)
+                except Exception:  # a reducer bug costs a missed saving, never the result
+                    log.exception("reducer pipeline failed; block kept unchanged")
+                    blocks.append(block)
+                    continue
+                runs.append(run)
+                if run.text != block.text:
+                    changed = True
+                    blocks.append(block.model_copy(update={"text": run.text}))
+                    continue
+            blocks.append(block)
+        return (blocks if changed else []), runs
+
+    def _stub(
+        self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], record: BodyRecord, report: ShapeReport
+    ) -> types.CallToolResult | None:
+        policy = self.settings.policy
+        structured = None
+        if call.output_schema is not None and result.structured_content is not None:
+            stand_in = structured_stand_in(
+                result.structured_content, call.output_schema, record.trm_id,
+                keep_chars=int(policy.stub_tokens * policy.chars_per_token),
+            )
+            if stand_in is None:
+                report.reason = "output_schema"
+                report.warning = "the tool's outputSchema admits no small structuredContent; kept inline"
+                return None
+            structured, report.structured = stand_in
+        stub = build_stub(
+            trm_id=record.trm_id, tool=call.tool, body=body, chars=record.chars, chars_per_token=policy.chars_per_token,
+            budget_tokens=policy.stub_tokens, recall_mode=self.settings.recall.mode,
+        )
+        update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
+        if structured is not None:
+            update["structured_content"] = structured
+        elif "structured_content" in result.model_fields_set:
+            update["structured_content"] = None
+        return result.model_copy(update=update)
+
+    def _record(
+        self, call: CallInfo, report: ShapeReport, *, bodies: list[BodyRecord], stash: dict[str, str], required: bool = False
+    ) -> bool:
+        """Commit bodies + stash + the decision event in one transaction. False when a required commit failed."""
+        if self.ledger is None:
+            if not self._warned_no_ledger:
+                log.warning("no ledger open: decisions are not recorded and nothing is offloaded")
+                self._warned_no_ledger = True
+            return not required
+        event = LedgerEvent(
+            "decision", session_id=call.session_id, server=call.server, tool=call.downstream_tool,
+            verdict=report.would_be or report.verdict, reason=report.reason, ref_id=report.trm_id or "",
+            chars_in=report.chars_in, chars_out=report.chars_out,
+            detail={**report.as_dict(), "listed_tool": call.tool},
+        )
+        try:
+            self.ledger.commit(bodies=bodies, stash=stash, events=[event])
+            return True
+        except LedgerError as err:
+            cause = err.cause if isinstance(err, LedgerWriteError) else str(err)
+            if required:
+                self._fall_back(report, "ledger_error", cause)
+                log.warning("%s: result of %s passed through unmodified: %s", "offload-mcp", call.tool, cause)
+            else:
+                log.warning("decision event for %s not recorded: %s", call.tool, cause)
+            return not required
+
+    def _fall_back(self, report: ShapeReport, reason: str, cause: str) -> ShapeReport:
+        report.verdict, report.reason, report.warning = "keep", reason, cause
+        report.trm_id, report.stash_hashes, report.structured = None, [], None
+        report.chars_out, report.tokens_out = report.chars_in, report.tokens_in
+        if reason == "no_ledger" and not self._warned_no_ledger:
+            log.warning("no ledger open: results pass through unmodified (%s)", cause)
+            self._warned_no_ledger = True
+        return report
+
+    def _remember(self, runs: list[Any], ctx: ReduceContext, *, offloaded: bool) -> None:
+        """Tell the pipeline what the model now has in its context (dedup history), after the commit."""
+        if self.pipeline is None or offloaded:
+            return
+        commit_session = getattr(self.pipeline, "commit_session", None)
+        if commit_session is None:
+            return
+        for run in runs:
+            try:
+                commit_session(run, ctx)
+            except Exception:
+                log.exception("pipeline.commit_session failed")
 
 
 def build_shaper(settings: Any, ledger_path: Any | None = None) -> ResultShaper:
     """The shaper the server uses: opens the ledger (path override from `--ledger`).
 
-    If the ledger cannot be opened the shaper still forwards results unmodified
-    (never a stub without a body) and logs why. PLACEHOLDER until issue 3.
+    If the ledger cannot be opened the shaper still forwards results
+    unmodified (never a stub without a body) and logs why.
     """
-    return ResultShaper(settings, None)
+    ledger: Ledger | None = None
+    try:
+        ledger = Ledger.open(settings.ledger, ledger_path)
+    except LedgerUnavailable as err:
+        log.warning("%s; results will pass through unmodified", err)
+    return ResultShaper(settings, ledger)

@@ -1,0 +1,158 @@
+"""A structural index of a result: what shape it has, so the model can often answer from the stub.
+
+JSON: the top-level type, keys with their value types, array lengths and the
+keys of array items. Text: line count and what it looks like (git log, test
+log, diff, file listing, CSV/table, source code, log lines, JSON lines, prose).
+Pure and deterministic: the same text always gives the same words, and only
+the first lines are sampled, so a 10 MB body costs no more than a 100 KB one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+_SAMPLE_LINES = 200
+_SAMPLE_LINE_CHARS = 400
+_MAX_KEYS = 8
+
+
+def describe_json(value: Any, depth: int = 0) -> str:
+    """`object{a: str, items: array[3000] of object{id, name}}`-style summary, bounded in size."""
+    if isinstance(value, dict):
+        keys = list(value)
+        if depth >= 1:
+            shown = ", ".join(keys[:_MAX_KEYS])
+            more = f", +{len(keys) - _MAX_KEYS} more" if len(keys) > _MAX_KEYS else ""
+            return f"object{{{shown}{more}}}"
+        parts = [f"{k}: {describe_json(value[k], depth + 1)}" for k in keys[:_MAX_KEYS]]
+        if len(keys) > _MAX_KEYS:
+            parts.append(f"+{len(keys) - _MAX_KEYS} more keys")
+        return f"object with {len(keys)} keys {{{'; '.join(parts)}}}"
+    if isinstance(value, list):
+        if not value:
+            return "array[0]"
+        kinds = sorted({_kind(v) for v in value[:50]})
+        if kinds == ["object"]:
+            item_keys: list[str] = []
+            for item in value[:50]:
+                for k in item:
+                    if k not in item_keys:
+                        item_keys.append(k)
+            shown = ", ".join(item_keys[:_MAX_KEYS])
+            more = f", +{len(item_keys) - _MAX_KEYS} more" if len(item_keys) > _MAX_KEYS else ""
+            return f"array[{len(value)}] of object{{{shown}{more}}}"
+        return f"array[{len(value)}] of {'|'.join(kinds)}"
+    if isinstance(value, str):
+        return f"str({len(value)} chars)" if len(value) > 80 else "str"
+    return _kind(value)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def parse_json_text(text: str) -> Any | None:
+    """The JSON value a text block holds, or None. Only tried when it starts like JSON."""
+    stripped = text.lstrip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+_GIT_COMMIT = re.compile(r"^(commit|Commit:)\s+[0-9a-f]{7,40}\b")
+_DIFF = re.compile(r"^(diff --git |@@ -\d|\+\+\+ |--- a/)")
+_TEST = re.compile(
+    r"(\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d|^=+ test session starts|^(not )?ok \d+|^\s*✓|^\s*✗|^Tests?:\s+\d|^--- (PASS|FAIL):|^(PASS|FAIL)\s)",
+)
+_LISTING = re.compile(r"^(\[(FILE|DIR)\]\s|[dl-][rwx-]{9}\s|\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|[\w.@+-]+\.[A-Za-z0-9]{1,5}$)")
+_SOURCE = re.compile(r"^\s*(def |class |import |from \S+ import |function |const |let |var |public |private |#include|package |fn |func |return\b|if \(|for \(|}\s*$|{\s*$)")
+_LOGLINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
+
+
+def describe_text(text: str) -> str:
+    """`12,034 lines; looks like git log (3,000 commits)`-style summary."""
+    line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    head = f"{line_count:,} lines"
+    value = parse_json_text(text)
+    if value is not None:
+        return f"{head}; JSON {describe_json(value)}"
+    return f"{head}; looks like {_text_kind(text)}"
+
+
+def _text_kind(text: str) -> str:
+    # Sample the first lines, each clipped: a 10 MB single-line body must cost what a short one does.
+    lines = [ln[:_SAMPLE_LINE_CHARS] for ln in text[: _SAMPLE_LINES * 4096].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES] if ln.strip()]
+    if not lines:
+        return "blank text"
+    n = len(lines)
+
+    def share(pattern: re.Pattern[str]) -> float:
+        return sum(1 for ln in lines if pattern.search(ln)) / n
+
+    if any(_GIT_COMMIT.match(ln) for ln in lines[:20]):
+        commits = len(re.findall(r"^(?:commit|Commit:)\s+[0-9a-f]{7,40}\b", text, re.M))
+        return f"git log ({commits:,} commits)"
+    if share(_DIFF) > 0.02 and any(ln.startswith(("diff --git", "@@")) for ln in lines):
+        return "a diff / patch"
+    if share(_TEST) > 0.05:
+        return "a test log"
+    if _jsonl_share(lines) > 0.8:
+        return "JSON lines"
+    table = _table_shape(lines)
+    if table:
+        return table
+    if share(_LISTING) > 0.7:
+        return "a file listing"
+    if share(_LOGLINE) > 0.5:
+        return "log lines"
+    if share(_SOURCE) > 0.15:
+        return "source code"
+    if text.lstrip().startswith(("<!DOCTYPE", "<html", "<?xml")):
+        return "HTML/XML"
+    if share(re.compile(r"^#{1,6} |^[-*] ")) > 0.1:
+        return "markdown text"
+    return "prose / plain text"
+
+
+def _jsonl_share(lines: list[str]) -> float:
+    hits = 0
+    for ln in lines[:50]:
+        s = ln.strip()
+        if s.startswith("{") and s.endswith("}"):
+            hits += 1
+    return hits / min(len(lines), 50)
+
+
+def _table_shape(lines: list[str]) -> str | None:
+    sample = lines[:50]
+    if len(sample) < 3:
+        return None
+    for sep, name in (("\t", "TSV table"), ("|", "table"), (",", "CSV table")):
+        counts = [ln.count(sep) for ln in sample]
+        first = counts[0]
+        if first >= 1 and sum(1 for c in counts if c == first) / len(counts) > 0.9:
+            header = sample[0].strip()
+            if sep == "|":
+                header = header.strip("|")
+            cells = [c.strip() for c in header.split(sep)]
+            shown = ", ".join(cells[:8]) + (", ..." if len(cells) > 8 else "")
+            return f"a {name} ({len(cells)} columns; first row: {shown})"
+    return None

@@ -1,0 +1,396 @@
+"""recall_tool_result: read back any part of an offloaded result, exactly, by its `trm_` id.
+
+What it reads: the stored body's text view — the text blocks' text (one
+block: exactly its text; several: joined by a newline), or, when the result
+had no text, its structuredContent as compact JSON. `json_path` reads the
+JSON itself: structuredContent when present, else the JSON a text block holds.
+
+Styles (one per call): `query` (substring, smart case: case-insensitive
+unless it has a capital) returns ±window_chars around each match with the
+match count and positions; `offset`/`max_chars` a character range; `lines`
+("120-180", "120", "120-") a line range; `json_path` (JSONPath via
+jsonpath-ng) the matching values. No style: the start of the body. Every
+answer begins with one header line stating the id, what is shown, the total
+size, and the exact call for the next part; the rest of the answer is the
+slice itself, byte for byte, so paging with the `next` offsets reassembles
+the body exactly. Answers are capped at `recall.max_chars`. `recall.mode`
+(window / structural / both) restricts the styles offered.
+
+Deterministic: the same ledger content and arguments give the same bytes.
+Slow inputs are bounded: substring search is linear; JSONPath parsing is
+limited in length and evaluation runs under a time limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import anyio
+import mcp_types as types
+import orjson
+
+from ..store.ledger import Evicted, UnknownId
+from .registry import RECALL, ToolEnv, error_result
+
+log = logging.getLogger(__name__)
+
+_MEM_ID = re.compile(r"^trm_[0-9a-f]{16}$")
+_LINES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
+_JSON_PATH_MAX_LEN = 512
+_JSON_PATH_TIME_LIMIT_S = 5.0
+_MAX_OFFSET = 10**15
+_ARGS = ("mem_id", "query", "offset", "max_chars", "json_path", "lines")
+
+TOOL = types.Tool(
+    name=RECALL,
+    description=(
+        "Read back part of an offloaded tool result by its mem_id (trm_...), exactly as the tool returned it. "
+        "Pick one style: query (substring; case-insensitive unless it has a capital letter) shows the text around each "
+        "match with match positions; offset + max_chars a character range; lines a line range like \"120-180\"; "
+        "json_path a JSONPath such as \"$.items[3].price\" into the result's JSON. With no style it returns the start. "
+        "Each answer's first line gives the total size and the exact call for the next part."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "mem_id": {"type": "string", "description": "The trm_ id from the stub."},
+            "query": {"type": "string", "description": "Substring to find; shows a window around each match."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Start character (range), or where a query/json_path answer continues."},
+            "max_chars": {"type": "integer", "minimum": 1, "description": "Most characters to return (capped by the server)."},
+            "json_path": {"type": "string", "description": "JSONPath into the result's JSON, e.g. $.items[0:5].name"},
+            "lines": {"type": "string", "description": "Line range, 1-based inclusive: \"10-20\", \"10\", or \"10-\"."},
+        },
+        "required": ["mem_id"],
+        "additionalProperties": False,
+    },
+)
+
+
+class _BadInput(Exception):
+    pass
+
+
+# A few recently recalled bodies stay decoded: paging a 10 MB result should not decompress it per page.
+_CACHE: OrderedDict[tuple[str, str], "_Body"] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_ENTRIES = 4
+
+
+class _Body:
+    def __init__(self, raw: bytes) -> None:
+        self.result: dict[str, Any] = orjson.loads(raw)
+        texts = [b.get("text", "") for b in self.result.get("content") or [] if b.get("type") == "text"]
+        texts += [
+            b["resource"]["text"]
+            for b in self.result.get("content") or []
+            if b.get("type") == "resource" and isinstance(b.get("resource"), dict) and "text" in b["resource"]
+        ]
+        structured = self.result.get("structuredContent")
+        if texts:
+            self.text = "\n".join(texts)
+        elif structured is not None:
+            self.text = orjson.dumps(structured).decode()
+        else:
+            self.text = ""
+        self.blocks = len(texts)
+        self._lower: str | None = None
+        self._line_starts: list[int] | None = None
+        self._json: tuple[Any, str] | None = None
+
+    @property
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.text.lower()
+        return self._lower
+
+    @property
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            find = self.text.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def line_of(self, pos: int) -> int:
+        from bisect import bisect_right
+
+        return bisect_right(self.line_starts, pos)
+
+    def json_doc(self) -> tuple[Any, str]:
+        """(document, where it came from) for json_path; raises _BadInput when the result has no JSON."""
+        if self._json is None:
+            structured = self.result.get("structuredContent")
+            if structured is not None:
+                self._json = (structured, "structuredContent")
+            else:
+                for i, block in enumerate(self.result.get("content") or []):
+                    text = block.get("text") if block.get("type") == "text" else None
+                    if text and text.lstrip()[:1] in ("{", "["):
+                        try:
+                            self._json = (orjson.loads(text), f"text block {i + 1}")
+                            break
+                        except orjson.JSONDecodeError:
+                            continue
+            if self._json is None:
+                raise _BadInput("this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines")
+        return self._json
+
+
+def _load(env: ToolEnv, mem_id: str) -> _Body:
+    key = (str(getattr(env.ledger, "path", "")), mem_id)
+    scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") == "session"
+    with _CACHE_LOCK:
+        cached = None if scoped else _CACHE.get(key)
+    if cached is not None:
+        env.ledger.body_info(mem_id)  # still there? raises UnknownId / Evicted like a full read
+        with _CACHE_LOCK:
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+        return cached
+    body = _Body(env.ledger.get_body_json(mem_id, session_id=env.session_id))
+    with _CACHE_LOCK:
+        _CACHE[key] = body
+        while len(_CACHE) > _CACHE_ENTRIES:
+            _CACHE.popitem(last=False)
+    return body
+
+
+def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        else:
+            raise _BadInput(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise _BadInput(f"{name} must be >= {minimum}, got {value}")
+    if value > _MAX_OFFSET:
+        raise _BadInput(f"{name} {value} is absurdly large (at most {_MAX_OFFSET})")
+    return value
+
+
+def _str_arg(arguments: dict[str, Any], name: str) -> str | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _BadInput(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
+    arguments = dict(arguments or {})
+    mem_id = arguments.get("mem_id")
+    try:
+        result, style, chars_out = await _answer(arguments, env)
+    except _BadInput as err:
+        _record(env, mem_id, ok=False, detail={"error": str(err)[:200]})
+        return error_result(f"recall_tool_result: {err}")
+    _record(env, mem_id, ok=True, chars_out=chars_out, detail={"style": style})
+    return result
+
+
+def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: dict[str, Any]) -> None:
+    if env.ledger is None or not isinstance(mem_id, str):
+        return
+    try:
+        env.ledger.record_recall(env.session_id, mem_id, ok=ok, chars_out=chars_out, detail=detail)
+    except Exception as err:  # stats are best effort; the answer is what matters
+        log.debug("recall event not recorded: %s", err)
+
+
+async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
+    unknown = sorted(set(arguments) - set(_ARGS))
+    if unknown:
+        raise _BadInput(f"unknown argument(s) {', '.join(unknown)}; valid: {', '.join(_ARGS)}")
+    mem_id = arguments.get("mem_id")
+    if not isinstance(mem_id, str) or not mem_id:
+        raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
+    if not _MEM_ID.match(mem_id):
+        raise _BadInput(f"mem_id {mem_id!r} is not a recall id; ids look like trm_ followed by 16 hex digits, as in the stub")
+    settings = env.settings.recall
+    cap = settings.max_chars
+    query = _str_arg(arguments, "query")
+    json_path = _str_arg(arguments, "json_path")
+    lines = _str_arg(arguments, "lines")
+    offset = _int_arg(arguments, "offset", minimum=0)
+    max_chars = _int_arg(arguments, "max_chars", minimum=1)
+    chosen = [name for name, v in (("query", query), ("lines", lines), ("json_path", json_path)) if v is not None]
+    if len(chosen) > 1:
+        raise _BadInput(f"choose one style per call, got {' and '.join(chosen)}")
+    if lines is not None and offset is not None:
+        raise _BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
+    if query is not None and query == "":
+        raise _BadInput("query must not be empty")
+    mode = settings.mode
+    if json_path is not None and mode == "window":
+        raise _BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
+    if mode == "structural" and (query is not None or lines is not None):
+        raise _BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
+    if env.ledger is None:
+        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+    try:
+        body = await anyio.to_thread.run_sync(_load, env, mem_id)
+    except Evicted as err:
+        raise _BadInput(f"{err}; call the original tool again for a fresh result") from None
+    except UnknownId as err:
+        raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
+
+    limit = min(max_chars or cap, cap)
+    capped_note = f" (max_chars capped at {cap:,})" if max_chars is not None and max_chars > cap else ""
+    if json_path is not None:
+        text, style = await _json_path(body, mem_id, json_path, offset or 0, limit), "json_path"
+    elif query is not None:
+        text, style = _query(body, mem_id, query, offset or 0, limit, settings), "query"
+    elif lines is not None:
+        text, style = _lines(body, mem_id, lines, limit), "lines"
+    else:
+        text, style = _range(body, mem_id, offset or 0, limit), "range"
+    if capped_note:
+        head, _, rest = text.partition("\n")
+        head = head.replace("; next:", f"{capped_note}; next:", 1) if "; next:" in head else f"{head[:-1]}{capped_note}]"
+        text = f"{head}\n{rest}"
+    return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
+
+
+def _call(mem_id: str, **kw: Any) -> str:
+    args = ", ".join(f"{k}={orjson.dumps(v).decode()}" for k, v in kw.items())
+    return f'recall_tool_result(mem_id="{mem_id}", {args})'
+
+
+def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
+    total = len(body.text)
+    if offset > total or (offset == total and total > 0):
+        raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars (valid offsets 0–{max(total - 1, 0):,})")
+    end = min(offset + limit, total)
+    nxt = f"next: {_call(mem_id, offset=end)}" if end < total else "end of body"
+    return f"[{mem_id}: chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{body.text[offset:end]}"
+
+
+def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
+    m = _LINES.match(spec)
+    if not m:
+        raise _BadInput(f"lines {spec!r} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers")
+    first = int(m.group(1))
+    last_text = m.group(3)
+    starts = body.line_starts
+    count = len(starts) if not body.text.endswith("\n") else len(starts) - 1
+    count = max(count, 1 if body.text else 0)
+    last = count if m.group(2) and not last_text else int(last_text) if last_text else first
+    if first < 1:
+        raise _BadInput("line numbers start at 1")
+    if last < first:
+        raise _BadInput(f"lines {spec!r}: the end ({last}) is before the start ({first})")
+    if first > count:
+        raise _BadInput(f"line {first:,} is past the end: the body has {count:,} lines")
+    last = min(last, count)
+    start = starts[first - 1]
+    end = starts[last] if last < len(starts) else len(body.text)
+    total = len(body.text)
+    if end - start <= limit:
+        nxt = f"next: {_call(mem_id, lines=f'{last + 1}-')}" if last < count else "end of body"
+        return f"[{mem_id}: lines {first:,}–{last:,} of {count:,} (chars {start:,}–{end:,} of {total:,}); {nxt}]\n{body.text[start:end]}"
+    # Too long for one answer: stop at the last whole line that fits, or mid-line if none does.
+    cut = start + limit
+    shown_last = body.line_of(cut) - 1
+    if shown_last >= first:
+        cut = starts[shown_last]
+        nxt = _call(mem_id, lines=f"{shown_last + 1}-{last}")
+        what = f"lines {first:,}–{shown_last:,} of {count:,}"
+    else:
+        nxt = _call(mem_id, offset=cut)
+        what = f"part of line {first:,} of {count:,}"
+    return f"[{mem_id}: {what} (chars {start:,}–{cut:,} of {total:,}; capped at {limit:,}); next: {nxt}]\n{body.text[start:cut]}"
+
+
+def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settings: Any) -> str:
+    total = len(body.text)
+    if offset > total:
+        raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
+    haystack, needle = (body.text, query) if any(c.isupper() for c in query) else (body.lower, query.lower())
+    if len(haystack) != total:  # lowercasing changed lengths (rare scripts): search exactly instead
+        haystack, needle = body.text, query
+    count = haystack.count(needle)
+    window = settings.window_chars
+    positions: list[int] = []
+    pos = haystack.find(needle, offset)
+    while pos != -1 and len(positions) < settings.max_matches:
+        positions.append(pos)
+        pos = haystack.find(needle, pos + max(len(needle), 1))
+    if not positions:
+        where = f" after offset {offset:,}" if offset else ""
+        return f"[{mem_id}: 0 matches for {query!r}{where} ({count:,} in all) in {total:,} chars]\n"
+    parts: list[str] = []
+    used = 0
+    shown: list[int] = []
+    last_end = -1
+    for p in positions:
+        lo, hi = max(0, p - window), min(total, p + len(needle) + window)
+        lo = max(lo, last_end)
+        piece = f"--- match at char {p:,} (line {body.line_of(p):,}) ---\n{body.text[lo:hi]}\n"
+        if shown and used + len(piece) > limit:
+            break
+        if not shown and len(piece) > limit:
+            piece = piece[:limit]
+        parts.append(piece)
+        used += len(piece)
+        shown.append(p)
+        last_end = hi
+    more = [p for p in positions if p not in shown]
+    resume = more[0] if more else (pos if pos != -1 else None)
+    nxt = f"next: {_call(mem_id, query=query, offset=resume)}" if resume is not None else "no more matches"
+    before = haystack.count(needle, 0, offset) if offset else 0
+    listing = ", ".join(f"{p:,}" for p in shown)
+    header = (
+        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {query!r} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
+        f"at chars {listing}; ±{window} chars each; {nxt}]"
+    )
+    return header + "\n" + "".join(parts)
+
+
+async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: int) -> str:
+    if len(path) > _JSON_PATH_MAX_LEN:
+        raise _BadInput(f"json_path is {len(path)} chars; at most {_JSON_PATH_MAX_LEN}")
+    try:
+        from jsonpath_ng.ext import parse
+
+        expr = parse(path)
+    except Exception as err:
+        raise _BadInput(f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price") from None
+    doc, source = body.json_doc()
+
+    def evaluate() -> list[tuple[str, Any]]:
+        return [(str(m.full_path), m.value) for m in expr.find(doc)]
+
+    try:
+        with anyio.fail_after(_JSON_PATH_TIME_LIMIT_S):
+            matches = await anyio.to_thread.run_sync(evaluate, abandon_on_cancel=True)
+    except TimeoutError:
+        raise _BadInput(f"json_path {path!r} took longer than {_JSON_PATH_TIME_LIMIT_S:g}s; narrow it (avoid `..` on large documents)") from None
+    except Exception as err:
+        raise _BadInput(f"json_path {path!r} could not be evaluated: {err}") from None
+    if not matches:
+        keys = list(doc)[:20] if isinstance(doc, dict) else f"an array of {len(doc)}" if isinstance(doc, list) else type(doc).__name__
+        return f"[{mem_id}: json_path {path!r} matched nothing in {source}; top level: {keys}]\n"
+    if len(matches) == 1:
+        rendered = orjson.dumps(matches[0][1], option=orjson.OPT_INDENT_2).decode()
+    else:
+        rendered = orjson.dumps([{"path": p, "value": v} for p, v in matches], option=orjson.OPT_INDENT_2).decode()
+    total = len(rendered)
+    if offset > total or (offset == total and total > 0):
+        raise _BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
+    end = min(offset + limit, total)
+    nxt = f"next: {_call(mem_id, json_path=path, offset=end)}" if end < total else "end of answer"
+    return f"[{mem_id}: json_path {path!r} in {source}: {len(matches):,} match{'es' if len(matches) != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"

@@ -1,0 +1,242 @@
+"""recall_tool_result against a real ledger: exact paging, every style, every bad input."""
+
+import time
+
+import mcp_types as t
+import orjson
+import pytest
+
+from offload_mcp.config import OffloadSettings
+from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.shaping import CallInfo, build_shaper
+from offload_mcp.store import Ledger
+from offload_mcp.tools import recall
+from offload_mcp.tools.registry import ToolEnv
+
+TEXT = "".join(f"line {i}: Ünïcode ✓ value={i}\r\n" if i % 7 else f"line {i}: needle here\n" for i in range(20_000))
+ITEMS = {"items": [{"id": i, "name": f"item {i}", "price": i + 0.5} for i in range(2000)], "total": 2000}
+
+
+def settings(**offload):
+    return OffloadSettings.model_validate({"reducers": {"pipeline": []}, **offload})
+
+
+@pytest.fixture
+def env(tmp_path):
+    s = settings()
+    shaper = build_shaper(s, tmp_path / "ledger.db")
+    return ToolEnv(settings=s, ledger=shaper.ledger, session_id="s1", session=SessionMemory()), shaper
+
+
+def offload(shaper, result):
+    _, rep = shaper.shape_with_report(CallInfo("srv", "tool", "tool", {}), result)
+    assert rep.verdict == "offload"
+    return rep.trm_id
+
+
+async def call(env, **args):
+    res = await recall.handle(args, env)
+    text = res.content[0].text
+    return res.is_error, text
+
+
+def split(text):
+    header, _, data = text.partition("\n")
+    return header, data
+
+
+async def test_paging_reassembles_the_body_exactly(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    parts, args, pages = [], {"mem_id": trm}, 0
+    while True:
+        err, text = await call(env, **args)
+        assert not err
+        header, data = split(text)
+        parts.append(data)
+        pages += 1
+        if "end of body" in header:
+            break
+        nxt = int(header.split("offset=")[1].rstrip(")]"))
+        args = {"mem_id": trm, "offset": nxt, "max_chars": 50_000}
+    assert "".join(parts) == TEXT
+    assert pages > 10  # capped at recall.max_chars per answer
+
+
+async def test_no_arguments_gives_the_start_capped_with_total_and_next(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    err, text = await call(env, mem_id=trm)
+    header, data = split(text)
+    assert data == TEXT[:8000]
+    assert f"of {len(TEXT):,}" in header and f'recall_tool_result(mem_id="{trm}", offset=8000)' in header
+
+
+async def test_query_windows_counts_and_positions(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    err, text = await call(env, mem_id=trm, query="NEEDLE")  # has a capital: exact case -> none
+    assert not err and "0 matches" in text
+    err, text = await call(env, mem_id=trm, query="needle")
+    header, body = split(text)
+    total = TEXT.count("needle")
+    first = TEXT.find("needle")
+    assert f"{total:,} matches" in header and f"at chars {first:,}" in header
+    assert f"--- match at char {first:,} (line 1) ---" in body
+    assert 'query="needle", offset=' in header
+    resume = int(header.split("offset=")[1].rstrip(")]"))
+    err, text2 = await call(env, mem_id=trm, query="needle", offset=resume)
+    assert "showing matches 11–20" in text2
+
+
+async def test_query_is_deterministic(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    assert await call(env, mem_id=trm, query="value=77") == await call(env, mem_id=trm, query="value=77")
+
+
+async def test_line_ranges(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    lines = TEXT.split("\n")
+    err, text = await call(env, mem_id=trm, lines="3-5")
+    header, data = split(text)
+    assert data == "\n".join(lines[2:5]) + "\n"
+    assert 'lines="6-"' in header
+    err, text = await call(env, mem_id=trm, lines="7")
+    assert split(text)[1] == lines[6] + "\n"
+    err, text = await call(env, mem_id=trm, lines="19999-")
+    assert split(text)[1] == "\n".join(lines[19998:]) and "end of body" in text
+    err, text = await call(env, mem_id=trm, lines="1-20000", max_chars=1000)
+    header, data = split(text)
+    assert TEXT.startswith(data) and data.endswith("\n") and len(data) <= 1000 and "capped" in header
+
+
+async def test_json_path_into_text_json_and_structured_content(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())]))
+    err, text = await call(env, mem_id=trm, json_path="$.items[3].price")
+    assert not err and split(text)[1] == "3.5" and "text block 1" in text
+    err, text = await call(env, mem_id=trm, json_path="$.items[0:2].name")
+    assert orjson.loads(split(text)[1]) == [{"path": "items.[0].name", "value": "item 0"}, {"path": "items.[1].name", "value": "item 1"}]
+    err, text = await call(env, mem_id=trm, json_path="$.nothing")
+    assert not err and "matched nothing" in text and "items" in text
+    trm2 = offload(shaper, t.CallToolResult(content=[t.TextContent(text="x" * 200_000)], structured_content=ITEMS))
+    err, text = await call(env, mem_id=trm2, json_path="$.total")
+    assert split(text)[1] == "2000" and "structuredContent" in text
+
+
+async def test_json_path_answers_page_too(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())]))
+    rendered, args = [], {"mem_id": trm, "json_path": "$.items"}
+    while True:
+        _, text = await call(env, **args)
+        header, data = split(text)
+        rendered.append(data)
+        if "end of answer" in header:
+            break
+        args["offset"] = int(header.split("offset=")[1].rstrip(")]"))
+    assert orjson.loads("".join(rendered)) == ITEMS["items"]
+
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        ({}, "mem_id is required"),
+        ({"mem_id": "trm_nothex"}, "not a recall id"),
+        ({"mem_id": "trm_0000000000000000"}, "not in the ledger"),
+        ({"mem_id": "@", "offset": 1}, "not a recall id"),
+        ({"offset": -1}, "offset must be >= 0"),
+        ({"offset": 10**18}, "absurdly large"),
+        ({"offset": 10**9}, "past the end"),
+        ({"offset": True}, "whole number"),
+        ({"offset": "ten"}, "whole number"),
+        ({"max_chars": 0}, "max_chars must be >= 1"),
+        ({"lines": "a-b"}, "not a line range"),
+        ({"lines": "0-3"}, "start at 1"),
+        ({"lines": "9-3"}, "before the start"),
+        ({"lines": "999999"}, "past the end"),
+        ({"lines": "1-2", "offset": 3}, "cannot be combined"),
+        ({"query": "a", "lines": "1"}, "choose one style"),
+        ({"query": ""}, "must not be empty"),
+        ({"query": 5}, "must be a string"),
+        ({"json_path": "$.[[["}, "not valid JSONPath"),
+        ({"json_path": "$." + "a" * 600}, "at most 512"),
+        ({"json_path": "$.a"}, "holds no JSON"),
+        ({"bogus": 1}, "unknown argument(s) bogus"),
+    ],
+)
+async def test_bad_input_is_an_error_that_says_what_is_valid(env, args, says):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    args = {"mem_id": trm, **args} if "mem_id" not in args and args != {} else args
+    err, text = await call(env, **args)
+    assert err, text
+    assert says in text
+
+
+async def test_evicted_id_says_when_and_why(tmp_path):
+    s = settings(ledger={"max_age_days": 1})
+    shaper = build_shaper(s, tmp_path / "l.db")
+    env = ToolEnv(settings=s, ledger=shaper.ledger, session_id="s", session=SessionMemory())
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    shaper.ledger.evict(now=time.time() + 3 * 86400)
+    err, text = await call(env, mem_id=trm)
+    assert err and "was evicted" in text and "max_age_days=1" in text and "UTC" in text
+
+
+async def test_evicted_after_a_cached_read_still_says_evicted(tmp_path):
+    s = settings(ledger={"max_age_days": 1})
+    shaper = build_shaper(s, tmp_path / "l.db")
+    env = ToolEnv(settings=s, ledger=shaper.ledger, session_id="s", session=SessionMemory())
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    assert not (await call(env, mem_id=trm))[0]
+    shaper.ledger.evict(now=time.time() + 3 * 86400)
+    err, text = await call(env, mem_id=trm)
+    assert err and "was evicted" in text
+
+
+async def test_window_mode_refuses_json_path_and_structural_mode_refuses_windows(tmp_path):
+    for mode, args, says in (("window", {"json_path": "$.a"}, "recall.mode is `window`"), ("structural", {"query": "a"}, "recall.mode is `structural`")):
+        s = settings(recall={"mode": mode})
+        shaper = build_shaper(s, tmp_path / f"{mode}.db")
+        env = ToolEnv(settings=s, ledger=shaper.ledger, session_id="s", session=SessionMemory())
+        trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())]))
+        err, text = await call(env, mem_id=trm, **args)
+        assert err and says in text
+
+
+async def test_slow_json_path_is_bounded_in_time(env, monkeypatch):
+    env, shaper = env
+    deep = {"level": [{"a": [{"b": list(range(200))} for _ in range(200)]} for _ in range(20)]}
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(deep).decode())]))
+    monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 0.01)
+    started = time.perf_counter()
+    err, text = await call(env, mem_id=trm, json_path="$..*")
+    assert err and "took longer than" in text
+    assert time.perf_counter() - started < 2
+
+
+async def test_no_ledger_is_an_error(tmp_path):
+    env = ToolEnv(settings=settings(), ledger=None, session_id="s", session=SessionMemory())
+    err, text = await call(env, mem_id="trm_0123456789abcdef")
+    assert err and "no ledger" in text
+
+
+async def test_recall_events_are_recorded(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    await call(env, mem_id=trm, query="needle")
+    await call(env, mem_id=trm, offset=-5)
+    events = [(e["verdict"], e["ref_id"], e["detail"].get("style")) for e in shaper.ledger.events(kinds=["recall"])]
+    assert events == [("ok", trm, "query"), ("error", trm, None)]
+
+
+async def test_recall_from_a_new_ledger_handle(tmp_path):
+    s = settings()
+    shaper = build_shaper(s, tmp_path / "l.db")
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    env = ToolEnv(settings=s, ledger=Ledger.open(s.ledger, tmp_path / "l.db"), session_id="other", session=SessionMemory())
+    err, text = await call(env, mem_id=trm, lines="1-2")
+    assert not err and split(text)[1] == TEXT.split("\n", 2)[0] + "\n" + TEXT.split("\n", 2)[1] + "\n"

@@ -1,0 +1,226 @@
+"""The shaper: reducers -> policy -> one ledger commit -> the bytes the client gets."""
+
+import base64
+import logging
+import sqlite3
+
+import mcp_types as t
+import orjson
+import pytest
+
+from offload_mcp.config import OffloadSettings
+from offload_mcp.shaping import CallInfo, ResultShaper, build_shaper, dump_result
+from offload_mcp.store import Ledger
+
+BIG = "".join(f"row {i}: value={i * 7} status=ok\n" for i in range(6000))  # ~170K chars, over the client limit
+STATUS = "\n".join(f"line {i} of status output with some words" for i in range(60))
+CALL = CallInfo("git", "git_log", "git_log", {"max_count": 3000}, session_id="s1")
+
+
+def settings(**offload):
+    return OffloadSettings.model_validate(offload)
+
+
+def no_reducers(**offload):
+    return settings(reducers={"pipeline": []}, **offload)
+
+
+def result(*texts, **kw):
+    return t.CallToolResult(content=[t.TextContent(text=x) for x in texts], **kw)
+
+
+@pytest.fixture
+def shaper(tmp_path):
+    return build_shaper(no_reducers(), tmp_path / "ledger.db")
+
+
+def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
+    original = result(BIG)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
+    assert rep.trm_id and rep.trm_id in out.content[0].text
+    assert len(out.content) == 1 and rep.chars_out == len(out.content[0].text) < 1000
+    assert shaper.ledger.get_body(rep.trm_id) == dump_result(original)
+    info = shaper.ledger.body_info(rep.trm_id)
+    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == ("git", "git_log", {"max_count": 3000}, "s1", len(BIG))
+    (event,) = list(shaper.ledger.events(kinds=["decision"]))
+    assert (event["verdict"], event["reason"], event["ref_id"]) == ("offload", "over_client_limit", rep.trm_id)
+    assert event["detail"]["decision"]["gate"]["fire"] is True
+
+
+def test_gate_fires_between_prefilter_and_client_limit(shaper):
+    out, rep = shaper.shape_with_report(CALL, result(BIG[:80_000]))
+    assert (rep.verdict, rep.reason) == ("offload", "gate_fired")
+    assert rep.priced_terms["net_saving_usd"] > 0
+
+
+def test_small_result_passes_through_as_the_same_object(shaper):
+    original = result("hello")
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert out is original and (rep.verdict, rep.reason) == ("keep", "small")
+    assert [e["reason"] for e in shaper.ledger.events()] == ["small"]
+
+
+def test_same_result_same_bytes_across_shapers(tmp_path):
+    a = build_shaper(no_reducers(), tmp_path / "a.db").shape(CALL, result(BIG))
+    b = build_shaper(no_reducers(), tmp_path / "b.db").shape(CALL, result(BIG))
+    assert orjson.dumps(dump_result(a)) == orjson.dumps(dump_result(b))
+
+
+def test_multimodal_result_is_kept_and_image_untouched(shaper):
+    png = base64.b64encode(b"\x89PNG fake bytes").decode()
+    original = t.CallToolResult(content=[t.TextContent(text=BIG), t.ImageContent(data=png, mime_type="image/png")])
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert (rep.verdict, rep.reason) == ("keep", "multimodal")
+    assert out is original
+
+
+def test_blob_resource_counts_as_multimodal(shaper):
+    blob = t.EmbeddedResource(resource=t.BlobResourceContents(uri="file:///x.bin", blob="AAAA", mime_type="application/octet-stream"))
+    out, rep = shaper.shape_with_report(CALL, t.CallToolResult(content=[t.TextContent(text=BIG), blob]))
+    assert rep.reason == "multimodal"
+
+
+def test_own_tool_output_is_never_reduced_or_offloaded(tmp_path):
+    shaper = build_shaper(settings(), tmp_path / "l.db")
+    own = CallInfo("offload-mcp", "recall_tool_result", "recall_tool_result", {})
+    original = result(BIG)
+    out, rep = shaper.shape_with_report(own, original)
+    assert out is original and rep.reason == "own_tool" and rep.reducer_events == []
+
+
+def test_policy_disabled_keeps_everything(tmp_path):
+    shaper = build_shaper(no_reducers(policy={"enabled": False}), tmp_path / "l.db")
+    original = result(BIG)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert out is original and rep.reason == "disabled"
+
+
+def test_observe_mode_records_what_would_have_happened(tmp_path):
+    shaper = build_shaper(no_reducers(mode="observe"), tmp_path / "l.db")
+    original = result(BIG)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert out is original
+    assert (rep.verdict, rep.would_be, rep.reason) == ("keep", "offload", "over_client_limit")
+    assert rep.would_chars_out < 1000
+    assert shaper.ledger.counts()["bodies"] == 0
+    (event,) = list(shaper.ledger.events())
+    assert event["verdict"] == "offload" and event["detail"]["mode"] == "observe" and event["chars_out"] == len(BIG)
+
+
+def test_reduced_result_commits_its_stash_first(tmp_path):
+    shaper = build_shaper(settings(), tmp_path / "l.db")
+    first, _ = shaper.shape_with_report(CALL, result(STATUS))
+    second, rep = shaper.shape_with_report(CALL, result(STATUS))
+    assert first.content[0].text == STATUS
+    assert rep.verdict == "reduce" and rep.stash_hashes
+    assert f"<<cg:{rep.stash_hashes[0]}>>" in second.content[0].text
+    assert shaper.ledger.get_stash(rep.stash_hashes[0]) == STATUS
+
+
+def test_offloaded_body_is_the_original_not_the_reduction(tmp_path):
+    long_lines = "".join(f"{i:06d} " + "abcdefghij" * 100 + "\n" for i in range(200))  # 1,008-char lines: linecap cuts them
+    shaper = build_shaper(settings(reducers={"pipeline": ["linecap"]}), tmp_path / "l.db")
+    original = result(long_lines)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert any(e.acted for e in rep.reducer_events)
+    assert rep.verdict == "offload" and rep.decision.chars < len(long_lines)
+    assert shaper.ledger.get_body(rep.trm_id)["content"][0]["text"] == long_lines
+    assert shaper.ledger.counts()["stash"] == 0  # no marker was shown, so no cut needs storing
+
+
+def test_locked_ledger_passes_the_result_through_and_names_the_cause(tmp_path, caplog):
+    shaper = build_shaper(no_reducers(ledger={"busy_timeout_s": 0.1}), tmp_path / "l.db")
+    blocker = sqlite3.connect(shaper.ledger.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    original = result(BIG)
+    with caplog.at_level(logging.WARNING):
+        out, rep = shaper.shape_with_report(CALL, original)
+    blocker.execute("ROLLBACK")
+    assert out is original
+    assert (rep.verdict, rep.reason, rep.trm_id) == ("keep", "ledger_error", None)
+    assert "locked" in rep.warning and "locked" in caplog.text and "unmodified" in caplog.text
+    assert shaper.ledger.counts()["bodies"] == 0
+
+
+def test_full_disk_passes_the_result_through(shaper):
+    shaper.shape(CALL, result("warm up"))
+    pages = shaper.ledger._conn.execute("PRAGMA page_count").fetchone()[0]
+    shaper.ledger._conn.execute(f"PRAGMA max_page_count={pages}")
+    original = result(BIG + "x" * 300_000)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert out is original and rep.reason == "ledger_error" and "full" in rep.warning
+
+
+def test_failed_commit_leaves_no_dedup_history(tmp_path):
+    shaper = build_shaper(settings(ledger={"busy_timeout_s": 0.1}), tmp_path / "l.db")
+    shaper.shape(CALL, result(STATUS))  # seen once: history now has it
+    blocker = sqlite3.connect(shaper.ledger.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    out, rep = shaper.shape_with_report(CALL, result(STATUS))  # dedup would act, but the stash cannot be stored
+    blocker.execute("ROLLBACK")
+    assert out.content[0].text == STATUS and rep.reason == "ledger_error"
+    other = CallInfo("git", "git_log", "git_log", {}, session_id="fresh")
+    blocker.execute("BEGIN IMMEDIATE")
+    shaper.shape(other, result(STATUS))  # first sight in a new session fails to record its event only
+    blocker.execute("ROLLBACK")
+    out, rep = shaper.shape_with_report(other, result(STATUS))
+    assert rep.verdict == "reduce"  # the kept first result was seen by the model, so dedup applies
+
+
+def test_no_ledger_means_no_stub(tmp_path):
+    shaper = ResultShaper(no_reducers(), None)
+    original = result(BIG)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert out is original and rep.reason == "no_ledger"
+
+
+def test_unopenable_ledger_gives_a_pass_through_shaper(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with caplog.at_level(logging.WARNING):
+        shaper = build_shaper(no_reducers(), blocker / "x" / "ledger.db")
+    assert shaper.ledger is None and "cannot create ledger" in caplog.text
+    original = result(BIG)
+    assert shaper.shape(CALL, original) is original
+
+
+SCHEMA = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
+
+
+def test_output_schema_gets_a_valid_stand_in(shaper):
+    call = CallInfo("fs", "read_text_file", "read_text_file", {}, output_schema=SCHEMA)
+    original = result(BIG, structured_content={"content": BIG})
+    out, rep = shaper.shape_with_report(call, original)
+    assert rep.verdict == "offload" and rep.structured == "stand_in"
+    assert out.structured_content["content"].startswith("[offloaded: ")
+    assert shaper.ledger.get_body(rep.trm_id)["structuredContent"] == {"content": BIG}
+
+
+def test_output_schema_that_forbids_a_small_stand_in_keeps_the_result(shaper):
+    schema = {"type": "object", "properties": {"content": {"type": "string", "minLength": 100000}}}
+    call = CallInfo("fs", "read_text_file", "read_text_file", {}, output_schema=schema)
+    original = result(BIG, structured_content={"content": BIG})
+    out, rep = shaper.shape_with_report(call, original)
+    assert out is original and (rep.verdict, rep.reason) == ("keep", "output_schema")
+
+
+def test_structured_content_dropped_when_no_schema(shaper):
+    out = shaper.shape(CALL, result(BIG, structured_content={"content": BIG}))
+    assert out.structured_content is None
+
+
+def test_error_results_keep_their_flag(shaper):
+    out, rep = shaper.shape_with_report(CALL, result(BIG, is_error=True))
+    assert rep.verdict == "offload" and out.is_error is True
+
+
+def test_session_memory_is_per_session(shaper):
+    assert shaper.session_memory("a") is shaper.session_memory("a")
+    assert shaper.session_memory("a") is not shaper.session_memory("b")
+
+
+def test_ledger_survives_reopen(tmp_path):
+    path = tmp_path / "l.db"
+    _, rep = build_shaper(no_reducers(), path).shape_with_report(CALL, result(BIG))
+    assert Ledger.open(None, path).get_body(rep.trm_id)["content"][0]["text"] == BIG

@@ -1,0 +1,215 @@
+"""tools/list on the wire, read raw (the SDK client drops unknown fields), and search + invoke end to end.
+
+Each test starts the real `offload-mcp serve` over stdio in front of real
+servers (PyPI mcp-server-git and the GitHub-like catalog server under
+bench/data/catalog) and speaks JSON-RPC to it line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
+
+GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
+CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
+
+
+class RawSession:
+    """One `offload-mcp serve` process spoken to in raw JSON-RPC over stdio."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [OFFLOAD_MCP, "serve", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=proxy_env(),
+            cwd=str(ROOT),
+        )
+        self.next_id = 0
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]]:
+        """Send one request; return the raw `result` bytes as received and the decoded response."""
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"proxy closed stdout while waiting for {method}")
+            decoded = json.loads(line)
+            if decoded.get("id") == self.next_id:
+                raw = line.split(b'"result":', 1)[1] if b'"result":' in line else line
+                return raw, decoded
+
+    def initialize(self) -> None:
+        _, response = self.request(
+            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+        )
+        assert "result" in response, response
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.proc.stdin.flush()
+
+    def list_tools(self) -> tuple[bytes, list[dict[str, Any]]]:
+        raw, response = self.request("tools/list")
+        return raw, response["result"]["tools"]
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        _, response = self.request("tools/call", {"name": name, "arguments": arguments})
+        return response["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@contextmanager
+def raw_session(config: Path) -> Iterator[RawSession]:
+    session = RawSession(["--config", str(config)])
+    try:
+        session.initialize()
+        yield session
+    finally:
+        session.close()
+
+
+def servers() -> dict[str, Any]:
+    return {
+        "git": {"command": GIT_SERVER, "args": ["--repository", str(ROOT)]},
+        "github": {"command": sys.executable, "args": [str(CATALOG_SERVER)]},
+    }
+
+
+def config_for(tmp_path: Path, mode: str, **catalog: Any) -> Path:
+    offload = {"catalog": {"deferral": mode, "hot_tools": ["git_status", "github/get_me"], **catalog}, "ledger": {"path": str(tmp_path / "ledger.db")}}
+    return write_config(tmp_path, servers(), offload, name=f"{mode}.json")
+
+
+def text(result: dict[str, Any]) -> str:
+    return "".join(block.get("text", "") for block in result["content"])
+
+
+@pytest.mark.parametrize("mode", ["hint", "search", "off"])
+def test_tools_list_on_the_wire_is_marked_per_mode_and_byte_stable(tmp_path, mode):
+    config = config_for(tmp_path, mode)
+    with raw_session(config) as session:
+        first_raw, tools = session.list_tools()
+        second_raw, _ = session.list_tools()
+    with raw_session(config) as other:
+        third_raw, _ = other.list_tools()
+        if mode != "search":  # the search-mode tools exist only in search mode
+            refused = other.call("search_tools", {"query": "git log"})
+            assert refused["isError"] is True and "Unknown tool" in text(refused)
+    assert first_raw == second_raw == third_raw  # across calls and sessions, same config and history
+
+    by_name = {t["name"]: t for t in tools}
+    for own in ("recall_tool_result", "context_guru_expand"):
+        assert own in by_name and "defer_loading" not in by_name[own]
+    if mode == "hint":
+        assert len(tools) == 12 + 91 + 2
+        cold = by_name["git_log"]
+        assert cold["defer_loading"] is True
+        assert cold["_meta"]["anthropic/searchHint"] == "Shows the commit logs"
+        assert cold["_meta"]["anthropic/maxResultSizeChars"] == 100_000
+        for hot in ("git_status", "get_me", "recall_tool_result", "context_guru_expand"):
+            assert "defer_loading" not in by_name[hot]
+            assert by_name[hot]["_meta"]["anthropic/alwaysLoad"] is True
+            assert "anthropic/searchHint" not in by_name[hot]["_meta"]
+        deferred = [t["name"] for t in tools if t.get("defer_loading")]
+        assert len(deferred) == len(tools) - 4
+    elif mode == "search":
+        assert [t["name"] for t in tools] == ["git_status", "get_me", "recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+        assert all(t["_meta"]["anthropic/alwaysLoad"] is True for t in tools)
+        assert not any("defer_loading" in t for t in tools)
+    else:
+        assert len(tools) == 12 + 91 + 2
+        assert not any("defer_loading" in t or "anthropic/alwaysLoad" in (t.get("_meta") or {}) for t in tools)
+        assert "_meta" not in by_name["git_log"]
+
+
+def test_search_then_invoke_reaches_the_real_server_through_the_proxy(tmp_path):
+    with raw_session(config_for(tmp_path, "search")) as session:
+        found = session.call("search_tools", {"query": "show the commit logs"})
+        assert not found.get("isError"), text(found)
+        matches = json.loads(text(found))["matches"]
+        assert matches[0]["name"] == "git_log" and matches[0]["server"] == "git"
+        assert "repo_path" in matches[0]["inputSchema"]["properties"]
+
+        by_pattern = json.loads(text(session.call("search_tools", {"pattern": "^git_diff"})))
+        assert [m["name"] for m in by_pattern["matches"]] == ["git_diff", "git_diff_staged", "git_diff_unstaged"]
+
+        log = session.call("invoke_tool", {"name": "git_log", "arguments": {"repo_path": str(ROOT), "max_count": 1}})
+        assert not log.get("isError"), text(log)
+        assert "Commit history:" in text(log) and text(log).count("Commit: ") == 1
+
+        echoed = session.call("invoke_tool", {"name": "create_issue", "arguments": {"owner": "o", "repo": "r", "title": "Bug"}})
+        assert text(echoed) == 'create_issue called with {"owner": "o", "repo": "r", "title": "Bug"}'
+
+
+def test_invoke_with_bad_arguments_names_them_and_calls_nothing(tmp_path):
+    with raw_session(config_for(tmp_path, "search")) as session:
+        bad = session.call("invoke_tool", {"name": "git_log", "arguments": {"repo": str(ROOT), "max_count": "3"}})
+        assert bad["isError"] is True
+        message = text(bad)
+        assert "missing required argument(s): repo_path" in message
+        assert "unknown argument(s): repo" in message
+        assert "max_count: '3' is not of type 'integer'" in message
+        assert "nothing was called" in message
+
+        unknown = session.call("invoke_tool", {"name": "git_logs", "arguments": {}})
+        assert unknown["isError"] is True and "no tool named `git_logs`" in text(unknown) and "git_log" in text(unknown)
+
+        flat = session.call("invoke_tool", {"name": "git_log", "repo_path": str(ROOT)})
+        assert flat["isError"] is True and "put the tool's own arguments inside `arguments`" in text(flat)
+
+        own = session.call("invoke_tool", {"name": "recall_tool_result", "arguments": {}})
+        assert own["isError"] is True and "call it directly" in text(own)
+
+        empty = session.call("search_tools", {"query": "   "})
+        assert empty["isError"] is True and "no searchable words" in text(empty)
+
+        risky = session.call("search_tools", {"pattern": "(a+)+$"})
+        assert risky["isError"] is True and "backtrack catastrophically" in text(risky)
+
+        # the session still works after every refusal
+        assert not session.call("invoke_tool", {"name": "get_me", "arguments": {}}).get("isError")
+
+
+def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):
+    config = config_for(tmp_path, "search", learn_min_calls=3)
+    with raw_session(config) as first:
+        _, before = first.list_tools()
+        assert "git_log" not in {t["name"] for t in before}
+        for count in (1, 2, 3):
+            result = first.call("invoke_tool", {"name": "git_log", "arguments": {"repo_path": str(ROOT), "max_count": count}})
+            assert not result.get("isError"), text(result)
+        first.call("invoke_tool", {"name": "list_issues", "arguments": {"owner": "o", "repo": "r"}})
+        _, during = first.list_tools()
+        assert during == before  # decided at the session's start: it never flaps mid-session
+    with raw_session(config) as second:
+        raw, after = second.list_tools()
+        names = [t["name"] for t in after]
+        assert names == ["git_status", "git_log", "get_me", "recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+        assert after[1]["_meta"]["anthropic/alwaysLoad"] is True
+        assert "list_issues" not in names  # one call is under learn_min_calls
+    with raw_session(config) as third:
+        assert third.list_tools()[0] == raw  # same history, same bytes

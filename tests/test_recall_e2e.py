@@ -1,0 +1,176 @@
+"""Offload and recall end to end: real servers behind the real proxy, real clients in front.
+
+- a ~600K-char `mcp-server-git` git_log and a large server-filesystem
+  read_text_file come back byte for byte through recall paging;
+- the filesystem tool declares an outputSchema: the Python SDK client (which
+  validates structuredContent) and the MCP Inspector CLI both accept the stub;
+- kill -9 of the proxy right after a stub arrives, then recall of that id from
+  a new proxy process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import NPM_BIN, OFFLOAD_MCP, ROOT, needs_npm, proxy_client, proxy_env, proxy_session, text_of, write_config
+
+GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
+TRM = re.compile(r"trm_[0-9a-f]{16}")
+NEXT_OFFSET = re.compile(r"next: recall_tool_result\(mem_id=\"trm_[0-9a-f]{16}\", offset=(\d+)\)\]$")
+NO_REDUCERS = {"reducers": {"pipeline": []}}  # so the big result reaches the policy whole (collapse would shrink it first)
+
+
+@pytest.fixture(scope="module")
+def big_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,200 commits in well under a second with git fast-import."""
+    repo = tmp_path_factory.mktemp("bigrepo")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    chunks: list[bytes] = []
+    for i in range(3200):
+        msg = f"Change {i}: adjust module_{i % 97} handling of edge case #{i * 7 % 1013}\n\nBody line for commit {i}.\n".encode()
+        data = f"content {i}\n".encode()
+        chunks.append(b"commit refs/heads/main\n")
+        chunks.append(f"committer Dev {i % 13} <dev{i % 13}@example.com> {1_700_000_000 + i * 60} +0000\n".encode())
+        chunks.append(f"data {len(msg)}\n".encode() + msg)
+        chunks.append(f"M 644 inline file{i % 50}.txt\ndata {len(data)}\n".encode() + data + b"\n")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(chunks), check=True)
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
+    return repo
+
+
+async def reassemble(session, trm_id: str) -> str:
+    """Page through recall_tool_result from offset 0 until the end; return the concatenation."""
+    parts: list[str] = []
+    offset = 0
+    for _ in range(1000):
+        res = await session.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 8000})
+        assert not res.is_error, text_of(res)
+        header, _, data = text_of(res).partition("\n")
+        parts.append(data)
+        m = NEXT_OFFSET.search(header)
+        if m is None:
+            assert "end of body" in header, header
+            return "".join(parts)
+        offset = int(m.group(1))
+    raise AssertionError("recall paging did not end")
+
+
+async def direct_git_log(repo: Path, count: int) -> str:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=GIT_SERVER, args=["--repository", str(repo)])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        return text_of(await s.call_tool("git_log", {"repo_path": str(repo), "max_count": count}))
+
+
+async def test_git_log_600k_round_trips_exactly_through_recall(big_repo: Path, tmp_path: Path) -> None:
+    direct = await direct_git_log(big_repo, 3200)
+    assert len(direct) >= 600_000
+    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS)
+    async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
+        stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 3200})
+        text = text_of(stub)
+        assert not stub.is_error and len(text) <= 1000
+        assert "git log (3,200 commits)" in text and f"{len(direct):,} chars" in text
+        (trm_id,) = set(TRM.findall(text))
+        assert await reassemble(s, trm_id) == direct
+        found = text_of(await s.call_tool("recall_tool_result", {"mem_id": trm_id, "query": "Change 1234:"}))
+        assert "1 match for 'Change 1234:'" in found and "Change 1234:" in found
+
+
+@needs_npm
+async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_stub(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    big = "".join(f"{i:06d} the quick brown fox jumps over the lazy dog ✓\n" for i in range(12_000))
+    (data / "big.txt").write_text(big)
+    config = write_config(tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS)
+    args = ["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]
+    # Handshake-era ClientSession: validates structuredContent against the tool's outputSchema.
+    async with proxy_session(args) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        assert tools["read_text_file"].output_schema is not None
+        stub = await s.call_tool("read_text_file", {"path": str(data / "big.txt")})
+        assert not stub.is_error
+        (trm_id,) = set(TRM.findall(text_of(stub)))
+        assert stub.structured_content["content"].startswith("[offloaded: ")
+        assert trm_id in stub.structured_content["content"]
+        assert await reassemble(s, trm_id) == big
+        via_path = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.content", "max_chars": 100})
+        assert text_of(via_path).partition("\n")[2] == json.dumps(big, ensure_ascii=False)[:100]  # the JSON string, paged
+    # 2026-era mcp.Client: the same stub validates there too.
+    async with proxy_client(args) as c:
+        again = await c.call_tool("read_text_file", {"path": str(data / "big.txt")})
+        assert not again.is_error and set(TRM.findall(text_of(again))) == {trm_id}
+
+
+@needs_npm
+def test_inspector_cli_accepts_a_stubbed_result_with_output_schema(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    big = "".join(f"{i:06d} lorem ipsum dolor sit amet\n" for i in range(10_000))
+    (data / "big.txt").write_text(big)
+    config = write_config(tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS)
+    ledger = tmp_path / "ledger.db"
+
+    def inspector(*args: str) -> dict:
+        done = subprocess.run(
+            [str(NPM_BIN / "mcp-inspector"), "--cli", OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(ledger), *args],
+            capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    body = inspector("--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", f"path={data / 'big.txt'}")
+    assert body["isError"] is False
+    (trm_id,) = set(TRM.findall(body["content"][0]["text"]))
+    assert body["structuredContent"]["content"].startswith("[offloaded: ")
+    page = inspector("--method", "tools/call", "--tool-name", "recall_tool_result", "--tool-arg", f"mem_id={trm_id}", "--tool-arg", "lines=2-3")
+    assert page["content"][0]["text"].partition("\n")[2] == "000001 lorem ipsum dolor sit amet\n000002 lorem ipsum dolor sit amet\n"
+
+
+def _children_running(needle: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and needle in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS)
+    args = ["-c", str(config), "--ledger", str(ledger)]
+    killed = False
+    try:
+        async with proxy_session(args) as s:
+            stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 1500})
+            (trm_id,) = set(TRM.findall(text_of(stub)))
+            (pid,) = _children_running(str(ledger))
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    except BaseException as err:  # the dead proxy's pipes may raise on exit; only the kill matters here
+        if not killed:
+            raise
+        del err
+    assert killed
+    direct = await direct_git_log(big_repo, 1500)
+    async with proxy_session(args) as s:
+        assert await reassemble(s, trm_id) == direct

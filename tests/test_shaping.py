@@ -224,3 +224,46 @@ def test_ledger_survives_reopen(tmp_path):
     path = tmp_path / "l.db"
     _, rep = build_shaper(no_reducers(), path).shape_with_report(CALL, result(BIG))
     assert Ledger.open(None, path).get_body(rep.trm_id)["content"][0]["text"] == BIG
+
+
+READ_ONLY_SCRIPT = """
+import logging, sys
+import mcp_types as t
+from offload_mcp.config import OffloadSettings
+from offload_mcp.shaping import CallInfo, build_shaper
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+shaper = build_shaper(OffloadSettings.model_validate({"reducers": {"pipeline": []}}), sys.argv[1])
+original = t.CallToolResult(content=[t.TextContent(text="row\\n" * 50_000)])
+out, rep = shaper.shape_with_report(CallInfo("git", "git_log", "git_log", {}), original)
+print(out is original, rep.verdict, rep.reason, sep="|")
+"""
+
+
+@pytest.mark.parametrize("what", ["file", "directory"])
+def test_read_only_ledger_passes_the_result_through_with_a_warning(tmp_path, what):
+    import os
+    import subprocess
+    import sys
+
+    from test_ledger import run_unprivileged
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "ledger.db"
+    Ledger.open(None, path).close()
+    if what == "file":  # the directory stays writable: sqlite opens the file read-only, every commit fails
+        os.chmod(path, 0o444)
+        os.chmod(folder, 0o777)
+    else:  # nothing in the directory can be created: the WAL file cannot be opened at all
+        os.chmod(folder, 0o555)
+    os.chmod(tmp_path, 0o755)
+    try:
+        done = run_unprivileged([sys.executable, "-c", READ_ONLY_SCRIPT, str(path)])
+    finally:
+        os.chmod(folder, 0o755)
+    assert done.returncode == 0, done.stderr
+    expected = "ledger_error" if what == "file" else "no_ledger"
+    assert done.stdout.strip() == f"True|keep|{expected}", done.stderr
+    assert str(path) in done.stderr
+    assert "read-only" in done.stderr or "readonly" in done.stderr or "unable to open" in done.stderr, done.stderr
+    assert "unmodified" in done.stderr

@@ -324,7 +324,7 @@ class ResultShaper:
             cause = err.cause if isinstance(err, LedgerWriteError) else str(err)
             if required:
                 self._fall_back(report, "ledger_error", cause)
-                log.warning("%s: result of %s passed through unmodified: %s", "offload-mcp", call.tool, cause)
+                log.warning("result of %s passed through unmodified: %s", call.tool, cause)
             else:
                 log.warning("decision event for %s not recorded: %s", call.tool, cause)
             return not required

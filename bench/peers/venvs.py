@@ -10,6 +10,7 @@ was not allowed (the quick run in CI does not install).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ def _versions(bin_dir: Path, dists: list[str]) -> dict[str, str]:
 
 def ensure(name: str, *, install: bool) -> Peer:
     requirement, dists = PEERS[name]
+    if os.environ.get("OFFLOAD_BENCH_NO_PEERS") == "1":
+        return Peer(name, None, {}, "peers disabled by OFFLOAD_BENCH_NO_PEERS=1")
     venv = OUT / f"venv-{name}"
     bin_dir = venv / "bin"
     marker = venv / ".bench-installed"

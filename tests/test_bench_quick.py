@@ -1,0 +1,85 @@
+"""The benchmarks never rot: CI runs `bench/run_all.py --quick` and checks what it measured.
+
+The quick form runs every section on reduced inputs (first 400 corpus records,
+the git_log and pytest-log large outputs, 1 KB..1 MB sizes, 1K/10K ledgers)
+in under two minutes. Peers that need their own virtualenvs are used only if
+already installed; otherwise the report must say they were skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "dev.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if not CORPUS.exists():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    out = tmp_path_factory.mktemp("bench") / "BENCHMARKS.quick.md"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run_all.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out.read_text(encoding="utf-8")
+
+
+def _section(report: str, title: str) -> str:
+    match = re.search(rf"^## {re.escape(title)}.*?$(.*?)(?=^## |\Z)", report, re.S | re.M)
+    assert match, f"section {title!r} missing from the report"
+    return match.group(1)
+
+
+def test_every_section_ran(quick_report: str) -> None:
+    assert "could not run" not in quick_report
+    for title in ("1. Tokens on the corpus", "2. Tokens on large real outputs", "3. Dollars", "4. Latency", "5. Scale", "6. Tool definitions"):
+        _section(quick_report, title)
+    assert re.search(r"CPU: .+, \d+ cores", quick_report)
+
+
+def test_offload_loses_no_byte_and_saves_tokens(quick_report: str) -> None:
+    tokens = _section(quick_report, "1. Tokens on the corpus")
+    row = next(line for line in tokens.splitlines() if line.startswith("| offload-mcp"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    tokens_in, tokens_out = (int(cells[i].replace(",", "")) for i in (2, 3))
+    assert tokens_out < tokens_in
+    assert cells[5] == "100.00%", row  # bytes recoverable
+    assert cells[6] == "0", row  # outputs losing bytes
+    restored = re.search(r"restored byte for byte: (\d+)/(\d+)", row)
+    assert restored and restored.group(1) == restored.group(2)
+
+
+def test_large_outputs_through_the_real_proxy_come_back(quick_report: str) -> None:
+    large = _section(quick_report, "2. Tokens on large real outputs")
+    summary = next(line for line in large.splitlines() if line.startswith("| offload-mcp proxy"))
+    cells = [c.strip() for c in summary.strip("|").split("|")]
+    assert cells[-1] == "100.0%", summary
+    assert float(cells[2].rstrip("%")) > 90.0, summary  # a 585K-char git_log becomes a stub
+    # The client-alone baseline loses the over-limit git_log, and the table says so.
+    assert "**lost 100%**" in large
+
+
+def test_skipped_peers_are_named(quick_report: str) -> None:
+    peers_line = next(line for line in quick_report.splitlines() if line.startswith("- Peers:"))
+    for peer in ("fastmcp", "headroom", "compressor"):
+        if peer not in peers_line:
+            assert f"peer `{peer}` skipped" in quick_report
+
+
+def test_latency_table_has_direct_and_offload(quick_report: str) -> None:
+    latency = _section(quick_report, "4. Latency")
+    assert re.search(r"^\| direct \(no proxy\) \| [\d.]+ / [\d.]+", latency, re.M)
+    assert re.search(r"^\| offload-mcp \| [\d.]+ / [\d.]+", latency, re.M)

@@ -14,13 +14,67 @@ FIXTURE_TOOLS = [
 ]
 
 
-async def test_handshake_client_lists_and_calls_through_the_proxy() -> None:
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        listed = await s.list_tools()
-        names = [t.name for t in listed.tools]
+async def test_handshake_session_end_to_end() -> None:
+    """One proxy, one handshake-era session: every forwarding behaviour in turn.
+
+    The fixture paginates every listing one item per page, so the proxy has to follow cursors.
+    """
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with proxy_session(["--", *fixture_cmd("--page-size", "1")]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
         assert names == FIXTURE_TOOLS + ["recall_tool_result", "context_guru_expand"]
         result = await s.call_tool("echo", {"text": "héllo ✓"})
         assert text_of(result) == "héllo ✓" and not result.is_error
+
+        # Every content block type, _meta and isError come back intact.
+        image = await s.call_tool("image", {})
+        assert isinstance(image.content[1], types.ImageContent) and image.content[1].mime_type == "image/png"
+        audio = await s.call_tool("audio", {})
+        assert isinstance(audio.content[0], types.AudioContent)
+        mix = await s.call_tool("resources_mix", {})
+        assert [type(b).__name__ for b in mix.content] == ["EmbeddedResource", "EmbeddedResource", "ResourceLink"]
+        assert mix.content[1].resource.blob == "AAECAw=="
+        meta = await s.call_tool("with_meta", {})
+        assert meta.meta == {"fixture/tag": "kept"} and meta.content[0].meta == {"fixture/tag": "kept"}
+        failed = await s.call_tool("fail", {"message": "boom"})
+        assert failed.is_error and text_of(failed) == "boom"
+        structured = await s.call_tool("structured", {"value": 4})
+        assert structured.structured_content == {"value": 4, "label": "v4"}
+
+        # Progress is relayed; our progressToken and reserved keys are not forwarded, custom _meta is.
+        done = await s.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
+        assert text_of(done) == "done"
+        assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+        echoed = await s.call_tool("echo_meta", {"a": 1}, meta={"custom/key": "v"})
+        assert json.loads(text_of(echoed)) == {"arguments": {"a": 1}, "meta_keys": ["custom/key"]}
+
+        # A result that fails its own outputSchema reaches the client as an error, bytes intact.
+        bad = await s.call_tool("bad_structured", {})
+        assert bad.is_error and "does not match its outputSchema at value" in bad.content[0].text
+        assert json.loads(bad.content[1].text) == {"value": "not-an-int", "label": "bad"}
+        assert bad.structured_content == {"value": "not-an-int", "label": "bad"}
+
+        # Own tools answer (real or placeholder), unknown tools are answered clearly.
+        own = await s.call_tool("recall_tool_result", {"id": "trm_0000"})
+        assert own.content and text_of(own)
+        unknown = await s.call_tool("no_such_tool", {})
+        assert unknown.is_error and "Unknown tool 'no_such_tool'" in text_of(unknown)
+
+        # Resources (paginated), templates and prompts are forwarded.
+        resources = await s.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["fixture://hello", "fixture://blob"]
+        templates = await s.list_resource_templates()
+        assert templates.resource_templates[0].uri_template == "fixture://item/{id}"
+        assert (await s.read_resource("fixture://hello")).contents[0].text == "hello from fixture"
+        assert (await s.read_resource("fixture://item/42")).contents[0].text == "item 42"
+        assert (await s.read_resource("fixture://blob")).contents[0].blob == "AAECAw=="
+        assert [p.name for p in (await s.list_prompts()).prompts] == ["greet"]
+        greeting = await s.get_prompt("greet", {"name": "Ada"})
+        assert greeting.messages[0].content.text == "Hello, Ada!"
 
 
 async def test_modern_client_negotiates_2026_and_calls() -> None:
@@ -32,86 +86,6 @@ async def test_modern_client_negotiates_2026_and_calls() -> None:
         assert json.loads(text_of(result))[2] == {"id": 2, "name": "item-2", "status": "ok"}
         structured = await c.call_tool("structured", {"value": 5})
         assert structured.structured_content == {"value": 5, "label": "v5"}
-
-
-async def test_every_content_block_type_meta_and_is_error_pass_intact() -> None:
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        image = await s.call_tool("image", {})
-        assert isinstance(image.content[1], types.ImageContent) and image.content[1].mime_type == "image/png"
-        audio = await s.call_tool("audio", {})
-        assert isinstance(audio.content[0], types.AudioContent)
-        mix = await s.call_tool("resources_mix", {})
-        kinds = [type(b).__name__ for b in mix.content]
-        assert kinds == ["EmbeddedResource", "EmbeddedResource", "ResourceLink"]
-        assert mix.content[1].resource.blob == "AAECAw=="
-        meta = await s.call_tool("with_meta", {})
-        assert meta.meta == {"fixture/tag": "kept"} and meta.content[0].meta == {"fixture/tag": "kept"}
-        failed = await s.call_tool("fail", {"message": "boom"})
-        assert failed.is_error and text_of(failed) == "boom"
-
-
-async def test_progress_is_relayed_and_progress_token_not_leaked() -> None:
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, total, message))
-
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        result = await s.call_tool("progress", {"steps": 3}, progress_callback=on_progress)
-        assert text_of(result) == "done"
-        assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
-        echoed = await s.call_tool("echo_meta", {"a": 1}, meta={"custom/key": "v"})
-        body = json.loads(text_of(echoed))
-        assert body == {"arguments": {"a": 1}, "meta_keys": ["custom/key"]}
-
-
-async def test_result_failing_its_own_output_schema_reaches_the_client_as_an_error() -> None:
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        result = await s.call_tool("bad_structured", {})
-        assert result.is_error
-        assert "does not match its outputSchema at value" in result.content[0].text
-        # The server's own bytes are still there, after the note.
-        assert json.loads(result.content[1].text) == {"value": "not-an-int", "label": "bad"}
-        assert result.structured_content == {"value": "not-an-int", "label": "bad"}
-
-
-async def test_own_tools_are_listed_and_answer() -> None:
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        names = [t.name for t in (await s.list_tools()).tools]
-        assert names[-2:] == ["recall_tool_result", "context_guru_expand"]
-        result = await s.call_tool("recall_tool_result", {"id": "trm_0000"})
-        # Either the real tool (after issue 3) or the placeholder: never a crash, always an answer.
-        assert result.content and text_of(result)
-
-
-async def test_unknown_tool_is_answered_clearly() -> None:
-    async with proxy_session(["--", *fixture_cmd()]) as s:
-        result = await s.call_tool("no_such_tool", {})
-        assert result.is_error and "Unknown tool 'no_such_tool'" in text_of(result)
-
-
-async def test_resources_and_prompts_are_forwarded() -> None:
-    async with proxy_session(["--", *fixture_cmd("--page-size", "1")]) as s:
-        resources = await s.list_resources()
-        assert [str(r.uri) for r in resources.resources] == ["fixture://hello", "fixture://blob"]
-        templates = await s.list_resource_templates()
-        assert templates.resource_templates[0].uri_template == "fixture://item/{id}"
-        hello = await s.read_resource("fixture://hello")
-        assert hello.contents[0].text == "hello from fixture"
-        item = await s.read_resource("fixture://item/42")
-        assert item.contents[0].text == "item 42"
-        blob = await s.read_resource("fixture://blob")
-        assert blob.contents[0].blob == "AAECAw=="
-        prompts = await s.list_prompts()
-        assert [p.name for p in prompts.prompts] == ["greet"]
-        greeting = await s.get_prompt("greet", {"name": "Ada"})
-        assert greeting.messages[0].content.text == "Hello, Ada!"
-
-
-async def test_downstream_pagination_is_followed() -> None:
-    async with proxy_session(["--", *fixture_cmd("--page-size", "3")]) as s:
-        names = [t.name for t in (await s.list_tools()).tools]
-        assert names[: len(FIXTURE_TOOLS)] == FIXTURE_TOOLS
 
 
 async def test_tools_list_is_byte_stable_across_runs() -> None:

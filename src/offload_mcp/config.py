@@ -147,6 +147,37 @@ def _expand_server_env(config: Config, source: str) -> None:
             values[k] = expand_env(v, where=f"{source}: mcpServers.{name}.{key}.{k}")
 
 
+def _problem_lines(err: ValidationError, prefix: tuple[str, ...] = ()) -> list[str]:
+    lines = []
+    for problem in err.errors():
+        loc = ".".join(str(p) for p in (*prefix, *problem["loc"])) or "(top level)"
+        msg = problem["msg"]
+        if problem["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg}")
+    return lines
+
+
+def _entry_problems(data: dict[str, Any]) -> list[str]:
+    """Validate each mcpServers entry on its own, so a problem is reported at its full key path."""
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict):
+        return []
+    lines: list[str] = []
+    for name, entry in servers.items():
+        if not isinstance(entry, dict):
+            continue
+        if "url" not in entry and "command" not in entry:
+            lines.append(f"  mcpServers.{name}: needs `command` (stdio server) or `url` (remote server)")
+            continue
+        kind = RemoteServer if "url" in entry else StdioServer
+        try:
+            kind.model_validate(entry)
+        except ValidationError as err:
+            lines.extend(_problem_lines(err, ("mcpServers", str(name))))
+    return lines
+
+
 def _describe_validation(source: str, err: ValidationError) -> str:
     lines = [f"{source}: invalid configuration"]
     for problem in err.errors():
@@ -162,6 +193,9 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a decoded config object; raise ConfigError naming file, key and problem."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object, got {type(data).__name__}")
+    entry_problems = _entry_problems(data)
+    if entry_problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *entry_problems]))
     try:
         config = Config.model_validate(data)
     except ValidationError as err:

@@ -1,0 +1,144 @@
+"""Config: the mcpServers format clients use, our `offload` object, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env
+from offload_mcp.commands.serve import resolve_config
+from offload_mcp.config import ConfigError, RemoteServer, StdioServer, load_config
+
+
+def _write(tmp_path: Path, data: object, name: str = "mcp.json") -> Path:
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_claude_desktop_and_code_shapes_are_accepted(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "git": {"command": "uvx", "args": ["mcp-server-git"], "env": {"A": "1"}, "cwd": "/tmp"},
+                "typed": {"type": "stdio", "command": "x"},
+                "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"X": "y"}},
+                "legacy": {"url": "https://example.com/sse"},
+                "alt": {"transport": "sse", "url": "https://example.com/events"},
+            },
+            "offload": {"mode": "observe", "downstream": {"call_timeout_s": 5}},
+        },
+    )
+    config = load_config(path)
+    assert isinstance(config.mcpServers["git"], StdioServer) and config.mcpServers["git"].env == {"A": "1"}
+    kinds = {n: e.kind for n, e in config.mcpServers.items() if isinstance(e, RemoteServer)}
+    assert kinds == {"remote": "streamable-http", "legacy": "sse", "alt": "sse"}
+    assert config.offload.mode == "observe" and config.offload.downstream.call_timeout_s == 5
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"mcpServers": {"git": {"command": "x", "colour": "red"}}}, "mcpServers.git.colour: unknown key"),
+        ({"mcpServers": {"git": {"command": "x", "args": "not-a-list"}}}, "mcpServers.git.args: Input should be a valid list"),
+        ({"mcpServers": {"git": {"args": ["x"]}}}, "mcpServers.git: needs `command` (stdio server) or `url` (remote server)"),
+        ({"mcpServers": {"git": {"command": ""}}}, "mcpServers.git.command"),
+        ({"mcpServers": {}, "offload": {"downstream": {"call_timeout_s": "soon"}}}, "offload.downstream.call_timeout_s"),
+        ({"mcpServers": {}, "offlaod": {}}, "offlaod: unknown key"),
+        ({"mcpServers": {"r": {"url": "http://x", "type": "sse", "transport": "http"}}}, "disagree"),
+        ([1, 2], "the top level must be a JSON object"),
+    ],
+)
+def test_bad_configs_name_file_key_and_problem(tmp_path: Path, data: object, expected: str) -> None:
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(path) in str(err.value) and expected in str(err.value)
+
+
+def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "missing.json")
+    bad = _write(tmp_path, '{"mcpServers": {', "bad.json")
+    with pytest.raises(ConfigError, match=r"bad\.json: not valid JSON"):
+        load_config(bad)
+
+
+def test_env_and_header_variables_expand(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OFFLOAD_TEST_TOKEN", "t0k")
+    path = _write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "a": {"command": "x", "env": {"TOKEN": "${OFFLOAD_TEST_TOKEN}", "D": "${OFFLOAD_TEST_UNSET:-fallback}"}},
+                "b": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${OFFLOAD_TEST_TOKEN}"}},
+            }
+        },
+    )
+    config = load_config(path)
+    assert config.mcpServers["a"].env == {"TOKEN": "t0k", "D": "fallback"}
+    assert config.mcpServers["b"].headers == {"Authorization": "Bearer t0k"}
+    missing = _write(tmp_path, {"mcpServers": {"a": {"command": "x", "env": {"K": "${OFFLOAD_TEST_UNSET}"}}}}, "m.json")
+    with pytest.raises(ConfigError, match=r"mcpServers\.a\.env\.K: environment variable \$\{OFFLOAD_TEST_UNSET\} is not set"):
+        load_config(missing)
+
+
+def _args(**kw: object) -> argparse.Namespace:
+    defaults = {"config": None, "command": [], "name": None}
+    return argparse.Namespace(**{**defaults, **kw})
+
+
+def test_config_sources_flag_env_and_inline(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"mcpServers": {"fx": {"command": "x"}}})
+    assert list(resolve_config(_args(config=str(path)), environ={}).mcpServers) == ["fx"]
+    assert list(resolve_config(_args(), environ={"OFFLOAD_MCP_CONFIG": str(path)}).mcpServers) == ["fx"]
+    inline = resolve_config(_args(command=["--", "/usr/bin/mcp-server-git", "--repository", "."]), environ={})
+    entry = inline.mcpServers["mcp-server-git"]
+    assert entry.command == "/usr/bin/mcp-server-git" and entry.args == ["--repository", "."]
+    both = resolve_config(_args(config=str(path), command=["srv"]), environ={})
+    assert list(both.mcpServers) == ["fx", "srv"]
+    with pytest.raises(ConfigError, match="no downstream server"):
+        resolve_config(_args(), environ={})
+    with pytest.raises(ConfigError, match="already used"):
+        resolve_config(_args(config=str(path), command=["x"], name="fx"), environ={})
+
+
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [OFFLOAD_MCP, "serve", *args], capture_output=True, text=True, env=proxy_env(env), timeout=60, stdin=subprocess.DEVNULL
+    )
+
+
+def test_serve_exits_2_on_a_bad_config_naming_file_key_and_problem(tmp_path: Path) -> None:
+    path = _write(tmp_path, {"mcpServers": {"git": {"command": "x", "argz": []}}})
+    done = _serve("-c", str(path))
+    assert done.returncode == 2
+    assert f"{path}: invalid configuration" in done.stderr and "mcpServers.git.argz: unknown key" in done.stderr
+    done = _serve(env={"OFFLOAD_MCP_CONFIG": str(tmp_path / "nope.json")})
+    assert done.returncode == 2 and "nope.json: cannot read config file" in done.stderr
+    done = _serve()
+    assert done.returncode == 2 and "no downstream server" in done.stderr
+    assert done.stdout == ""  # stdout is the protocol channel: nothing but protocol there, ever
+
+
+def test_mcp_json_example_at_repo_root_is_valid() -> None:
+    from conftest import ROOT
+
+    example = ROOT / "mcp.json.example"
+    if not example.exists():
+        pytest.skip("mcp.json.example not written yet")
+    data = json.loads(example.read_text())
+    assert "mcpServers" in data
+
+
+def test_inline_command_keeps_its_own_options() -> None:
+    from offload_mcp.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--ledger", "L", *fixture_cmd(), "--port", "9", "-c", "x"])
+    assert args.ledger == "L" and args.config is None and args.port == 8765
+    assert args.command == [*fixture_cmd(), "--port", "9", "-c", "x"]

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from ..config import RemoteServer, ServerEntry, StdioServer
 from .settings import DownstreamSettings
-from .stdio import ProcessRecord, stdio_transport
+from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,9 @@ class DownstreamServer:
             self.record = ProcessRecord(command=[entry.command, *entry.args])
             try:
                 read, write = await stack.enter_async_context(
-                    stdio_transport(entry.command, entry.args, entry.env, entry.cwd, self.record, self.name)
+                    stdio_transport(
+                        entry.command, entry.args, entry.env, entry.cwd, self.record, self.name, self.settings.max_result_bytes
+                    )
                 )
             except FileNotFoundError:
                 raise DownstreamDown(f"command not found: {entry.command}") from None
@@ -321,6 +323,8 @@ class DownstreamServer:
                 return error_result(
                     f"'{tool}' on server '{self.name}' did not answer within {timeout:g}s (offload.downstream.call_timeout_s); the call was cancelled."
                 )
+            if code == types.INTERNAL_ERROR and err.error.message.startswith(UNUSABLE_ANSWER):
+                return error_result(f"server '{self.name}' answered '{tool}', but {err.error.message}.")
             raise
         except ValidationError as err:
             return error_result(f"server '{self.name}' returned a malformed result for '{tool}': {err.errors()[0].get('msg')}")

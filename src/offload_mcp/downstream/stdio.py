@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 from collections import deque
 from collections.abc import AsyncIterator
@@ -31,6 +32,13 @@ STDIN_CLOSE_GRACE_S = 2.0
 TERM_GRACE_S = 2.0
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_CHARS = 2000
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+_ID_KEEP_BYTES = 512
+UNUSABLE_ANSWER = "the server's answer could not be used"
+# A response's id sits at the start (`{"jsonrpc":"2.0","id":7,...`, Python SDK) or at the very end
+# (`...,"jsonrpc":"2.0","id":7}`, TypeScript SDK); only these two places are trusted.
+_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*,')
+_ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")\s*\}\s*$')
 
 
 @dataclass
@@ -58,6 +66,116 @@ class ProcessRecord:
             except ValueError:
                 return f"killed by signal {-code}"
         return f"exited with code {code}"
+
+
+class _LineSplitter:
+    """Newline-delimited messages from raw stdout bytes, each line bounded in memory.
+
+    Lines are split on bytes (0x0A never occurs inside a UTF-8 sequence), kept as
+    a list of chunks (no quadratic re-joining of a 100 MB line), and a line past
+    `limit` bytes is not kept: only its first and last bytes survive, enough to
+    find the request id and answer that request with a clear error.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._head = b""
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> list["_Line"]:
+        out: list[_Line] = []
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl == -1:
+                self._add(chunk[start:])
+                return out
+            self._add(chunk[start:nl])
+            start = nl + 1
+            line = self._finish()
+            if line is not None:
+                out.append(line)
+
+    def _add(self, piece: bytes) -> None:
+        if not piece:
+            return
+        was_over = self._size > self.limit
+        self._size += len(piece)
+        if self._size <= self.limit:
+            self._parts.append(piece)
+            return
+        if not was_over:  # just crossed the limit: keep the first bytes, drop the rest
+            head = b""
+            for part in [*self._parts, piece]:
+                head += part[: _ID_KEEP_BYTES - len(head)]
+                if len(head) >= _ID_KEEP_BYTES:
+                    break
+            self._head = head
+            self._tail = (self._parts[-1][-_ID_KEEP_BYTES:] if self._parts else b"")
+            self._parts = []
+        self._tail = (self._tail + piece[-_ID_KEEP_BYTES:])[-_ID_KEEP_BYTES:]
+
+    def _finish(self) -> "_Line | None":
+        size, parts, head, tail = self._size, self._parts, self._head, self._tail
+        self._parts, self._size, self._head, self._tail = [], 0, b"", b""
+        if size > self.limit:
+            return _Line(None, size, head, tail)
+        data = b"".join(parts)
+        if not data.strip():
+            return None
+        return _Line(data, size, data[:_ID_KEEP_BYTES], data[-_ID_KEEP_BYTES:])
+
+
+@dataclass
+class _Line:
+    data: bytes | None
+    """The whole line, or None when it was over the limit and dropped."""
+    size: int
+    head: bytes
+    tail: bytes
+
+    def request_id(self) -> int | str | None:
+        found = _ID_AT_START.match(self.head) or _ID_AT_END.search(self.tail)
+        if found is None:
+            return None
+        raw = found.group(1)
+        return raw[1:-1].decode("utf-8", "replace") if raw.startswith(b'"') else int(raw)
+
+
+def _parse_line(line: _Line, limit: int, child_log: logging.Logger) -> SessionMessage | Exception:
+    """The line as a JSON-RPC message; a line that cannot be one becomes an error answer when its id is known."""
+    if line.data is not None:
+        text = line.data.decode("utf-8", "replace")
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+        except ValueError as exc:
+            problem = _first_error(exc)
+            error: Exception = exc
+    else:
+        problem = f"the message is {line.size:,} bytes, over offload.downstream.max_result_bytes={limit:,}"
+        error = ValueError(problem)
+    id_ = line.request_id()
+    if id_ is None:
+        child_log.warning("ignored %s bytes on stdout that are not a JSON-RPC message (%s)", f"{line.size:,}", problem)
+        if line.data is not None:
+            child_log.debug("the ignored line began: %.200r", line.head)
+        return error
+    child_log.warning("answer to request %r could not be used (%s); the call gets an error", id_, problem)
+    message = f"{UNUSABLE_ANSWER}: {problem}"
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=id_, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)))
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            return f"not valid JSON-RPC: {first.get('msg', exc)}"
+        except Exception:
+            pass
+    return f"not valid JSON-RPC: {str(exc).splitlines()[0][:200]}"
 
 
 async def _wait_returncode(process: anyio.abc.Process, timeout: float) -> bool:
@@ -91,6 +209,7 @@ async def stdio_transport(
     cwd: str | None,
     record: ProcessRecord,
     log_name: str,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession."""
     process = await anyio.open_process(
@@ -106,22 +225,12 @@ async def stdio_transport(
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
-        buffer = ""
+        lines = _LineSplitter(max_line_bytes)
         try:
             async with read_writer:
-                async for chunk in TextReceiveStream(process.stdout, encoding="utf-8", errors="replace"):
-                    lines = (buffer + chunk).split("\n")
-                    buffer = lines.pop()
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        try:
-                            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        except ValueError as exc:
-                            child_log.warning("ignored a line that is not JSON-RPC on stdout: %.200s", line)
-                            await read_writer.send(exc)
-                            continue
-                        await read_writer.send(SessionMessage(message))
+                async for chunk in process.stdout:
+                    for line in lines.feed(chunk):
+                        await read_writer.send(_parse_line(line, lines.limit, child_log))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
             pass
         finally:

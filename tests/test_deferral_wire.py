@@ -19,6 +19,9 @@ import pytest
 
 from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
 
+from offload_mcp.store.ledger import Ledger
+from offload_mcp.store.settings import LedgerSettings
+
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
 
@@ -138,6 +141,7 @@ def test_tools_list_on_the_wire_is_marked_per_mode_and_byte_stable(tmp_path, mod
         assert len(deferred) == len(tools) - 4
     elif mode == "search":
         assert [t["name"] for t in tools] == ["git_status", "get_me", "recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+        assert by_name["search_tools"]["description"].endswith("Servers searched: git (12 tools), github (91 tools).")
         assert all(t["_meta"]["anthropic/alwaysLoad"] is True for t in tools)
         assert not any("defer_loading" in t for t in tools)
     else:
@@ -192,6 +196,21 @@ def test_invoke_with_bad_arguments_names_them_and_calls_nothing(tmp_path):
 
         # the session still works after every refusal
         assert not session.call("invoke_tool", {"name": "get_me", "arguments": {}}).get("isError")
+
+    # every refusal is an event with its reason, for stats
+    ledger = Ledger.open(LedgerSettings(path=tmp_path / "ledger.db"))
+    try:
+        seen = [(e["kind"], e["verdict"], e["reason"]) for e in ledger.events(kinds=["invoke", "tool_search"])]
+    finally:
+        ledger.close()
+    assert seen == [
+        ("invoke", "refused", "bad_arguments"),
+        ("invoke", "refused", "unknown_tool"),
+        ("invoke", "refused", "bad_arguments"),
+        ("invoke", "refused", "own_tool"),
+        ("tool_search", "refused", "empty_query"),
+        ("tool_search", "refused", "refused_pattern"),
+    ]
 
 
 def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):

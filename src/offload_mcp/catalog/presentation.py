@@ -40,6 +40,11 @@ PROCESS_SESSION = "process"
 
 
 @dataclass(frozen=True)
+class _Entries:
+    entries: Sequence[CatalogEntry]
+
+
+@dataclass(frozen=True)
 class Presentation:
     tools: list[types.Tool]
     wire_extras: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -70,6 +75,10 @@ def present(
     mode = settings.deferral
     if mode == "search" and len(search_tools) < 2:
         mode = "hint"  # never hide cold tools without a way to reach them
+    if mode == "search":
+        from ..tools.tool_search import describe
+
+        search_tools[0] = describe(_Entries(entries)) if search_tools[0].name == SEARCH_TOOL else search_tools[0]
     tools, extras = deferral.apply(
         mode,
         entries,

@@ -15,9 +15,12 @@ like a listed one.
 properties: an extra argument is nearly always a misspelling, and many
 servers ignore it silently.
 
-Inert with a reason: no catalog (`no_catalog`), unknown tool (`unknown_tool`,
-with the nearest names), bad arguments (`bad_arguments`), and the proxy's
-own tools, which are listed and called directly (`own_tool`).
+Inert with a reason, recorded as an `invoke` event in the ledger for stats:
+no catalog (`no_catalog`), unknown tool (`unknown_tool`, with the nearest
+names), bad arguments (`bad_arguments`), and the proxy's own tools, which are
+listed and called directly (`own_tool`). A forwarded call is recorded by the
+shaper like any direct call (its `decision` event), so invoked tools count
+toward hot-tool learning.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import orjson
 
 from .registry import ALWAYS_LISTED, ToolEnv, error_result
 from .tool_search import NAME as SEARCH_NAME
-from .tool_search import index_for
+from .tool_search import index_for, note
 
 NAME = "invoke_tool"
 
@@ -101,27 +104,33 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     arguments = dict(arguments or {})
     unexpected = sorted(set(arguments) - {"name", "arguments"})
     if unexpected:
+        await note(env, "invoke", "refused", "bad_arguments")
         return error_result(
             f"{NAME}: unknown argument(s) {', '.join(unexpected)}; it takes `name` and `arguments` "
             f"(put the tool's own arguments inside `arguments`)"
         )
     name = arguments.get("name")
     if not isinstance(name, str) or not name:
+        await note(env, "invoke", "refused", "bad_arguments")
         return error_result(f"{NAME}: `name` (the tool's name from {SEARCH_NAME}) is required")
     target_args = arguments.get("arguments", {})
     if target_args is None:
         target_args = {}
     if not isinstance(target_args, dict):
+        await note(env, "invoke", "refused", "bad_arguments")
         return error_result(f"{NAME}: `arguments` must be an object of the tool's arguments, got {type(target_args).__name__}")
     if name in ALWAYS_LISTED or name in (SEARCH_NAME, NAME):
+        await note(env, "invoke", "refused", "own_tool")
         return error_result(f"{NAME}: `{name}` is one of offload-mcp's own tools; call it directly")
     catalog = env.catalog
     if catalog is None or env.forward is None:
+        await note(env, "invoke", "refused", "no_catalog")
         return error_result(f"{NAME}: no downstream tools are available right now (no server is serving)")
     entry = catalog.lookup(name)
     if entry is None:
         near = _nearest(catalog, name)
         hint = f" Nearest names: {', '.join(near)}." if near else ""
+        await note(env, "invoke", "refused", "unknown_tool", {"name": name})
         return error_result(f"{NAME}: no tool named `{name}`.{hint} Use {SEARCH_NAME} to find the right one.")
     problems = argument_problems(entry.tool.input_schema, target_args)
     if problems:
@@ -129,6 +138,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
         if len(schema) > MAX_SCHEMA_CHARS:
             schema = schema[:MAX_SCHEMA_CHARS] + "…"
         lines = "\n".join(f"- {p}" for p in problems)
+        await note(env, "invoke", "refused", "bad_arguments", {"name": name, "problems": problems})
         return error_result(f"{NAME}: the arguments for `{name}` do not match its input schema; nothing was called.\n{lines}\ninputSchema: {schema}")
     return await env.forward(name, target_args)
 

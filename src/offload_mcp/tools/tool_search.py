@@ -9,13 +9,18 @@ time and refused in the shapes that backtrack catastrophically
 with its full definition (name, description, inputSchema, annotations,
 outputSchema), and how to call them.
 
-Inert with a reason: no catalog yet (`no_catalog`), a query without usable
-words (`empty_query`), a refused pattern (`refused_pattern`), nothing found
-(`no_match`, with the servers searched named so the model can rephrase).
+Inert with a reason, recorded as a `tool_search` event in the ledger for
+stats: no catalog yet (`no_catalog`), a query without usable words
+(`empty_query`), a refused pattern (`refused_pattern`), other bad arguments
+(`bad_arguments`), nothing found (`no_match`, with the servers searched named
+so the model can rephrase). The listed description names the servers
+searched and their tool counts (`describe`), so the model knows when a search
+can help.
 """
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
@@ -25,6 +30,8 @@ import orjson
 
 from ..catalog.search import SearchRefused, ToolIndex
 from .registry import ToolEnv, error_result, text_result
+
+logger = logging.getLogger(__name__)
 
 NAME = "search_tools"
 INVOKE_NAME = "invoke_tool"
@@ -118,13 +125,59 @@ def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex
     return text_result(orjson.dumps(body).decode())
 
 
+def describe(catalog: Any) -> types.Tool:
+    """TOOL with the servers it searches named, so the model knows when searching can help."""
+    counts: dict[str, int] = {}
+    for entry in catalog.entries:
+        counts[entry.server] = counts.get(entry.server, 0) + 1
+    if not counts:
+        return TOOL
+    servers = ", ".join(f"{server} ({n} tools)" for server, n in counts.items())
+    return TOOL.model_copy(update={"description": f"{TOOL.description} Servers searched: {servers}."})
+
+
+def record(env: ToolEnv, kind: str, verdict: str, reason: str, detail: dict[str, Any] | None = None) -> None:
+    """Best effort: an event for stats (`tool_search` / `invoke`); a ledger problem never fails the call."""
+    ledger = env.ledger
+    if ledger is None:
+        return
+    try:
+        from ..store.ledger import LedgerEvent
+
+        ledger.record_event(LedgerEvent(kind=kind, session_id=env.session_id, verdict=verdict, reason=reason, detail=detail or {}))
+    except Exception as err:  # noqa: BLE001 - stats are never worth a failed call
+        logger.debug("could not record %s event: %s", kind, err)
+
+
+async def note(env: ToolEnv, kind: str, verdict: str, reason: str, detail: dict[str, Any] | None = None) -> None:
+    """`record` off the event loop (a busy ledger may wait up to its busy timeout)."""
+    if env.ledger is not None:
+        await anyio.to_thread.run_sync(lambda: record(env, kind, verdict, reason, detail))
+
+
+def outcome(result: types.CallToolResult) -> tuple[str, str]:
+    """(verdict, reason) of a search answer, for its event."""
+    text = result.content[0].text if result.content and isinstance(result.content[0], types.TextContent) else ""
+    if result.is_error:
+        if "no searchable words" in text or "give `query`" in text:
+            return "refused", "empty_query"
+        if "pattern" in text:
+            return "refused", "refused_pattern"
+        return "refused", "bad_arguments"
+    return ("found", "matched") if '"matches":[]' not in text else ("none", "no_match")
+
+
 async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
     catalog = env.catalog
     if catalog is None or not getattr(catalog, "entries", None):
+        await note(env, "tool_search", "refused", "no_catalog")
         return error_result(f"{NAME}: no downstream tools are available right now (no server is serving)")
     settings = getattr(env.settings, "catalog", None)
     default_limit = getattr(settings, "search_limit", 5)
     timeout_s = getattr(settings, "search_regex_timeout_ms", 250) / 1000.0
-    return await anyio.to_thread.run_sync(
+    result = await anyio.to_thread.run_sync(
         lambda: answer(catalog, dict(arguments or {}), default_limit=default_limit, regex_timeout_s=timeout_s)
     )
+    verdict, reason = outcome(result)
+    await note(env, "tool_search", verdict, reason, {"form": "pattern" if "pattern" in (arguments or {}) else "query"})
+    return result

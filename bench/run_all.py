@@ -761,83 +761,66 @@ def section_scale(ctx: Ctx) -> Section:
         "",
         "![size scaling](bench/plots/scale.png)" if not ctx.quick else "",
         "",
-        "Recall latency by ledger size (random ids, `Ledger.get_body`, plus the `recall_tool_result` handler when it is in the tree):",
+        "Recall latency by ledger size: a real ledger filled by direct inserts through the ledger API (24-line bodies of ~800 chars), "
+        "then bench/bench_recall.py's `measure` calls the real `recall_tool_result` handler on random ids (range, query and line styles in turn).",
         "",
-        md_table(["entries", "fill s", "get_body p50 / p99 ms", "recall tool p50 / p99 ms", "ledger MB"], recall_rows),
+        md_table(["entries", "fill s", "recall p50 / p99 ms", "p50 vs smallest", "p50 by style ms", "ledger MB"], recall_rows),
         "",
         md_table(["stored", "raw MB", "ledger file MB", "MB on disk per stored MB"], disk_rows),
     ]
     return Section("scale", "5. Scale", "\n".join(body))
 
 
+def _fill_ledger(path: Path, entries: int, words: list[str]) -> list[str]:
+    """Direct inserts through the ledger API (1M entries in about a minute): 24-line bodies of ~800 chars."""
+    from offload_mcp.store.ledger import BodyRecord, Ledger
+
+    ledger = Ledger.open(None, path)
+    ids: list[str] = []
+    batch = []
+    nw = len(words)
+    for i in range(entries):
+        text = "\n".join(f"{i}:{n:02d} {words[(i * 7 + n) % nw]} {words[(i + n * 3) % nw]} {words[(i * 5 + n * 11) % nw]} id={i * 31 + n}" for n in range(24))
+        rec = BodyRecord.of({"content": [{"type": "text", "text": text}]}, server="bench", tool="tool", arguments={"i": i}, session_id="s", chars=len(text))
+        batch.append(rec)
+        ids.append(rec.trm_id)
+        if len(batch) == 5000:
+            ledger.commit(bodies=batch)
+            batch = []
+    if batch:
+        ledger.commit(bodies=batch)
+    ledger.close()
+    return ids
+
+
 def _recall_scale(ctx: Ctx) -> tuple[list[list[Any]], list[list[Any]]]:
+    """Recall latency by ledger size, with H2's bench/bench_recall.py (fill + the real recall handler)."""
+    import bench_recall
     from offload_mcp.config import OffloadSettings
     from offload_mcp.store.ledger import BodyRecord, Ledger
 
     settings = OffloadSettings()
     levels = [1_000, 10_000] if ctx.quick else [1_000, 100_000, 1_000_000]
-    records = ctx.data.get("corpus_records") or load_corpus(2000)
-    samples = [r["output"] for r in records[:2000] if r["output"]]
+    calls = 150 if ctx.quick else 900
     recall_rows = []
-    handle = None
-    try:
-        from offload_mcp.tools import recall as recall_tool  # H2's recall tool
-
-        handle = recall_tool.handle
-    except Exception:
-        pass
+    base_p50 = None
     for n in levels:
         path = ctx.work / f"ledger-recall-{n}.db"
         for suffix in ("", "-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
-        ledger = Ledger.open(settings.ledger, path)
         started = time.perf_counter()
-        ids = []
-        batch = []
-        for i in range(n):
-            # Small distinct bodies: the index must stay fast as the row count grows, whatever the body sizes.
-            text = f"entry {i}\n" + samples[i % len(samples)][:512]
-            body = {"content": [{"type": "text", "text": text}], "isError": False}
-            rec = BodyRecord.of(body, server="bench", tool="fill", arguments={"i": i}, session_id="fill", chars=len(text))
-            batch.append(rec)
-            ids.append(rec.trm_id)
-            if len(batch) >= 5000:
-                ledger.commit(bodies=batch)
-                batch = []
-        if batch:
-            ledger.commit(bodies=batch)
+        ids = _fill_ledger(path, n, bench_recall.WORDS)
         fill_s = time.perf_counter() - started
-        rng = random.Random(7)
-        probe = [ids[rng.randrange(n)] for _ in range(300 if not ctx.quick else 100)]
-        times = []
-        for trm in probe:
-            start = time.perf_counter()
-            ledger.get_body(trm)
-            times.append(time.perf_counter() - start)
-        gb = summarize_ms(times)
-        tool_cell = "n/a (recall tool not in tree)"
-        if handle is not None:
-            try:
-                from offload_mcp.reducers.base import SessionMemory
-                from offload_mcp.tools.registry import ToolEnv
-
-                env = ToolEnv(settings=settings, ledger=ledger, session_id="fill", session=SessionMemory())
-
-                async def run_recalls() -> list[float]:
-                    out = []
-                    for trm in probe:
-                        start = time.perf_counter()
-                        await handle({"mem_id": trm}, env)
-                        out.append(time.perf_counter() - start)
-                    return out
-
-                rt = summarize_ms(anyio.run(run_recalls))
-                tool_cell = f"{rt['median']:.3f} / {rt['p99']:.3f}"
-            except Exception as err:
-                tool_cell = f"failed: {type(err).__name__}: {err}"[:80]
-        ledger.close()
-        size_mb = sum(Path(str(path) + s).stat().st_size for s in ("", "-wal") if Path(str(path) + s).exists()) / 1e6
-        recall_rows.append([f"{n:,}", f"{fill_s:.1f}", f"{gb['median']:.3f} / {gb['p99']:.3f}", tool_cell, f"{size_mb:.1f}"])
+        times = anyio.run(bench_recall.measure, path, ids, calls, 7, 700)  # offsets drawn below 600: inside every ~800-char body
+        every = sum(times.values(), [])
+        s_all = summarize_ms(every)
+        base_p50 = base_p50 or s_all["median"]
+        size_mb = sum(Path(str(path) + x).stat().st_size for x in ("", "-wal") if Path(str(path) + x).exists()) / 1e6
+        per_style = ", ".join(f"{k} {summarize_ms(v)['median']:.2f}" for k, v in times.items())
+        recall_rows.append([f"{n:,}", f"{fill_s:.1f}", f"{s_all['median']:.3f} / {s_all['p99']:.3f}", f"{s_all['median'] / base_p50:.2f}x", per_style, f"{size_mb:,.0f}"])
+        path.unlink(missing_ok=True)
+        Path(str(path) + "-wal").unlink(missing_ok=True)
+    samples = [r["output"] for r in (ctx.data.get("corpus_records") or load_corpus(2000)) if r["output"]]
     # Disk per stored MB: real corpus outputs, stored as bodies.
     path = ctx.work / "ledger-disk.db"
     for suffix in ("", "-wal", "-shm"):
@@ -849,10 +832,12 @@ def _recall_scale(ctx: Ctx) -> tuple[list[list[Any]], list[list[Any]]]:
         body = {"content": [{"type": "text", "text": text}], "isError": False}
         batch.append(BodyRecord.of(body, server="bench", tool="disk", arguments={"i": i}, session_id="disk", chars=len(text)))
         raw += len(text.encode())
+        if len(batch) >= 1000:
+            ledger.commit(bodies=batch)
+            batch = []
     ledger.commit(bodies=batch)
-    ledger._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    ledger.close()
-    disk = path.stat().st_size
+    ledger.close()  # the last connection to close checkpoints the WAL into the file
+    disk = sum(Path(str(path) + x).stat().st_size for x in ("", "-wal") if Path(str(path) + x).exists())
     disk_rows = [[f"{len(samples):,} corpus outputs", f"{raw / 1e6:.1f}", f"{disk / 1e6:.1f}", f"{disk / raw:.2f}"]]
     return recall_rows, disk_rows
 

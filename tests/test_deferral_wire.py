@@ -232,3 +232,13 @@ def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):
         assert "list_issues" not in names  # one call is under learn_min_calls
     with raw_session(config) as third:
         assert third.list_tools()[0] == raw  # same history, same bytes
+
+
+def test_deferral_on_the_command_line_with_an_inline_server(tmp_path):
+    session = RawSession(["--deferral", "search", "--ledger", str(tmp_path / "l.db"), "--", GIT_SERVER, "--repository", str(ROOT)])
+    try:
+        session.initialize()
+        _, tools = session.list_tools()
+    finally:
+        session.close()
+    assert [t["name"] for t in tools] == ["recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]

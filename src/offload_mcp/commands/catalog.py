@@ -46,6 +46,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """The options `serve` takes to find the servers (shared with toolset-config)."""
     parser.add_argument("-c", "--config", metavar="FILE", help="JSON config with `mcpServers` (and `offload`); default $OFFLOAD_MCP_CONFIG.")
     parser.add_argument("--ledger", metavar="PATH", help="Ledger to learn hot tools from (overrides offload.ledger.path).")
+    parser.add_argument("--deferral", choices=["hint", "search", "off"], help="Mode to report as configured (overrides offload.catalog.deferral).")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
     parser.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")

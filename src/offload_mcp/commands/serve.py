@@ -35,6 +35,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--port", type=int, default=8765, help="Port for the HTTP transports (default 8765; 0 picks a free one).")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     parser.add_argument("--ledger", metavar="PATH", help="Ledger file (overrides offload.ledger.path).")
+    parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
     parser.set_defaults(func=run)
@@ -57,6 +58,8 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
             config.mcpServers[name] = entry
     if not config.mcpServers:
         raise ConfigError(f"{path}: mcpServers: no servers configured")
+    if getattr(args, "deferral", None):
+        config.offload.catalog.deferral = args.deferral
     return config
 
 

@@ -36,6 +36,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
     parser.add_argument("--ledger", metavar="PATH", help="Ledger file (overrides offload.ledger.path).")
     parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
+    parser.add_argument("--auth-token", metavar="TOKEN", help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
     parser.set_defaults(func=run)
@@ -67,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     config = resolve_config(args)
+    if getattr(args, "auth_token", None):
+        config.offload.server.auth_token = args.auth_token
     if args.transport != "stdio":
         from ..server.transports import auth_token
 
@@ -87,6 +90,10 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
         except CatalogCollision as err:
             problem = f"{args.config or 'config'}: offload.catalog.prefix: {err}"
         else:
+            if state.ledger is not None:
+                from ..server.security import secure_ledger_files
+
+                secure_ledger_files(state.ledger.path)
             server = build_server(state)
             await serve(state, server, args.transport, args.host, args.port, args.log_level)
     if problem is not None:

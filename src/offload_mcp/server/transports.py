@@ -13,7 +13,6 @@ per connection; nothing process-wide lives there (the pool is in ProxyState).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 from typing import Any
@@ -23,13 +22,14 @@ from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from ..config import ConfigError
 from .http_extras import extra_routes
 from .proxy import ProxyState, initialization_options
+from .security import guard
 
 logger = logging.getLogger(__name__)
 
@@ -51,22 +51,6 @@ def _security(state: ProxyState, host: str, port: int) -> TransportSecuritySetti
     if host not in LOOPBACK and host not in ("0.0.0.0", "::"):
         hosts += [host, f"{host}:*"]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
-
-
-class BearerAuth:
-    """Require `Authorization: Bearer <token>` on everything but /healthz."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/healthz":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await JSONResponse({"error": "unauthorized"}, status_code=401)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def auth_token(settings: Any, host: str) -> str | None:
@@ -129,8 +113,11 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         return
     token = auth_token(state.settings, host)
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
-    if token:
-        app = BearerAuth(app, token)
+    # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
+    app = guard(
+        app, bind_host=host, token=token,
+        extra_hosts=state.settings.server.allowed_hosts, extra_origins=state.settings.server.allowed_origins,
+    )
     path = "/mcp" if transport == "streamable-http" else "/sse"
 
     def ready(uv: Any) -> None:

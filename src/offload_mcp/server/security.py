@@ -1,0 +1,152 @@
+"""Who may talk to the proxy and read its ledger.
+
+How it works:
+
+- `guard(app, ...)` wraps the whole HTTP app (MCP endpoint and the plain
+  routes beside it: /expand, /metrics, /healthz) in one ASGI middleware. It
+  checks Host and Origin on every request (DNS-rebinding protection: a web
+  page that re-points its own domain at 127.0.0.1 must not read /expand), and
+  with a token, requires `Authorization: Bearer <token>` on everything except
+  /healthz. The SDK's own Host/Origin check covers only the MCP endpoint;
+  this one covers the routes the SDK does not know about.
+- `secure_ledger_files(path)` runs at start: the ledger file (and its -wal,
+  -shm) should be 0600 and its directory 0700. Where the user owns them and
+  they are wider, it narrows them and logs a warning; where it cannot, it
+  warns and carries on. The directory is narrowed only when it holds nothing
+  but the ledger (the default state directory), never a project folder that
+  happens to hold a `--ledger` file.
+
+When it is inert: stdio has no network face, so only the ledger check applies.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+OPEN_PATHS = ("/healthz",)
+"""Paths served without a token (liveness probes); Host/Origin are still checked."""
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def allowed_hosts(bind_host: str, extra: Iterable[str] = ()) -> list[str]:
+    """Host header values accepted: loopback names on any port, the bound address, and `extra`."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]", *extra]
+    if not is_loopback(bind_host) and bind_host not in ("0.0.0.0", "::", ""):
+        shown = f"[{bind_host}]" if ":" in bind_host else bind_host
+        hosts += [shown, f"{shown}:*"]
+    return hosts
+
+
+def allowed_origins(extra: Iterable[str] = ()) -> list[str]:
+    return ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "http://127.0.0.1", "http://localhost", *extra]
+
+
+def _matches(value: str, patterns: Iterable[str]) -> bool:
+    for pattern in patterns:
+        if value == pattern:
+            return True
+        if pattern.endswith(":*"):
+            base = pattern[:-2]
+            if value.startswith(base + ":") and value[len(base) + 1 :].isdigit():
+                return True
+    return False
+
+
+class Guard:
+    """ASGI middleware: Host/Origin allow-lists on every request, then the bearer token."""
+
+    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
+        self.expected = f"Bearer {token}".encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers") or []}
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        problem: tuple[int, str] | None = None
+        if not host or not _matches(host, self.hosts):
+            problem = (421, "Invalid Host header")
+        elif origin and not _matches(origin, self.origins):
+            problem = (403, "Invalid Origin header")
+        elif self.expected is not None and scope.get("path") not in OPEN_PATHS:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token)")
+        if problem is not None:
+            status, text = problem
+            logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), text)
+            extra = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+            await PlainTextResponse(text + "\n", status_code=status, headers=extra)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def guard(app: ASGIApp, *, bind_host: str, token: str | None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
+    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token)
+
+
+# ---- the ledger on disk ----------------------------------------------------
+
+LEDGER_FILE_MODE = 0o600
+LEDGER_DIR_MODE = 0o700
+
+
+def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
+    """Narrow the ledger's file and directory modes where we own them; return one line per finding."""
+    target = Path(path)
+    findings: list[str] = []
+    candidates = [(Path(f"{target}{suffix}"), LEDGER_FILE_MODE) for suffix in ("", "-wal", "-shm", "-journal")]
+    if _dedicated_directory(target):
+        # Only a directory that holds nothing but the ledger is ours to narrow (not a project folder).
+        candidates.insert(0, (target.parent, LEDGER_DIR_MODE))
+    for item, wanted in candidates:
+        try:
+            info = item.stat()
+        except FileNotFoundError:
+            continue
+        except OSError as err:
+            findings.append(f"cannot check {item}: {err.strerror or err}")
+            continue
+        mode = stat.S_IMODE(info.st_mode)
+        if mode & ~wanted == 0:
+            continue
+        what = "directory" if item == target.parent else "file"
+        if info.st_uid != os.getuid():
+            findings.append(f"ledger {what} {item} is mode {mode:o} (others may read it) and owned by another user: not changed")
+            continue
+        try:
+            os.chmod(item, mode & wanted)
+        except OSError as err:
+            findings.append(f"ledger {what} {item} is mode {mode:o} and could not be narrowed: {err.strerror or err}")
+            continue
+        findings.append(f"ledger {what} {item} was mode {mode:o}; narrowed to {mode & wanted:o}")
+    for line in findings:
+        logger.warning("%s", line)
+    return findings
+
+
+def _dedicated_directory(target: Path) -> bool:
+    try:
+        names = {p.name for p in target.parent.iterdir()}
+    except OSError:
+        return False
+    return all(name.startswith(target.name) for name in names)

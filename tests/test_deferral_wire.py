@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
+from conftest import OFFLOAD_MCP, ROOT, proxy_env, proxy_http, write_config
 
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
@@ -242,3 +243,34 @@ def test_deferral_on_the_command_line_with_an_inline_server(tmp_path):
     finally:
         session.close()
     assert [t["name"] for t in tools] == ["recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+
+
+def http_tools_list(url: str) -> bytes:
+    """One streamable-HTTP session by raw POSTs: initialize, initialized, tools/list; the raw response bytes."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def post(body: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+        request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return {k.lower(): v for k, v in response.headers.items()}, response.read()
+
+    got, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    if "mcp-session-id" in got:
+        headers["Mcp-Session-Id"] = got["mcp-session-id"]
+    headers["MCP-Protocol-Version"] = "2025-11-25"
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _, body = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    # an SSE event (`data: {...}`) or a plain JSON body, depending on the server's response mode
+    data = next((line[len(b"data: "):] for line in body.splitlines() if line.startswith(b"data: ")), body)
+    return data
+
+
+def test_tools_list_over_streamable_http_carries_the_marks_and_is_byte_stable(tmp_path):
+    config = config_for(tmp_path, "hint")
+    with proxy_http(["--config", str(config)]) as url:
+        first = http_tools_list(url)
+        second = http_tools_list(url)  # a second session on the same proxy
+    assert first == second
+    tools = {t["name"]: t for t in json.loads(first)["result"]["tools"]}
+    assert tools["git_log"]["defer_loading"] is True and "defer_loading" not in tools["git_status"]
+    assert tools["git_status"]["_meta"]["anthropic/alwaysLoad"] is True

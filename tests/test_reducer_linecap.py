@@ -80,3 +80,12 @@ def test_declines_with_named_reasons():
     text = BANNER + "n" * 3000 + SUMMARY
     assert Linecap(LinecapSettings()).reduce(text, ctx(SessionMemory(expanded={cg_hash(text)}))) == Declined("kept_verbatim_after_expand")
     assert run(text, max_line_chars=0, collapse_duplicate_lines=False) == Declined("no_long_or_repeated_lines")
+
+
+def test_opt_ins_restore_the_seed_behaviour():
+    code = BANNER + "".join(f"def f{i}():\n    return None\n" for i in range(40)) + SUMMARY
+    out = run(code, collapse_indented_duplicates=True)
+    assert isinstance(out, Acted) and "    return None (x40)" in out.text.split("\n")
+    record = '{"a": "' + "x" * 1000 + '"}'
+    capped = run(record, cap_json_documents=True)
+    assert isinstance(capped, Acted) and capped.stash == {cg_hash(record): record}

@@ -90,10 +90,10 @@ class Linecap:
             return gate
         if is_diff_shaped(text):
             return Declined("diff_shaped")
-        if is_json_document(text):
+        if not s.cap_json_documents and is_json_document(text):
             return Declined("json_document")
         lines = text.split("\n")
-        counts = self._duplicate_counts(lines) if s.collapse_duplicate_lines else {}
+        counts = self._duplicate_counts(lines, s.collapse_indented_duplicates) if s.collapse_duplicate_lines else {}
         limit = s.max_line_chars
         out: list[str] = []
         changed = False
@@ -121,15 +121,16 @@ class Linecap:
         return never_worse(text, f"{reduced}{sep}{trailer(hash_)}", hash_)
 
     @staticmethod
-    def _duplicate_counts(lines: list[str]) -> dict[str, int]:
+    def _duplicate_counts(lines: list[str], indented: bool = False) -> dict[str, int]:
         """Lines (outside the protected edges, >= 8 trimmed chars) seen more than once, with their count.
 
-        Indented lines never count: in source code and nested output a repeated
-        indented line (`return None`) is structure whose position carries the
-        meaning; measured on the corpus, most indented repeats were code reads.
+        Indented lines count only with `collapse_indented_duplicates`: in source
+        code a repeated indented line (`return None`) is structure whose position
+        carries the meaning (and removing it shifts the line numbers an agent
+        reads off for its next edit).
         """
         counts: dict[str, int] = {}
         for line in lines[PROTECTED_EDGE_LINES : len(lines) - PROTECTED_EDGE_LINES]:
-            if len(line.strip()) >= MIN_DUP_CHARS and not line[:1].isspace():
+            if len(line.strip()) >= MIN_DUP_CHARS and (indented or not line[:1].isspace()):
                 counts[line] = counts.get(line, 0) + 1
         return {line: n for line, n in counts.items() if n > 1}

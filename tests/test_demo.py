@@ -1,0 +1,93 @@
+"""`offload-mcp demo` end to end: a real proxy, a real downstream server, a real client; seconds; nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from offload_mcp.commands import demo_server
+
+OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
+
+
+def processes_with_env(marker: str) -> list[str]:
+    """Live processes whose environment carries `marker` (every child of the demo inherits it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if marker.encode() in (proc / "environ").read_bytes():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
+def run_demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float, Path]:
+    tmpdir = tmp_path / "tmp"
+    home = tmp_path / "home"
+    tmpdir.mkdir()
+    home.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir), "HOME": str(home), "XDG_STATE_HOME": str(home / "state"),
+           "XDG_CONFIG_HOME": str(home / "config"), "OFFLOAD_MCP_DEMO_TEST": str(tmp_path)}
+    env.pop("OFFLOAD_MCP_CONFIG", None)
+    started = time.monotonic()
+    proc = subprocess.run([OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    return proc, time.monotonic() - started, tmpdir
+
+
+def test_demo_runs_in_seconds_and_leaves_nothing_behind(tmp_path):
+    proc, elapsed, tmpdir = run_demo(tmp_path)
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr + out
+    assert elapsed < 60, f"the demo took {elapsed:.1f}s"
+
+    # per call: what the server sent vs what the client received, with sizes
+    for number, tool in enumerate(["git_status", "git_log", "read_file", "run_tests", "list_issues", "run_tests"], 1):
+        assert f"{number}. {tool}(" in out
+    sent_sizes = [int(m.replace(",", "")) for m in re.findall(r"^   server sent +([\d,]+) chars", out, re.M)]
+    got_sizes = [int(m.replace(",", "")) for m in re.findall(r"^   client received +([\d,]+) chars", out, re.M)]
+    assert sent_sizes == [len(demo_server.git_status_text()), len(demo_server.git_log_text()), len(demo_server.read_file_text()), len(demo_server.run_tests_text()),
+                          len(demo_server.list_issues_text()), len(demo_server.run_tests_text())]
+    assert len(got_sizes) == 6 and got_sizes[0] == sent_sizes[0]  # a small result passes untouched
+    assert all(got < sent for got, sent in zip(got_sizes[1:], sent_sizes[1:]))
+
+    # the end: tokens and dollars saved, and a detail brought back exactly
+    assert "saved: the model kept ~" in out and "$" in out
+    assert demo_server.NEEDLE_SUBJECT in out
+    assert "byte-identical to what the server sent: yes" in out or "recall_tool_result(" in out
+    assert "finished in" in out
+
+    # nothing left behind: temp dir empty, no default ledger or config created, no process still running
+    assert list(tmpdir.iterdir()) == []
+    assert not (tmp_path / "home" / "state").exists() and not (tmp_path / "home" / "config").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "tmp"]
+    assert processes_with_env(f"OFFLOAD_MCP_DEMO_TEST={tmp_path}") == []
+
+
+def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_path):
+    ledger = tmp_path / "demo.db"
+    proc, _, tmpdir = run_demo(tmp_path, "--observe", "--ledger", str(ledger))
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    # observe mode: every result reaches the client unchanged; the demo says what would have been saved
+    assert "observe mode" in out and "would have kept" in out
+    assert out.count("(unchanged)") == 6
+    assert f"offload-mcp stats --ledger {ledger}" in out
+    assert list(tmpdir.iterdir()) == []
+
+    stats = subprocess.run([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json"], capture_output=True, text=True, timeout=60)
+    data = json.loads(stats.stdout)
+    assert data["observe_mode"] is True and data["totals"]["results"] == 6
+    assert data["totals"]["tokens_saved"] == 0 and data["totals"]["would_tokens_saved"] > 100_000
+
+    again = tmp_path / "again"
+    again.mkdir()
+    refused, _, _ = run_demo(again, "--ledger", str(ledger))
+    assert refused.returncode == 2 and "exists" in refused.stderr and "--ledger" in refused.stderr

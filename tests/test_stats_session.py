@@ -1,0 +1,112 @@
+"""Stats on ledgers written by real sessions through the proxy (enforce and observe mode)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from conftest import fixture_entry, proxy_session, text_of, write_config
+
+from offload_mcp.policy.settings import PolicySettings
+from offload_mcp.stats import exit_summary, report_from_ledger
+from offload_mcp.store import Ledger
+from offload_mcp.store.settings import LedgerSettings
+
+# No collapse/extract: a 300K-char text then reaches the policy whole and is offloaded (over the client limit).
+OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"]}}
+
+
+async def play_session(config, ledger_path):
+    async with proxy_session(["-c", str(config), "--ledger", str(ledger_path)]) as s:
+        big = await s.call_tool("make_text", {"size": 300_000})
+        listing = await s.call_tool("json_array", {"count": 500})
+        small = await s.call_tool("echo", {"text": "hi"})
+        mem = re.search(r"trm_[0-9a-f]{16}", text_of(big))
+        recalled = await s.call_tool("recall_tool_result", {"mem_id": mem.group(0), "query": "line 4321:"}) if mem else None
+        return big, listing, small, recalled
+
+
+def stats_json(ledger_path, *extra):
+    proc = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path), "--json", *extra],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+async def test_stats_of_a_real_enforcing_session(tmp_path):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
+    ledger_path = tmp_path / "ledger.db"
+    big, listing, small, recalled = await play_session(config, ledger_path)
+    assert len(text_of(big)) < 5_000 and recalled is not None and "line 4321:" in text_of(recalled)
+    assert len(text_of(listing)) < 2_000 and text_of(small) == "hi"
+
+    data = stats_json(ledger_path)
+    rows = {(r["server"], r["tool"]): r for r in data["rows"]}
+    make_text, json_array, echo = rows[("fx", "make_text")], rows[("fx", "json_array")], rows[("fx", "echo")]
+    assert (make_text["results"], make_text["offloaded"], make_text["recalls"]) == (1, 1, 1)
+    assert (json_array["results"], json_array["reduced"], json_array["offloaded"]) == (1, 1, 0)
+    assert (echo["results"], echo["reduced"], echo["tokens_saved"]) == (1, 0, 0)
+    assert make_text["tokens_saved"] == (300_000 - make_text["chars_out"]) / 4
+    assert data["decisions"]["offload/over_client_limit"] == 1
+    assert data["reducer_acts"]["smartcrush"] == 1
+    assert data["recall_calls"] == 1 and data["failed_recalls"] == 0
+    assert data["recall"]["observed"] == 1.0 and data["recall"]["samples"] == 1
+    assert data["horizon"]["observed"] == 3  # json_array, echo and the recall followed the offload
+    assert data["totals"]["usd_saved"] > 0 and data["observe_mode"] is False
+    assert data["sessions"] == 1
+
+    ledger = Ledger.open(LedgerSettings(), ledger_path)
+    try:
+        summary = exit_summary(ledger, None, PolicySettings())
+        (session,) = {e["session_id"] for e in ledger.events()}
+        assert exit_summary(ledger, [session]) == summary
+        assert exit_summary(ledger, ["another-session"]) == ""
+    finally:
+        ledger.close()
+    assert "offloaded 1 result(s) to the ledger (over_client_limit x1)" in summary
+    assert "reducers cut 1 of 3 results (smartcrush x1)" in summary
+    assert "1 recall(s), 0 expand(s)" in summary
+
+    table = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path)],
+                           capture_output=True, text=True, timeout=60)
+    assert table.returncode == 0 and "make_text" in table.stdout and "offload/over_client_limit" in table.stdout
+
+
+async def test_stats_of_a_real_observing_session(tmp_path):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {**OFFLOAD, "mode": "observe"})
+    ledger_path = tmp_path / "ledger.db"
+    big, listing, small, recalled = await play_session(config, ledger_path)
+    # observe mode: the client gets every result unchanged
+    assert len(text_of(big)) == 300_000 and recalled is None
+    assert len(json.loads(text_of(listing))) == 500
+
+    data = stats_json(ledger_path)
+    t = data["totals"]
+    assert data["observe_mode"] is True and t["observed"] == 3
+    assert t["tokens_saved"] == 0 and t["usd_saved"] == 0
+    assert t["offloaded"] == 1 and t["reduced"] == 1
+    assert t["would_tokens_saved"] > (300_000 - 1_000) / 4
+    assert t["would_usd_saved"] > 0
+    assert "observe mode" in data["recall"]["note"]
+
+    ledger = Ledger.open(LedgerSettings(), ledger_path)
+    try:
+        summary = exit_summary(ledger)
+    finally:
+        ledger.close()
+    assert "would have offloaded 1 result(s)" in summary and "passed through unchanged" in summary
+
+
+def test_policy_model_from_config_prices_the_report(tmp_path):
+    ledger_path = tmp_path / "l.db"
+    Ledger.open(LedgerSettings(), ledger_path).close()
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {"policy": {"model": "claude-haiku-4-5"}})
+    data = stats_json(ledger_path, "-c", str(config))
+    assert data["model"] == "claude-haiku-4-5"
+    ledger = Ledger.open(LedgerSettings(), ledger_path)
+    try:
+        assert report_from_ledger(ledger).model == PolicySettings().model
+    finally:
+        ledger.close()

@@ -133,3 +133,30 @@ def test_log_line_values_cannot_forge_fields():
     line = call_log_line(server="a b", tool="x decision=offload", decision="inline", reason="r\nnext", chars_in=1, chars_out=1, duration_s=0)
     assert "\n" not in line
     assert line.count("decision=") == 2 and 'tool="x decision=offload"' in line
+
+
+def test_observe_report_reads_a_shape_report():
+    """The fields come from shaping.ShapeReport: what the client got, or in observe mode what would have happened."""
+    from types import SimpleNamespace
+
+    decision = SimpleNamespace(verdict="keep", reason="small", chars=2_000)
+    events = [SimpleNamespace(reducer="linecap", acted=True, reason="acted")]
+    enforce = SimpleNamespace(verdict="reduce", reason="small", would_be=None, decision=decision, mode="enforce",
+                              chars_in=10_000, chars_out=2_000, reducer_events=events)
+    observe = SimpleNamespace(verdict="keep", reason="small", would_be="reduce", decision=decision, mode="observe",
+                              chars_in=10_000, chars_out=10_000, reducer_events=events)
+    metrics = ProxyMetrics()
+    line = metrics.observe_report(server="s", tool="t", duration_s=0.01, report=enforce)
+    assert "decision=reduce reason=small chars_in=10000 chars_out=2000" in line
+    line = metrics.observe_report(server="s", tool="t", duration_s=0.01, report=observe)
+    assert "decision=reduce" in line and "mode=observe" in line
+    metrics.observe_report(server="s", tool="t", duration_s=0.01, report=None, is_error=True)
+    parsed = samples(metrics.render().decode())
+    assert value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="enforce") == 1
+    assert value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="observe") == 1
+    assert value(parsed, "offload_mcp_results_total", server="s", decision="passthrough", reason="not_shaped", mode="enforce") == 1
+    assert value(parsed, "offload_mcp_tokens_saved_total", server="s", mode="enforce") == 2_000
+    assert value(parsed, "offload_mcp_tokens_saved_total", server="s", mode="observe") == 2_000  # (10,000 - 2,000) / 4
+    assert value(parsed, "offload_mcp_result_chars_out_total", server="s", mode="observe") == 10_000
+    assert value(parsed, "offload_mcp_reducer_events_total", reducer="linecap", outcome="acted", reason="acted") == 2
+    assert value(parsed, "offload_mcp_calls_total", server="s", tool="t", outcome="error") == 1

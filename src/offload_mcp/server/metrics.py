@@ -53,10 +53,13 @@ class ProxyMetrics:
         )
         self.chars_in = Counter(f"{PREFIX}_result_chars_in", "Characters of result text the downstream servers sent.", ["server"], registry=r)
         self.chars_out = Counter(
-            f"{PREFIX}_result_chars_out", "Characters of result text the client received (or would have, in observe mode).", ["server", "mode"], registry=r
+            f"{PREFIX}_result_chars_out", "Characters of result text the client received (in observe mode: the original).", ["server", "mode"], registry=r
         )
         self.tokens_saved = Counter(
-            f"{PREFIX}_tokens_saved", "Estimated tokens kept out of the transcript (chars saved / chars_per_token), per result.", ["server", "mode"], registry=r
+            f"{PREFIX}_tokens_saved",
+            "Estimated tokens kept out of the transcript (chars saved / chars_per_token); mode=observe: what the reducers would have saved.",
+            ["server", "mode"],
+            registry=r,
         )
         self.recalls = Counter(f"{PREFIX}_recalls", "recall_tool_result calls, by outcome (ok, error).", ["outcome"], registry=r)
         self.expands = Counter(f"{PREFIX}_expands", "context_guru_expand calls and GET /expand requests, by outcome.", ["outcome", "via"], registry=r)
@@ -89,8 +92,12 @@ class ProxyMetrics:
         shape_s: float | None = None,
         arguments: Mapping[str, Any] | None = None,
         body: str | None = None,
+        would_chars_out: int | None = None,
     ) -> str:
         """Record one downstream call and log its line; returns the line (for tests and the demo).
+
+        In observe mode the client gets the original (`chars_out == chars_in`); `would_chars_out` is
+        what enforce mode would have sent, counted in tokens_saved{mode="observe"}.
 
         `reducer_events` are objects with `reducer`, `acted`, `reason` (reducers.pipeline.ReducerEvent)
         or dicts with those keys. `arguments` and `body` are logged only when log_bodies is on.
@@ -103,7 +110,8 @@ class ProxyMetrics:
             self.reducer_events.labels(name, "acted" if acted else "declined", "acted" if acted else (why or "none")).inc()
         self.chars_in.labels(server).inc(max(0, chars_in))
         self.chars_out.labels(server, mode).inc(max(0, chars_out))
-        saved = max(0, chars_in - chars_out)
+        shaped = would_chars_out if observe and would_chars_out is not None else chars_out
+        saved = max(0, chars_in - shaped)
         if saved:
             self.tokens_saved.labels(server, mode).inc(saved / self.chars_per_token)
         self.call_seconds.labels(server).observe(max(0.0, duration_s))
@@ -163,22 +171,28 @@ def report_fields(report: Any) -> dict[str, Any]:
                 return value
         return default
 
-    decision = pick("decision")
-    verdict = pick("verdict", default=None)
+    # shaping.ShapeReport: `verdict` is what the client got (keep/reduce/offload), `would_be` what enforce mode
+    # would have done in observe mode; `decision` is the policy's Decision. Plain strings are accepted too.
+    verdict = pick("would_be") or pick("verdict")
     reason = pick("reason", default="")
-    if decision is not None and not isinstance(decision, str):
-        verdict = getattr(decision, "verdict", verdict)
-        reason = getattr(decision, "reason", reason)
-    elif isinstance(decision, str):
-        verdict = decision
+    decision = pick("decision")
+    if isinstance(decision, str):
+        verdict = verdict or decision
+    elif decision is not None:
+        verdict = verdict or getattr(decision, "verdict", None)
+        reason = reason or getattr(decision, "reason", "")
     mode = pick("mode", default="enforce")
+    observe = bool(pick("observe", "observed", default=False)) or mode == "observe"
+    reduced_chars = getattr(decision, "chars", None) if decision is not None and not isinstance(decision, str) else None
     return {
         "decision": str(verdict or "inline"),
         "reason": str(reason or ""),
         "chars_in": int(pick("chars_in", default=0)),
         "chars_out": int(pick("chars_out", default=0)),
         "reducer_events": list(pick("reducer_events", "events", default=()) or ()),
-        "observe": bool(pick("observe", "observed", default=False)) or mode == "observe",
+        "observe": observe,
+        # What enforce mode would have sent is at most the reduced size (a stub is smaller still): conservative.
+        "would_chars_out": int(reduced_chars) if observe and isinstance(reduced_chars, int) else None,
     }
 
 

@@ -1,0 +1,251 @@
+"""The ledger under faults: read-only, full, locked, shared by two proxies.
+
+Promise: when the ledger cannot be written the result passes through unmodified (byte for
+byte what the server sent) with a warning naming the cause; never a stub or marker without
+its body; two processes never corrupt each other's writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from conftest import PYTHON, ROOT, _params, fixture_cmd, fixture_entry, proxy_session, text_of, write_config
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+from offload_mcp.config import OffloadSettings
+from offload_mcp.shaping import CallInfo, ResultShaper, dump_result
+from offload_mcp.store import Ledger
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import hostile_server  # noqa: E402
+
+HOSTILE = [PYTHON, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]
+
+TRM = re.compile(r"trm_[0-9a-f]{16}")
+MARKER = re.compile(r"<<cg:[0-9a-f]{16}>>")
+
+
+def make_text(size: int) -> str:
+    """What tests/fixtures/fixture_server.py's make_text returns."""
+    out, total, i = [], 0, 0
+    while total < size:
+        line = f"line {i}: " + "x" * 60 + "\n"
+        out.append(line)
+        total += len(line)
+        i += 1
+    return "".join(out)[:size]
+
+
+def varied_text(size: int, seed: int = 0) -> str:
+    """Text no reducer can shrink much, so the policy offloads it."""
+    out, total, i = [], 0, 0
+    while total < size:
+        line = f"{seed:04d}-{i:06d} {(i * 7919 + seed * 104729) % 1000003:07d} {hex(i * 2654435761 % 2**32)}\n"
+        out.append(line)
+        total += len(line)
+        i += 1
+    return "".join(out)[:size]
+
+
+def big_result(seed: int = 0, size: int = 200_000) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=varied_text(size, seed))])
+
+
+def call(seed: int = 0, session: str = "s1") -> CallInfo:
+    return CallInfo(server="fx", tool="read", downstream_tool="read", arguments={"seed": seed}, session_id=session)
+
+
+def make_shaper(settings: OffloadSettings, ledger: Ledger) -> ResultShaper:
+    """The real shaper without reducers, so a big result takes the offload path (reducers tested elsewhere)."""
+    return ResultShaper(settings, ledger, pipeline=None)
+
+
+def assert_untouched(out: types.CallToolResult, original: types.CallToolResult) -> None:
+    assert dump_result(out) == dump_result(original)
+    assert not TRM.search(text_of(out)) and not MARKER.search(text_of(out))
+
+
+# ---- in-process: the real shaper on a real SQLite file put into each fault ----------------
+
+
+def test_baseline_a_big_result_is_offloaded_and_recallable(tmp_path: Path) -> None:
+    ledger = Ledger.open(path=tmp_path / "l.db")
+    out, report = make_shaper(OffloadSettings(), ledger).shape_with_report(call(), big_result())
+    assert report.verdict == "offload" and report.trm_id and report.trm_id in text_of(out)
+    assert ledger.get_body(report.trm_id) == dump_result(big_result())
+
+
+def test_a_read_only_ledger_passes_results_through_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "l.db"
+    Ledger.open(path=path).close()
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
+    ledger = Ledger(conn, path, OffloadSettings().ledger, writable=False)
+    shaper = make_shaper(OffloadSettings(), ledger)
+    with caplog.at_level(logging.WARNING):
+        for seed in range(3):
+            original = big_result(seed)
+            out, report = shaper.shape_with_report(call(seed), original)
+            assert_untouched(out, original)
+            assert report.reason == "ledger_error" and "read-only" in (report.warning or "")
+    assert "passed through unmodified" in caplog.text and "read-only" in caplog.text
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes; the in-process read-only test covers this")
+async def test_a_read_only_ledger_file_behind_the_real_proxy(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    Ledger.open(path=path).close()
+    path.chmod(0o400)
+    async with proxy_session(["--ledger", str(path), "--", *fixture_cmd()]) as s:
+        result = await s.call_tool("make_text", {"size": 200_000})
+        assert text_of(result) == make_text(200_000)
+
+
+def test_a_full_disk_passes_results_through_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    ledger = Ledger.open(path=tmp_path / "l.db")
+    shaper = make_shaper(OffloadSettings(), ledger)
+    kept = shaper.shape_with_report(call(100), big_result(100))[1].trm_id
+    pages = ledger._conn.execute("PRAGMA page_count").fetchone()[0]
+    ledger._conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # the "disk" has two pages left
+    with caplog.at_level(logging.WARNING):
+        for seed in range(3):
+            original = big_result(seed, 400_000)
+            out, report = shaper.shape_with_report(call(seed), original)
+            assert_untouched(out, original)
+            assert report.reason == "ledger_error" and "full" in (report.warning or "")
+    assert "disk (or the database size limit) is full" in caplog.text
+    # What was committed before the disk filled is intact, and space coming back restores offloading.
+    assert ledger.get_body(kept) == dump_result(big_result(100))
+    ledger._conn.execute("PRAGMA max_page_count = 1073741823")
+    out, report = shaper.shape_with_report(call(7), big_result(7, 400_000))
+    assert report.verdict == "offload" and ledger.get_body(report.trm_id) == dump_result(big_result(7, 400_000))
+    assert ledger._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_locked_ledger_passes_results_through_then_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "l.db"
+    settings = OffloadSettings.model_validate({"ledger": {"busy_timeout_s": 0.2}})
+    ledger = Ledger.open(settings.ledger, path)
+    shaper = make_shaper(settings, ledger)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with caplog.at_level(logging.WARNING):
+            original = big_result(1)
+            out, report = shaper.shape_with_report(call(1), original)
+            assert_untouched(out, original)
+            assert "locked by another process" in (report.warning or "")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    out, report = shaper.shape_with_report(call(1), big_result(1))
+    assert report.verdict == "offload" and ledger.get_body(report.trm_id) == dump_result(big_result(1))
+
+
+def test_threads_sharing_one_ledger_lose_nothing(tmp_path: Path) -> None:
+    ledger = Ledger.open(path=tmp_path / "l.db")
+    shaper = make_shaper(OffloadSettings(), ledger)
+    ids: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for i in range(15):
+                seed = worker * 100 + i
+                out, report = shaper.shape_with_report(call(seed, f"s{worker}"), big_result(seed, 120_000))
+                assert report.verdict == "offload" and report.trm_id in text_of(out)
+                ids[seed] = report.trm_id
+        except BaseException as err:  # surfaced below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(ids) == 90
+    for seed, trm_id in ids.items():
+        assert ledger.get_body(trm_id) == dump_result(big_result(seed, 120_000))
+
+
+# ---- across processes: real proxies on one file ---------------------------------------
+
+
+async def _offload_many(s: ClientSession, seeds: range) -> dict[int, str]:
+    ids: dict[int, str] = {}
+    for seed in seeds:
+        result = await s.call_tool("chunks", {"size": 150_000, "seed": seed})
+        found = TRM.search(text_of(result))
+        assert found, text_of(result)[:200]
+        ids[seed] = found.group(0)
+    return ids
+
+
+async def _recall_all(s: ClientSession, trm_id: str) -> str:
+    text, offset = "", 0
+    while True:
+        page = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 100_000})
+        assert not page.is_error, text_of(page)
+        header, _, body = text_of(page).partition("\n")
+        text += body
+        nxt = re.search(r"offset=(\d+)", header)
+        if "end of body" in header or nxt is None:
+            return text
+        offset = int(nxt.group(1))
+
+
+async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_path: Path) -> None:
+    ledger = tmp_path / "shared.db"
+    args = ["--ledger", str(ledger), "--", *HOSTILE]
+    results: dict[str, dict[int, str]] = {}
+    with anyio.fail_after(120):
+        async with proxy_session(args) as a, proxy_session(args) as b:
+
+            async def run(name: str, s: ClientSession, seeds: range) -> None:
+                results[name] = await _offload_many(s, seeds)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "a", a, range(0, 12))
+                tg.start_soon(run, "b", b, range(100, 112))
+            # Each process recalls what the other stored, byte for byte.
+            for seed, trm_id in results["b"].items():
+                assert await _recall_all(a, trm_id) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+            for seed, trm_id in results["a"].items():
+                assert await _recall_all(b, trm_id) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+    conn = sqlite3.connect(ledger)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    stored = {row[0] for row in conn.execute("SELECT id FROM bodies")}
+    assert set(results["a"].values()) | set(results["b"].values()) <= stored
+
+
+async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_through(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    config = write_config(tmp_path, {"fx": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"busy_timeout_s": 0.3}})
+    log = tmp_path / "proxy.log"
+    with log.open("w") as errlog:
+        async with stdio_client(_params(["-c", str(config), "--ledger", str(path)], None), errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                holder = sqlite3.connect(path, isolation_level=None)
+                holder.execute("BEGIN EXCLUSIVE")
+                try:
+                    locked = await s.call_tool("chunks", {"size": 200_000, "seed": 1})
+                    assert [b.text for b in locked.content] == hostile_server.chunk_blocks(200_000, 1)  # untouched
+                finally:
+                    holder.execute("ROLLBACK")
+                    holder.close()
+                freed = await s.call_tool("chunks", {"size": 200_000, "seed": 2})
+                found = TRM.search(text_of(freed))
+                assert found and await _recall_all(s, found.group(0)) == "\n".join(hostile_server.chunk_blocks(200_000, 2))
+    text = log.read_text()
+    assert "passed through unmodified" in text and "locked by another process" in text

@@ -181,6 +181,17 @@ def test_persistent_across_processes(tmp_path):
     assert Ledger.open(None, path).get_body(trm)["content"][0]["text"] == "persist"
 
 
+def test_reads_refresh_recency_at_most_once_a_minute(ledger):
+    rec = record()
+    ledger.commit(bodies=[rec])
+    first = ledger.body_info(rec.trm_id).last_used_at
+    ledger.get_body(rec.trm_id)
+    assert ledger.body_info(rec.trm_id).last_used_at == first
+    ledger._conn.execute("UPDATE bodies SET last_used_at = last_used_at - 120")
+    ledger.get_body(rec.trm_id)
+    assert ledger.body_info(rec.trm_id).last_used_at > first - 1
+
+
 def test_retention_is_off_by_default(ledger):
     ledger.commit(bodies=[record()])
     assert ledger.evict(now=1e12) == []
@@ -206,6 +217,7 @@ def test_max_total_bytes_evicts_least_recently_used(tmp_path):
     led.settings = LedgerSettings()  # fill first, then turn retention on
     for r in recs:
         led.commit(bodies=[r])
+    led._conn.execute("UPDATE bodies SET last_used_at = last_used_at - 3600")  # an hour ago
     led.get_body(recs[0].trm_id)  # most recently used now
     sizes = {r.trm_id: led.body_info(r.trm_id).stored_bytes for r in recs}
     led.settings = LedgerSettings(max_total_bytes=sizes[recs[0].trm_id] + sizes[recs[2].trm_id])

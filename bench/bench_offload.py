@@ -1,0 +1,131 @@
+"""Time for a client to get a large result directly vs the stub through the proxy, side by side in one run.
+
+    python bench/bench_offload.py                 # 1 MB and 10 MB, 5 repeats
+    python bench/bench_offload.py --sizes 1 4 10 --repeat 9
+
+End to end over stdio with the Python SDK client, the same real downstream
+server both ways, sessions warmed up first:
+
+- direct: client -> server (the client receives and parses the full result);
+- proxy/offload: client -> `offload-mcp serve` -> server, reducers off, so
+  the result reaches the policy whole and is offloaded: the proxy receives it,
+  hashes, compresses and commits it to the ledger, and the client receives
+  the stub;
+- proxy/default: the same with the default configuration (reducers on: the
+  collapse reducer usually wins first for line-oriented text).
+
+Servers: @modelcontextprotocol/server-filesystem `read_text_file` on a file of
+the given size (it also returns structuredContent and declares an
+outputSchema, so the client validates it), and the test fixture server's
+`make_text`. Bodies are varied log-like lines so compression does real work.
+Reports the median per path and the ratio to direct. Target: ratio <= 1.0
+at 1 MB and up (the client parses a 1 KB stub instead of the whole result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+NPM_BIN = ROOT / "node_modules" / ".bin"
+FIXTURE = ROOT / "tests" / "fixtures" / "fixture_server.py"
+OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
+WORDS = "error warning info request response user order item price status ok failed retry timeout cache".split()
+
+
+def log_text(chars: int, seed: int = 3) -> str:
+    rng = random.Random(seed)
+    out, total, n = [], 0, 0
+    while total < chars:
+        line = f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(WORDS)} " + " ".join(rng.choice(WORDS) for _ in range(8)) + f" id={rng.randrange(10**9):09d}\n"
+        out.append(line)
+        total += len(line)
+        n += 1
+    return "".join(out)[:chars]
+
+
+async def open_session(stack: AsyncExitStack, command: str, args: list[str]) -> Any:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=command, args=args, cwd=str(ROOT))
+    read, write = await stack.enter_async_context(stdio_client(params))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    await session.list_tools()  # the client validates structuredContent against listed schemas
+    return session
+
+
+async def timed(session: Any, tool: str, args: dict[str, Any], repeat: int) -> tuple[float, int]:
+    await session.call_tool(tool, args)  # warm-up (and, through the proxy, the first ledger write)
+    times, size = [], 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = await session.call_tool(tool, args)
+        times.append(time.perf_counter() - started)
+        assert not result.is_error, result
+        size = sum(len(getattr(b, "text", "")) for b in result.content)
+    return statistics.median(times), size
+
+
+async def run(sizes_mb: list[float], repeat: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-offload-"))
+    data = tmp / "data"
+    data.mkdir()
+    servers: dict[str, tuple[str, list[str], str, Any]] = {}
+    if (NPM_BIN / "mcp-server-filesystem").exists():
+        servers["filesystem read_text_file"] = (str(NPM_BIN / "mcp-server-filesystem"), [str(data)], "read_text_file", lambda mb: {"path": str(data / f"{mb}.txt")})
+    servers["fixture make_text"] = (sys.executable, [str(FIXTURE)], "make_text", lambda mb: {"size": int(mb * 1_000_000)})
+    for mb in sizes_mb:
+        (data / f"{mb}.txt").write_text(log_text(int(mb * 1_000_000)))
+
+    rows = []
+    for label, (command, args, tool, make_args) in servers.items():
+        configs = {}
+        for mode, offload in (("offload", {"reducers": {"pipeline": []}}), ("default", {})):
+            cfg = tmp / f"{mode}-{tool}.json"
+            cfg.write_text(json.dumps({"mcpServers": {"s": {"command": command, "args": args}}, "offload": offload}))
+            configs[mode] = cfg
+        async with AsyncExitStack() as stack:
+            direct = await open_session(stack, command, args)
+            proxies = {
+                mode: await open_session(stack, OFFLOAD_MCP, ["serve", "-c", str(cfg), "--ledger", str(tmp / f"{mode}.db")])
+                for mode, cfg in configs.items()
+            }
+            for mb in sizes_mb:
+                call_args = make_args(mb)
+                d_time, d_size = await timed(direct, tool, call_args, repeat)
+                o_time, o_size = await timed(proxies["offload"], tool, call_args, repeat)
+                f_time, f_size = await timed(proxies["default"], tool, call_args, repeat)
+                rows.append((label, mb, d_time, d_size, o_time, o_size, f_time, f_size))
+
+    print(f"median of {repeat} calls each; client = Python SDK ClientSession over stdio\n")
+    print(f"{'server/tool':28} {'size':>6} {'direct':>9} {'proxy stub':>11} {'ratio':>6} {'proxy default':>14} {'ratio':>6}  chars received (direct / stub / default)")
+    for label, mb, d, ds, o, os_, f, fs in rows:
+        print(f"{label:28} {mb:5g}M {d * 1e3:7.1f}ms {o * 1e3:9.1f}ms {o / d:5.2f}x {f * 1e3:12.1f}ms {f / d:5.2f}x  {ds:,} / {os_:,} / {fs:,}")
+    worst = max(o / d for _, mb, d, _, o, *_ in rows if mb >= 1)
+    print(f"\ntarget: stub through the proxy no slower than the full result directly (ratio <= 1.0 at >= 1 MB): "
+          f"{'met' if worst <= 1.0 else 'NOT met'} (worst {worst:.2f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1, 10], help="result sizes in MB (10^6 chars)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed calls per path and size")
+    args = parser.parse_args()
+    anyio.run(run, args.sizes, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -39,6 +39,32 @@ async def test_a_server_that_fails_to_start_is_reported_and_the_others_serve(tmp
     assert "refusing to start (--fail-at-start)" in text and "exited with code 3" in text
 
 
+async def test_a_server_that_failed_to_start_is_retried_in_the_background(tmp_path: Path) -> None:
+    import mcp_types as types
+
+    marker = tmp_path / "started-once"
+    config = write_config(
+        tmp_path,
+        {"good": fixture_entry(), "late": fixture_entry("--prefix", "late_", "--fail-first-start", str(marker))},
+        {"downstream": {"restart_backoff_s": 0.2}},
+    )
+    changed = anyio.Event()
+
+    async def handler(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with proxy_session(["-c", str(config)], message_handler=handler) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert "late_echo" not in names and marker.exists()
+        with anyio.fail_after(30):
+            while "late_echo" not in names:
+                await anyio.sleep(0.3)
+                names = [t.name for t in (await s.list_tools()).tools]  # each listing retries a due server
+        assert changed.is_set()
+        assert text_of(await s.call_tool("late_echo", {"text": "back"})) == "back"
+
+
 async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,

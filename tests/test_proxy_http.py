@@ -71,6 +71,8 @@ def test_healthz_reports_servers(http_proxy: tuple[str, str]) -> None:
     body = httpx2.get(f"{base}/healthz").json()
     assert body["status"] == "ok"
     assert body["servers"][0]["state"] == "ready" and body["servers"][0]["tools"] == 16
+    metrics = httpx2.get(f"{base}/metrics")
+    assert metrics.status_code == 200 and "offload_mcp_calls" in metrics.text
 
 
 def test_foreign_host_header_is_refused(http_proxy: tuple[str, str]) -> None:

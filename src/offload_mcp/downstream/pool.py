@@ -76,6 +76,14 @@ class DownstreamPool:
         await self._task_group.__aexit__(exc_type, exc, tb)
         self._task_group = None
 
+    def retry_failed(self) -> None:
+        """Start again, in the background, each server that failed to start and whose backoff has passed."""
+        if self._task_group is None:
+            return
+        for server in self.servers.values():
+            if server.due_for_retry():
+                self._task_group.start_soon(server.retry)
+
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 import math
 import shlex
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -194,6 +194,7 @@ class DownstreamServer:
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"
+        self._next_start_at = max(self._next_start_at, anyio.current_time() + self._backoff)
         tail = self.record.stderr_tail() if self.record else ""
         ended = ""
         if self.record is not None and self.record.exited.is_set():
@@ -237,8 +238,29 @@ class DownstreamServer:
             self._backoff = min(max(self._backoff * 2, 0.05), self.settings.restart_backoff_max_s)
             if not ok or self.session is None:
                 raise DownstreamDown(f"server '{self.name}' is down and could not be restarted: {self.failure}")
-            await self._notify("tools")
+            await self._notify("restart")
             return self.session
+
+    def due_for_retry(self) -> bool:
+        """A server that failed to start, whose backoff has passed (retried in the background)."""
+        return (
+            self.state == "failed"
+            and self._task_group is not None
+            and not self._lock.locked()
+            and anyio.current_time() >= self._next_start_at
+        )
+
+    async def retry(self) -> None:
+        """Try a failed server again; on success the catalog is refreshed and clients are told."""
+        async with self._lock:
+            if self.state != "failed" or self._task_group is None:
+                return
+            ok = await self.start(self._task_group)
+            self._next_start_at = anyio.current_time() + self._backoff
+            self._backoff = min(max(self._backoff * 2, 0.05), self.settings.restart_backoff_max_s)
+            if ok:
+                logger.info("server %r started on retry", self.name)
+                await self._notify("restart")
 
     def _is_exiting(self) -> bool:
         return self.record is not None and self.record.exited.is_set() and self.entry is not None and isinstance(self.entry, StdioServer)
@@ -389,15 +411,20 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
     return items
 
 
-def _remote_transport(entry: RemoteServer) -> Any:
+@asynccontextmanager
+async def _remote_transport(entry: RemoteServer) -> AsyncIterator[Any]:
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 
-        return sse_client(entry.url, headers=entry.headers or None)
+        async with sse_client(entry.url, headers=entry.headers or None) as streams:
+            yield streams
+        return
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    return streamable_http_client(entry.url, http_client=create_mcp_http_client(headers=entry.headers or None))
+    async with create_mcp_http_client(headers=entry.headers or None) as http_client:
+        async with streamable_http_client(entry.url, http_client=http_client) as streams:
+            yield streams
 
 
 def _explain(err: BaseException) -> str:

@@ -1,7 +1,7 @@
 """Plain HTTP routes served beside the MCP endpoint on the SSE and streamable-HTTP transports.
 
 `extra_routes(state)` returns starlette routes; each feature adds its own here
-(/healthz now; /expand/{hash} and /metrics are added by their issues).
+(/healthz, /expand/{hash}, /metrics).
 """
 
 from __future__ import annotations
@@ -25,4 +25,9 @@ def extra_routes(state: Any) -> list[Route]:
 
         return await http_expand(request, state)
 
-    return [Route("/healthz", healthz, methods=["GET"]), Route("/expand/{hash}", expand, methods=["GET"])]
+    routes = [Route("/healthz", healthz, methods=["GET"]), Route("/expand/{hash}", expand, methods=["GET"])]
+    if getattr(state, "metrics", None) is not None:
+        from .metrics import metrics_route
+
+        routes.append(metrics_route(state.metrics))
+    return routes

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -81,6 +82,7 @@ class ProxyState:
         self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
+        self.metrics = _make_metrics(self.settings)
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
 
@@ -114,6 +116,10 @@ class ProxyState:
         )
 
     async def _downstream_changed(self, server: str, kind: str) -> None:
+        if kind == "restart":
+            if self.metrics is not None:
+                self.metrics.observe_restart(server)
+            kind = "tools"
         if kind in ("tools", "prompts"):
             self.rebuild()
         await self.notify_upstream(kind)
@@ -205,10 +211,16 @@ class ProxyState:
             catalog=self.catalog,
         )
         try:
-            return await own.handle(arguments, env)
+            result = await own.handle(arguments, env)
         except Exception as err:
             logger.exception("own tool %s failed", own.tool.name)
-            return error_result(f"{own.tool.name} failed inside offload-mcp: {type(err).__name__}: {err}")
+            result = error_result(f"{own.tool.name} failed inside offload-mcp: {type(err).__name__}: {err}")
+        if self.metrics is not None:
+            if own.tool.name == "recall_tool_result":
+                self.metrics.observe_recall(not result.is_error)
+            elif own.tool.name == "context_guru_expand":
+                self.metrics.observe_expand(not result.is_error, "tool")
+        return result
 
     async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str) -> types.CallToolResult:
         """Call a downstream tool by its catalog name through the same shaping as a direct call."""
@@ -234,11 +246,14 @@ class ProxyState:
             async def progress(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
 
+        started = time.perf_counter()
         result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
         if entry.output_schema is not None and not result.is_error:
             problem = self._schema_problem(entry, result)
             if problem is not None:
-                return _schema_error(entry, result, problem)
+                result = _schema_error(entry, result, problem)
+                self._observe(entry, started, None, result, None, arguments)
+                return result
         call = CallInfo(
             server=entry.server,
             tool=entry.name,
@@ -247,12 +262,46 @@ class ProxyState:
             session_id=session_id,
             output_schema=entry.output_schema,
         )
+        shape_started = time.perf_counter()
+        report = None
         try:
-            return await anyio.to_thread.run_sync(self.shaper.shape, call, result)
+            with_report = getattr(self.shaper, "shape_with_report", None)
+            if with_report is not None:
+                shaped, report = await anyio.to_thread.run_sync(with_report, call, result)
+            else:
+                shaped = await anyio.to_thread.run_sync(self.shaper.shape, call, result)
         except Exception:
             # Never lose a result to a shaping fault: the client gets it as the server sent it.
             logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
-            return result
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure("shaper_error")
+            shaped = result
+        self._observe(entry, started, report, shaped, time.perf_counter() - shape_started, arguments)
+        return shaped
+
+    def _observe(
+        self,
+        entry: CatalogEntry,
+        started: float,
+        report: Any,
+        result: types.CallToolResult,
+        shape_s: float | None,
+        arguments: dict[str, Any],
+    ) -> None:
+        if self.metrics is None:
+            return
+        try:
+            self.metrics.observe_report(
+                server=entry.server,
+                tool=entry.name,
+                duration_s=time.perf_counter() - started,
+                report=report,
+                is_error=result.is_error,
+                shape_s=shape_s,
+                arguments=arguments,
+            )
+        except Exception:
+            logger.debug("metrics observation failed", exc_info=True)
 
     def _schema_problem(self, entry: CatalogEntry, result: types.CallToolResult) -> str | None:
         if result.structured_content is None:
@@ -333,6 +382,14 @@ class ProxyState:
         return [t for s in self.pool.servers.values() for t in s.resource_templates]
 
 
+def _make_metrics(settings: OffloadSettings) -> Any | None:
+    try:
+        from .metrics import ProxyMetrics
+    except ImportError:
+        return None
+    return ProxyMetrics(chars_per_token=settings.policy.chars_per_token, log_bodies=settings.server.log_bodies)
+
+
 def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: str) -> types.CallToolResult:
     note = types.TextContent(
         text=f"[offload-mcp] '{entry.downstream_name}' on server '{entry.server}' returned a result its own schema rejects: "
@@ -367,6 +424,7 @@ def _route_prompts(server_prompts: Mapping[str, list[types.Prompt]], separator: 
 
 def build_server(state: ProxyState) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        state.pool.retry_failed()
         return types.ListToolsResult(tools=state.presentation().tools)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -1,0 +1,134 @@
+"""/metrics on the real proxy over HTTP: scraped and parsed after real calls; the per-call log line on stderr."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from conftest import OFFLOAD_MCP, ROOT, fixture_entry, proxy_env, text_of, write_config
+from mcp import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+# No collapse: a 300K-char text reaches the policy whole and is offloaded (over the client limit).
+OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"]}}
+
+
+@contextmanager
+def proxy_over_http(args: list[str], transport: str) -> Iterator[tuple[str, list[str]]]:
+    """`offload-mcp serve --transport T --port 0 --log-level info ARGS`; yields (endpoint URL, stderr lines so far)."""
+    proc = subprocess.Popen(
+        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", "info", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=proxy_env(), cwd=str(ROOT),
+    )
+    lines: list[str] = []
+    found = threading.Event()
+    url: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            m = re.search(r"serving \S+ on (http://\S+)", line)
+            if m and not url:
+                url.append(m.group(1))
+                found.set()
+        found.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if not found.wait(60) or not url:
+            raise AssertionError("proxy did not start:\n" + "".join(lines))
+        yield url[0], lines
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        reader.join(5)
+
+
+def scrape(base: str, headers: dict[str, str] | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    request = urllib.request.Request(f"{base}/metrics", headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+        assert response.headers["content-type"].startswith("text/plain")
+        text = response.read().decode()
+    parsed = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            parsed[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return parsed
+
+
+def total(parsed, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` whose labels include `labels`."""
+    return sum(v for (n, ls), v in parsed.items() if n == name and all((k, val) in ls for k, val in labels.items()))
+
+
+async def play(url: str, transport: str) -> None:
+    if transport == "sse":
+        from mcp.client.sse import sse_client
+
+        target = sse_client(url)
+    else:
+        target = url
+    async with Client(target) as client:
+        big = await client.call_tool("make_text", {"size": 300_000})
+        mem = re.search(r"trm_[0-9a-f]{16}", text_of(big))
+        assert mem, text_of(big)[:500]
+        await client.call_tool("json_array", {"count": 500})
+        await client.call_tool("echo", {"text": "hi"})
+        await client.call_tool("fail", {"message": "boom"})
+        recalled = await client.call_tool("recall_tool_result", {"mem_id": mem.group(0), "query": "line 42:"})
+        assert "line 42:" in text_of(recalled)
+        bad = await client.call_tool("recall_tool_result", {"mem_id": "trm_0000000000000000"})
+        assert bad.is_error
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_metrics_count_real_calls(tmp_path, transport):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
+    with proxy_over_http(["-c", str(config), "--ledger", str(tmp_path / "l.db")], transport) as (url, stderr):
+        base = url.rsplit("/", 1)[0]
+        before = scrape(base)
+        assert total(before, "offload_mcp_calls_total") == 0
+        await play(url, transport)
+        parsed = scrape(base)
+
+        assert total(parsed, "offload_mcp_calls_total", server="fx") == 4
+        assert total(parsed, "offload_mcp_calls_total", tool="fail", outcome="error") == 1
+        assert total(parsed, "offload_mcp_results_total", decision="offload", reason="over_client_limit") == 1
+        assert total(parsed, "offload_mcp_results_total", decision="reduce") == 1
+        assert total(parsed, "offload_mcp_reducer_events_total", reducer="smartcrush", outcome="acted") == 1
+        assert total(parsed, "offload_mcp_reducer_events_total", outcome="declined") >= 1
+        assert total(parsed, "offload_mcp_result_chars_in_total", server="fx") >= 300_000
+        assert total(parsed, "offload_mcp_result_chars_out_total", server="fx") < 50_000
+        assert total(parsed, "offload_mcp_tokens_saved_total", server="fx", mode="enforce") > 70_000
+        assert total(parsed, "offload_mcp_recalls_total", outcome="ok") == 1
+        assert total(parsed, "offload_mcp_recalls_total", outcome="error") == 1
+        assert total(parsed, "offload_mcp_call_duration_seconds_count", server="fx") == 4
+        assert total(parsed, "offload_mcp_downstream_restarts_total") == 0
+
+        lines = [line for line in stderr if " call server=" in line]
+        assert len(lines) == 4, "".join(stderr)
+        offloaded = next(line for line in lines if "tool=make_text" in line)
+        assert "decision=offload reason=over_client_limit chars_in=300000" in offloaded
+        assert "line 0" not in "".join(lines)  # never a body in the log
+
+
+def test_metrics_need_the_token_when_one_is_set(tmp_path):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {"server": {"auth_token": "s3cret"}})
+    with proxy_over_http(["-c", str(config), "--ledger", str(tmp_path / "l.db")], "streamable-http") as (url, _):
+        base = url.rsplit("/", 1)[0]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            scrape(base)
+        assert refused.value.code == 401
+        assert total(scrape(base, {"Authorization": "Bearer s3cret"}), "offload_mcp_calls_total") == 0

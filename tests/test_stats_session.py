@@ -110,3 +110,43 @@ def test_policy_model_from_config_prices_the_report(tmp_path):
         assert report_from_ledger(ledger).model == PolicySettings().model
     finally:
         ledger.close()
+
+
+async def run_with_stderr(args, tmp_path, calls):
+    """`offload-mcp serve ARGS` over stdio with its stderr in a file; returns (results, stderr after exit)."""
+    from conftest import OFFLOAD_MCP, ROOT, proxy_env
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=OFFLOAD_MCP, args=["serve", *args], env=proxy_env(), cwd=str(ROOT))
+    log = tmp_path / "stderr.txt"
+    results = []
+    with open(log, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                for name, arguments in calls:
+                    results.append(await session.call_tool(name, arguments))
+    return results, log.read_text()
+
+
+async def test_serve_prints_an_exit_summary_of_the_levers_that_fired(tmp_path):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
+    args = ["-c", str(config), "--ledger", str(tmp_path / "l.db")]
+    _, stderr = await run_with_stderr(args, tmp_path, [("make_text", {"size": 300_000}), ("json_array", {"count": 500})])
+    assert "offload-mcp summary:" in stderr
+    assert "offloaded 1 result(s) to the ledger (over_client_limit x1)" in stderr
+    assert "reducers cut 1 of 2 results (smartcrush x1)" in stderr
+
+    # a session where nothing fired stays quiet (the earlier session's events are not this process's)
+    _, quiet = await run_with_stderr(args, tmp_path, [("echo", {"text": "hi"})])
+    assert "summary" not in quiet
+
+
+async def test_serve_observe_flag_passes_results_through_and_says_what_it_would_have_done(tmp_path):
+    config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
+    args = ["--observe", "-c", str(config), "--ledger", str(tmp_path / "l.db")]
+    (big,), stderr = await run_with_stderr(args, tmp_path, [("make_text", {"size": 300_000})])
+    assert len(text_of(big)) == 300_000
+    assert "would have offloaded 1 result(s)" in stderr and "passed through unchanged" in stderr
+    assert stats_json(tmp_path / "l.db")["observe_mode"] is True

@@ -38,6 +38,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
     parser.add_argument("--auth-token", metavar="TOKEN", help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
+    parser.add_argument("--observe", action="store_true", help="Observe mode (overrides offload.mode): pass every result through unchanged and record what would have been saved; read it with `offload-mcp stats`.")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
     parser.set_defaults(func=run)
 
@@ -61,6 +62,8 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
         raise ConfigError(f"{path}: mcpServers: no servers configured")
     if getattr(args, "deferral", None):
         config.offload.catalog.deferral = args.deferral
+    if getattr(args, "observe", False):
+        config.offload.mode = "observe"
     return config
 
 
@@ -95,8 +98,22 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
 
                 secure_ledger_files(state.ledger.path)
             server = build_server(state)
-            await serve(state, server, args.transport, args.host, args.port, args.log_level)
+            try:
+                await serve(state, server, args.transport, args.host, args.port, args.log_level)
+            finally:
+                _print_exit_summary(state)
     if problem is not None:
         # Raised after the pool closed, so it is not wrapped in the pool's task-group error.
         raise ConfigError(problem)
     return 0
+
+
+def _print_exit_summary(state: Any) -> None:
+    """On exit, a few lines on stderr naming the levers that fired in this process's sessions (silent if none did)."""
+    import sys
+
+    from ..stats import exit_summary
+
+    text = exit_summary(state.ledger, sorted(state.sessions_seen), state.settings.policy)
+    if text:
+        print(text, file=sys.stderr, flush=True)

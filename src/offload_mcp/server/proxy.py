@@ -82,6 +82,8 @@ class ProxyState:
         self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
+        self.sessions_seen: set[str] = set()
+        """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
@@ -178,6 +180,7 @@ class ProxyState:
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
     ) -> types.CallToolResult:
+        self.sessions_seen.add(session_id)
         own = self._own_tool(name)
         if own is not None:
             return await self._call_own(own, arguments, session_id)

@@ -103,6 +103,7 @@ async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_
         assert not stub.is_error
         (trm_id,) = set(TRM.findall(text_of(stub)))
         assert stub.structured_content["content"].startswith("[offloaded: ")
+        stub_text, stub_structured = text_of(stub), stub.structured_content
         assert trm_id in stub.structured_content["content"]
         assert await reassemble(s, trm_id) == big
         via_path = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.content", "max_chars": 100})
@@ -111,6 +112,8 @@ async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_
     async with proxy_client(args) as c:
         again = await c.call_tool("read_text_file", {"path": str(data / "big.txt")})
         assert not again.is_error and set(TRM.findall(text_of(again))) == {trm_id}
+        # Same input, same config, another proxy process and client era: byte-identical stub.
+        assert text_of(again) == stub_text and again.structured_content == stub_structured
 
 
 @needs_npm

@@ -91,3 +91,21 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
     again.mkdir()
     refused, _, _ = run_demo(again, "--ledger", str(ledger))
     assert refused.returncode == 2 and "exists" in refused.stderr and "--ledger" in refused.stderr
+
+
+def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):
+    """With collapse off, the long git log is offloaded to a stub and recall_tool_result brings the commit back."""
+    config = tmp_path / "offload.json"
+    config.write_text(json.dumps({"mcpServers": {}, "offload": {"reducers": {"pipeline": ["dedup", "extract", "smartcrush", "linecap"]}}}))
+    proc, _, tmpdir = run_demo(tmp_path, "-c", str(config))
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "[offloaded tool result trm_" in out
+    assert "recall_tool_result(mem_id='trm_" in out and "query='#4821'" in out
+    assert demo_server.NEEDLE_SUBJECT in out.split("bring a detail back")[1]
+    assert list(tmpdir.iterdir()) == []
+
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"offload": {"mode": "sometimes"}}')
+    refused, _, _ = run_demo(tmp_path / "tmp", "-c", str(bad))
+    assert refused.returncode == 2 and "offload.mode" in refused.stderr and "Traceback" not in refused.stderr

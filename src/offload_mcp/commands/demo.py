@@ -27,6 +27,7 @@ examples:
   offload-mcp demo --observe                # observe mode: change nothing, record what would be saved
   offload-mcp demo --ledger demo.db         # keep the ledger, then: offload-mcp stats --ledger demo.db
   offload-mcp demo --model claude-sonnet-4-5
+  offload-mcp demo -c offload.json          # your `offload` settings (its mcpServers are not used)
 """
 
 SCRIPT: list[tuple[str, dict[str, Any], str]] = [
@@ -51,6 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--ledger", metavar="PATH", help="keep the ledger at PATH (default: a temporary one, removed on exit)")
     parser.add_argument("--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)")
     parser.add_argument("--model", help="price with this model (default: offload.policy.model)")
+    parser.add_argument("-c", "--config", metavar="FILE", help="take the `offload` settings from this config (its mcpServers are ignored)")
     parser.set_defaults(func=run)
 
 
@@ -69,14 +71,22 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _write_config(workdir: Path, observe: bool, model: str | None) -> Path:
+def _write_config(workdir: Path, observe: bool, model: str | None, source: str | None = None) -> Path:
     import orjson
 
+    from ..config import ConfigError, load_config
+
     offload: dict[str, Any] = {}
+    if source:
+        load_config(source)  # a clear error for a bad file, before anything starts
+        try:
+            offload = dict(orjson.loads(Path(source).read_bytes()).get("offload") or {})
+        except (OSError, orjson.JSONDecodeError, AttributeError) as err:
+            raise ConfigError(f"{source}: {err}") from None
     if observe:
         offload["mode"] = "observe"
     if model:
-        offload["policy"] = {"model": model}
+        offload["policy"] = {**dict(offload.get("policy") or {}), "model": model}
     config = {
         "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.commands.demo_server"]}},
         "offload": offload,
@@ -121,7 +131,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from . import demo_server
 
     console = Console(highlight=False, soft_wrap=True)
-    config_path = _write_config(workdir, args.observe, args.model)
+    config_path = _write_config(workdir, args.observe, args.model, args.config)
     settings = load_config(config_path).offload
     originals = {
         "git_status": demo_server.git_status_text,
@@ -137,7 +147,9 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
         env={**os.environ, "XDG_STATE_HOME": str(workdir), "XDG_CACHE_HOME": str(workdir)},
         cwd=str(workdir),
     )
-    mode = "observe mode: results pass through unchanged" if args.observe else "default settings"
+    mode = "observe mode: results pass through unchanged" if settings.mode == "observe" else "default settings"
+    if args.config:
+        mode += f", offload settings from {args.config}"
     console.print(f"[bold]offload-mcp demo[/bold]: the proxy in front of a demo workspace server ({mode})\n")
 
     received: dict[int, str] = {}
@@ -230,7 +242,11 @@ def _print_decisions(events: list[dict[str, Any]], console: Any) -> None:
         detail = event.get("detail") or {}
         acted = [r["reducer"] for r in detail.get("reducers", []) if r.get("acted")]
         verdict = ("would " if detail.get("mode") == "observe" else "") + event["verdict"]
-        reducers = f" by {', '.join(acted)}" if acted and event["verdict"] != "keep" else ""
+        reducers = ""
+        if acted and event["verdict"] == "reduce":
+            reducers = f" by {', '.join(acted)}"
+        elif acted and event["verdict"] == "offload":
+            reducers = f" (after {', '.join(acted)})"
         console.print(f"   {event['tool']:<12} {verdict}{reducers}  [dim]policy: {event['reason']}[/dim]")
 
 

@@ -267,3 +267,31 @@ def test_read_only_ledger_passes_the_result_through_with_a_warning(tmp_path, wha
     assert str(path) in done.stderr
     assert "read-only" in done.stderr or "readonly" in done.stderr or "unable to open" in done.stderr, done.stderr
     assert "unmodified" in done.stderr
+
+
+# collapse is the fallback for what nothing more specific handled; offload is more specific.
+GIT_LOG = "".join(
+    f"commit {i:040x}\nAuthor: Dev {i % 7} <dev{i % 7}@example.com>\nDate:   2026-01-{i % 28 + 1:02d}\n\n    change number {i}\n\n"
+    for i in range(6000)
+)
+
+
+def test_offload_wins_over_collapse_for_a_huge_output(tmp_path):
+    shaper = build_shaper(settings(), tmp_path / "ledger.db")
+    original = result(GIT_LOG)
+    out, rep = shaper.shape_with_report(CALL, original)
+    assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
+    assert rep.trm_id in out.content[0].text and "<<cg:" not in out.content[0].text
+    assert shaper.ledger.get_body(rep.trm_id) == dump_result(original)
+
+
+def test_collapse_still_caps_what_the_policy_keeps_inline(tmp_path):
+    # An unpriced model cannot prove a saving, and 70K chars is under the client limit: the gate declines,
+    # so collapse's head/tail window is what keeps the result from riding whole.
+    shaper = build_shaper(settings(policy={"model": "no-such-model"}), tmp_path / "ledger.db")
+    text = GIT_LOG[:70_000]
+    out, rep = shaper.shape_with_report(CALL, result(text))
+    assert (rep.verdict, rep.reason) == ("reduce", "small")  # judged on the collapsed size
+    assert any(e.reducer == "collapse" and e.acted for e in rep.reducer_events)
+    (hash_,) = rep.stash_hashes
+    assert shaper.ledger.get_stash(hash_) == text

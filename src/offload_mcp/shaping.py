@@ -5,7 +5,13 @@ arrival, in a worker thread (SQLite is synchronous). Order:
 
 1. reducers (reducers/pipeline.py) on each text block; image, audio and
    resource blocks pass untouched;
-2. the result policy (policy/) on the reduced size: one decision, one reason;
+2. the result policy (policy/) on the reduced size: one decision, one reason.
+   collapse is the last resort for an oversized output *nothing more specific
+   handled* (seed 002); at this seam offload is the more specific handler, so
+   when collapse acted, the policy first judges the output as reduced without
+   collapse, and an offload decision there wins: the model gets a stub with a
+   structural index and sliced recall instead of a head/tail window whose
+   expand would return the whole body at once;
 3. one ledger transaction: the ORIGINAL body when offloaded (never the
    reduced text), the reducer stash when markers are shown, and the decision
    event;
@@ -163,6 +169,7 @@ class ResultShaper:
         self.ledger = ledger
         self.policy = ResultPolicy(settings.policy)
         self.pipeline = _load_pipeline(settings.reducers) if pipeline == "auto" else pipeline
+        self.pipeline_before_collapse = self._without_collapse(settings.reducers) if pipeline == "auto" else None
         self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_no_ledger = False
@@ -196,7 +203,9 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.downstream_tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = ([], []) if own else self._reduce(result, ctx)
+        reduced, runs = ([], []) if own else self._reduce(result, ctx, self.pipeline)
+        if runs and self.pipeline_before_collapse is not None and _collapse_acted(runs):
+            reduced, runs = self._prefer_offload_to_collapse(result, ctx, multimodal, (reduced, runs))
         stash: dict[str, str] = {}
         events: list[Any] = []
         for run in runs:
@@ -253,9 +262,25 @@ class ResultShaper:
 
     # ---- steps --------------------------------------------------------------
 
-    def _reduce(self, result: types.CallToolResult, ctx: ReduceContext) -> tuple[list[Any], list[Any]]:
+    @staticmethod
+    def _without_collapse(reducer_settings: Any) -> Any | None:
+        if "collapse" not in reducer_settings.pipeline:
+            return None
+        names = [name for name in reducer_settings.pipeline if name != "collapse"]
+        return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
+
+    def _prefer_offload_to_collapse(
+        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, full: tuple[list[Any], list[Any]]
+    ) -> tuple[list[Any], list[Any]]:
+        """The reduction without collapse when the policy would offload it; else the full one."""
+        reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
+        candidate = result.model_copy(update={"content": reduced}) if reduced else result
+        decision = self.policy.decide(PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False))
+        return (reduced, runs) if decision.offload else full
+
+    def _reduce(self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Any) -> tuple[list[Any], list[Any]]:
         """Reduced content blocks (empty when nothing changed) and the pipeline results."""
-        if self.pipeline is None:
+        if pipeline is None:
             return [], []
         blocks: list[Any] = []
         runs: list[Any] = []
@@ -263,7 +288,7 @@ class ResultShaper:
         for block in result.content:
             if isinstance(block, types.TextContent) and block.text:
                 try:
-                    run = self.pipeline.run(block.text, ctx)
+                    run = pipeline.run(block.text, ctx)
                 except Exception:  # a reducer bug costs a missed saving, never the result
                     log.exception("reducer pipeline failed; block kept unchanged")
                     blocks.append(block)
@@ -350,6 +375,10 @@ class ResultShaper:
                 commit_session(run, ctx)
             except Exception:
                 log.exception("pipeline.commit_session failed")
+
+
+def _collapse_acted(runs: list[Any]) -> bool:
+    return any(event.reducer == "collapse" and event.acted for run in runs for event in run.events)
 
 
 def build_shaper(settings: Any, ledger_path: Any | None = None) -> ResultShaper:

@@ -177,3 +177,11 @@ def test_default_source_is_found_under_home(tmp_path):
     write(tmp_path / ".claude.json", {"mcpServers": {"code": {"command": "c"}}})
     code = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
     assert list(json.loads(code.stdout)["mcpServers"]) == ["code"]
+
+
+def test_desktop_source_prints_no_claude_code_removals(tmp_path, capsys):
+    client = write(tmp_path / "claude_desktop_config.json", DESKTOP)
+    assert main(["init", "--from", str(client), "-o", str(tmp_path / "o.json")]) == 0
+    out = capsys.readouterr().out
+    assert "claude mcp add --scope user offload" in out and "claude mcp remove" not in out
+    assert '"offload"' in out.split("Claude Desktop")[1]

@@ -303,7 +303,9 @@ def run(args: argparse.Namespace) -> int:
     print("\nThe client file was not changed. To use offload-mcp instead of those servers:")
     print("\n  Claude Code:")
     print(f"    claude mcp add --scope user {SERVER_NAME} -- {shlex.join([entry['command'], *entry['args']])}")
-    for keys in sorted(k for paths in found.origin.values() for k in paths):
+    # `claude mcp remove` only makes sense for servers Claude Code itself holds.
+    from_claude_code = source.name == ".claude.json" or isinstance(found.data.get("projects"), dict)
+    for keys in sorted(k for paths in found.origin.values() for k in paths) if from_claude_code else []:
         scope = "user" if keys[0] == "mcpServers" else "local"
         where = f"   # in {keys[1]}" if keys[0] == "projects" else ""
         print(f"    claude mcp remove --scope {scope} {shlex.quote(keys[-1])}{where}")

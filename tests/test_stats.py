@@ -196,3 +196,16 @@ def test_stats_cli_errors_say_what_to_do(tmp_path):
     garbage.write_bytes(b"this is not sqlite" * 100)
     broken = run_stats("--ledger", str(garbage))
     assert broken.returncode == 2 and str(garbage) in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_stats_table_in_observe_mode_shows_would_save_columns_and_suggestions(ledger):
+    events = [decision(f"s{i}", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe") for i in range(6)]
+    events += [decision(f"s{i}", "git", "git_status", "keep", "small", 100, 100, mode="observe") for i in range(6) for _ in range(i)]
+    ledger.commit(events=events)
+    table = run_stats("--ledger", str(ledger.path))
+    assert table.returncode == 0, table.stderr
+    assert "would save tokens" in table.stdout and "would save $" in table.stdout
+    assert "observe mode" in table.stdout
+    # horizon over the six would-be offloads: 0..5 calls followed; lower quartile 1
+    assert '"horizon": 1' in table.stdout
+    assert "recall_probability: configured 0.50, observed n/a" in table.stdout

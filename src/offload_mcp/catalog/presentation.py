@@ -40,11 +40,6 @@ PROCESS_SESSION = "process"
 
 
 @dataclass(frozen=True)
-class _Entries:
-    entries: Sequence[CatalogEntry]
-
-
-@dataclass(frozen=True)
 class Presentation:
     tools: list[types.Tool]
     wire_extras: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -78,7 +73,7 @@ def present(
     if mode == "search":
         from ..tools.tool_search import describe
 
-        search_tools[0] = describe(_Entries(entries)) if search_tools[0].name == SEARCH_TOOL else search_tools[0]
+        search_tools[0] = describe(entries) if search_tools[0].name == SEARCH_TOOL else search_tools[0]
     tools, extras = deferral.apply(
         mode,
         entries,

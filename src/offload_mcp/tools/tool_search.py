@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -125,10 +126,10 @@ def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex
     return text_result(orjson.dumps(body).decode())
 
 
-def describe(catalog: Any) -> types.Tool:
+def describe(entries: Iterable[Any]) -> types.Tool:
     """TOOL with the servers it searches named, so the model knows when searching can help."""
     counts: dict[str, int] = {}
-    for entry in catalog.entries:
+    for entry in entries:
         counts[entry.server] = counts.get(entry.server, 0) + 1
     if not counts:
         return TOOL

@@ -5,8 +5,10 @@ proxy see byte-identical downstream results:
 
 - `record(index)`: the `output` of record `index` of the JSONL(.gz) file given
   with `--records` (a corpus in the format of shared/corpus), as one text block.
-- `text(size)`: exactly `size` characters of deterministic, log-like text
-  (numbered lines), for latency at a given result size.
+- `text(size, seed=0)`: exactly `size` characters of deterministic, log-like
+  text (numbered lines), for latency at a given result size. A different
+  `seed` changes the first line, so repeated calls are not byte-identical
+  (a proxy that deduplicates repeats must still do the full work each time).
 - `file(name)`: the text of `<--files DIR>/<name>` (large real outputs made by
   bench/data/large/make_large.py).
 
@@ -56,7 +58,11 @@ def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 TOOLS = [
     types.Tool(name="record", description="Return the output of corpus record `index` as one text block.", input_schema=_schema({"index": {"type": "integer"}}, ["index"])),
-    types.Tool(name="text", description="Return exactly `size` characters of numbered log lines.", input_schema=_schema({"size": {"type": "integer"}}, ["size"])),
+    types.Tool(
+        name="text",
+        description="Return exactly `size` characters of numbered log lines; `seed` varies the first line.",
+        input_schema=_schema({"size": {"type": "integer"}, "seed": {"type": "integer"}}, ["size"]),
+    ),
     types.Tool(name="file", description="Return the text of a large real output file by `name`.", input_schema=_schema({"name": {"type": "string"}}, ["name"])),
 ]
 
@@ -76,6 +82,10 @@ def build_server(records: list[str], files_dir: Path | None) -> Server:
             if size not in text_cache:
                 text_cache[size] = make_text(size)
             body = text_cache[size]
+            seed = int(args.get("seed", 0))
+            if seed:
+                head = f"call {seed}\n"
+                body = (head + body[len(head) :])[:size]
         elif params.name == "file" and files_dir is not None:
             target = (files_dir / str(args["name"])).resolve()
             if files_dir.resolve() not in target.parents:

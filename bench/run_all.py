@@ -407,7 +407,7 @@ def large_outputs(ctx: Ctx) -> list[dict[str, Any]]:
     import make_large
 
     out = OUT / "large"
-    make_large.make_all(out, 3000)
+    make_large.make_all(out, 3000, repo_only=ctx.quick)
     files = out / "files"
     fs = str(ROOT / "node_modules" / ".bin" / "mcp-server-filesystem")
     git = shutil.which("mcp-server-git") or str(Path(PY).parent / "mcp-server-git")
@@ -715,21 +715,29 @@ def section_latency(ctx: Ctx) -> Section:
 # ----------------------------------------------------------------------------- scale
 
 SCALE_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 sys.path.insert(0, sys.argv[3])
 from payload_server import make_text
 from offload import Shaping, restore
+
+def hwm_kb():
+    # VmHWM is this process's own peak RSS; ru_maxrss would include the parent's peak from before exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
 size = int(sys.argv[1]); ledger = sys.argv[2]
 text = make_text(size)
 shaping = Shaping(__import__("pathlib").Path(ledger))
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm_kb()
 times = []
 for i in range(3 if size <= 10_000_000 else 1):
     t = text if i == 0 else text[:-1] + str(i % 10)
     start = time.perf_counter()
     shaped, _ = shaping.shape(t, tool="text", arguments={"size": size, "rep": i}, session=f"s{i}")
     times.append(time.perf_counter() - start)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = hwm_kb()
 start = time.perf_counter()
 back = restore(t, shaped, shaping.ledger)
 restore_s = time.perf_counter() - start
@@ -914,10 +922,10 @@ def plots(ctx: Ctx, target: Path) -> list[str]:
         fig, ax = plt.subplots(figsize=(6, 4))
         xs = [p["size"] for p in points]
         ax.loglog(xs, [p["shape_s"] * 1000 for p in points], "o-", label="shape time (ms)")
-        ax.loglog(xs, [max(p["rss_growth_kb"], 1) / 1024 for p in points], "s--", label="RSS added (MB)")
+        ax.loglog(xs, [p["peak_rss_kb"] / 1024 for p in points], "s--", label="peak RSS of the process (MB)")
         ax.loglog(xs, [x / 1e6 for x in xs], ":", color="grey", label="result size (MB)")
         ax.set_xlabel("result size (chars)")
-        ax.set_title("offload-mcp: cost per result by size")
+        ax.set_title("offload-mcp: cost of shaping one result, by size")
         ax.legend()
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
@@ -925,15 +933,30 @@ def plots(ctx: Ctx, target: Path) -> list[str]:
         plt.close(fig)
         made.append("scale.png")
     rows: list[PeerRow] = ctx.data.get("corpus_rows") or []
+    large = ctx.data.get("large_summary") or []
     if rows:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        names = [r.peer.split(" (")[0].replace("ResponseLimitingMiddleware", "limit") for r in rows]
-        vals = [tokens(r.chars_out) / 1000 for r in rows]
+        fig, axes = plt.subplots(1, 2 if large else 1, figsize=(11 if large else 6.5, 4.2), squeeze=False)
+        ax = axes[0][0]
+        names = [r.peer.split(" (")[0].split("(")[0].replace(" + ResponseLimitingMiddleware", " + limit 100 KB").replace("headroom-ai ", "headroom ") for r in rows]
+        vals = [100.0 * r.chars_out / r.chars_in for r in rows]
         colors = ["tab:grey" if r.unverified else "tab:red" if r.records_lossy else "tab:green" for r in rows]
         ax.barh(names, vals, color=colors)
         ax.invert_yaxis()
-        ax.set_xlabel("thousand tokens to the model (corpus); red = loses bytes, grey = not verifiable")
-        ax.set_title("Tokens per peer on the corpus")
+        ax.set_xlim(min(vals) * 0.95 if vals else 0, 100.5)
+        ax.set_xlabel("% of the tokens with no proxy")
+        ax.set_title(f"Corpus ({rows[0].n:,} real outputs)")
+        if large:
+            ax2 = axes[0][1]
+            lnames = [r[0] for r in large]
+            total = large[0][1] or 1
+            lvals = [max(100.0 * r[1] / total, 0.01) for r in large]
+            lcolors = ["tab:grey" if r[3] == "not verifiable" else "tab:green" if r[3] == "100.0%" else "tab:red" for r in large]
+            ax2.barh(lnames, lvals, color=lcolors)
+            ax2.set_xscale("log")
+            ax2.invert_yaxis()
+            ax2.set_xlabel("% of the tokens of the full outputs (log)")
+            ax2.set_title("Large real outputs")
+        fig.suptitle("Tokens to the model per peer - green: every byte recoverable, red: bytes lost, grey: not verifiable", fontsize=9)
         fig.tight_layout()
         fig.savefig(target / "tokens_per_peer.png", dpi=110)
         plt.close(fig)

@@ -104,10 +104,12 @@ SOURCE_FILES = {
 }
 
 
-def make_all(out: Path, commits: int = 3000) -> dict[str, int]:
+def make_all(out: Path, commits: int = 3000, repo_only: bool = False) -> dict[str, int]:
     files = out / "files"
     files.mkdir(parents=True, exist_ok=True)
     make_repo(out / "repo", commits)
+    if repo_only:
+        return {}
     if not (files / "pytest_log.txt").exists():
         make_pytest_log(files / "pytest_log.txt")
     if not (files / "pip_inspect.json").exists():

@@ -151,3 +151,12 @@ def test_dedup_repeat_is_restorable():
     assert second.events[0].acted and isinstance(second.text, str)
     check_restorable(text, second)
     assert Declined("x") != Declined("y")
+
+
+def test_pathological_inputs_never_crash_a_reducer():
+    cases = ['{"a":' * 10_000 + "1" + "}" * 10_000, "[" * 10_000 + "]" * 10_000, "\n" * 100_000, "\x00" * 5000, "a\ud800b" * 2000, "\r" * 5000, "\x1b" * 5000]
+    pipeline = build_pipeline(ReducerSettings(collapse=CollapseSettings(max_tokens=1000)))
+    for text in cases:
+        result = pipeline.run(text, ctx())
+        assert all(e.reason != "reducer_error" for e in result.events), [e for e in result.events]
+        check_restorable(text, result)

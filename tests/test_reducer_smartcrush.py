@@ -58,3 +58,6 @@ def test_declines():
     assert s.reduce(json.dumps([{"error": "x"}] * 30), ctx()) == Declined("nothing_to_drop")
     assert s.reduce(json.dumps(items(30)) + marker("b" * 16), ctx()) == Declined("already_marked")
     assert s.reduce(json.dumps(list(range(25))), ctx()) == Declined("marker_no_win")
+    deep = '{"a":' * 10_000 + "1" + "}" * 10_000
+    assert s.reduce(deep, ctx()) == Declined("too_deeply_nested")
+    assert s.reduce("[" * 10_000 + "]" * 10_000, ctx()) == Declined("too_deeply_nested")

@@ -9,7 +9,8 @@ value naming an error or failure). A note `[k of N items shown (indices);
 full array: call context_guru_expand <<cg:HASH>>]` follows the array.
 When it shines: list endpoints, search hits, record dumps (MCP-style traffic).
 When it is inert: non-JSON or non-array text (`not_json_array`), short arrays
-(`too_few_items`), every item kept anyway (`nothing_to_drop`).
+(`too_few_items`), every item kept anyway (`nothing_to_drop`), JSON nested
+beyond the decoder's limit (`too_deeply_nested`).
 """
 
 from __future__ import annotations
@@ -132,7 +133,10 @@ class Smartcrush:
         stripped = text.lstrip()
         if not stripped or stripped[0] not in "[{":
             return Declined("not_json_array")
-        found = _find_array(text)
+        try:
+            found = _find_array(text)
+        except RecursionError:  # the stdlib decoder's nesting limit: nothing a list endpoint returns
+            return Declined("too_deeply_nested")
         if found is None:
             return Declined("not_json_array")
         open_at, items, close_end = found

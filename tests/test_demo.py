@@ -94,7 +94,7 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
 
 
 def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):
-    """With collapse off, the long git log is offloaded to a stub and recall_tool_result brings the commit back."""
+    """-c FILE applies its offload settings; the long git log is offloaded to a stub and recall_tool_result brings the commit back."""
     config = tmp_path / "offload.json"
     config.write_text(json.dumps({"mcpServers": {}, "offload": {"reducers": {"pipeline": ["dedup", "extract", "smartcrush", "linecap"]}}}))
     proc, _, tmpdir = run_demo(tmp_path, "-c", str(config))

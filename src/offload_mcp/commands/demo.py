@@ -38,7 +38,7 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ("list_issues", {"state": "all"}, "which billing issues are open?"),
     ("run_tests", {}, "re-run the tests after a fix"),
 ]
-PREVIEW_LINES = 3
+PREVIEW_LINES = 4
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

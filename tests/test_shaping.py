@@ -295,3 +295,12 @@ def test_collapse_still_caps_what_the_policy_keeps_inline(tmp_path):
     assert any(e.reducer == "collapse" and e.acted for e in rep.reducer_events)
     (hash_,) = rep.stash_hashes
     assert shaper.ledger.get_stash(hash_) == text
+
+
+def test_a_repeat_names_the_tool_as_the_client_listed_it(tmp_path):
+    # The model only knows the listed (possibly prefixed) name; the downstream name would point nowhere.
+    shaper = build_shaper(settings(), tmp_path / "ledger.db")
+    call = CallInfo("git", "git__git_status", "git_status", {}, session_id="s1")
+    shaper.shape(call, result(STATUS))
+    again = shaper.shape(call, result(STATUS))
+    assert again.content[0].text.startswith("[repeat of earlier `git__git_status`")

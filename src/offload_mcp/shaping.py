@@ -202,7 +202,7 @@ class ResultShaper:
         cpt = self.settings.policy.chars_per_token
 
         memory = self.session_memory(call.session_id)
-        ctx = ReduceContext(tool=call.downstream_tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
+        ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
         reduced, runs = ([], []) if own else self._reduce(result, ctx, self.pipeline)
         if runs and self.pipeline_before_collapse is not None and _collapse_acted(runs):
             reduced, runs = self._prefer_offload_to_collapse(result, ctx, multimodal, (reduced, runs))

@@ -66,7 +66,23 @@ def run(args: argparse.Namespace) -> int:
         if args.ledger and ledger_path.exists():
             print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
             return 2
-        return anyio.run(_demo, args, workdir, ledger_path, started)
+        if args.ledger and not ledger_path.parent.is_dir():
+            print(f"offload-mcp demo: --ledger {ledger_path}: directory {ledger_path.parent} does not exist; create it or pick another path", file=sys.stderr)
+            return 2
+        from ..config import ConfigError
+
+        try:
+            return anyio.run(_demo, args, workdir, ledger_path, started)
+        except ConfigError:
+            raise  # the CLI prints it and exits 2
+        except Exception as err:  # noqa: BLE001 - one clear message instead of a task-group traceback
+            log = workdir / "proxy.log"
+            tail = log.read_text(errors="replace").strip().splitlines()[-15:] if log.exists() else []
+            print(f"offload-mcp demo failed: {type(err).__name__}: {err}", file=sys.stderr)
+            if tail:
+                print("the proxy's last log lines:\n  " + "\n  ".join(tail), file=sys.stderr)
+            print("run it again with `offload-mcp demo --ledger demo.db` to keep the ledger for a bug report", file=sys.stderr)
+            return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

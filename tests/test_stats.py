@@ -209,3 +209,13 @@ def test_stats_table_in_observe_mode_shows_would_save_columns_and_suggestions(le
     # horizon over the six would-be offloads: 0..5 calls followed; lower quartile 1
     assert '"horizon": 1' in table.stdout
     assert "recall_probability: configured 0.50, observed n/a" in table.stdout
+
+
+def test_search_mode_events_are_calls_and_are_reported(ledger):
+    ledger.commit(events=[decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1")])
+    ledger.record_event(LedgerEvent("tool_search", session_id="a", verdict="ok", reason="matched"))
+    ledger.record_event(LedgerEvent("invoke", session_id="a", verdict="refused", reason="unknown_tool"))
+    report = report_from_ledger(ledger)
+    assert report.search_events == {"tool_search/ok/matched": 1, "invoke/refused/unknown_tool": 1}
+    assert report.horizon.observed == 2  # a search and an invoke followed the offload: two model hops
+    assert "tool search answered 1 search(es); 1 invoke call(s) refused" in summary_lines(report)

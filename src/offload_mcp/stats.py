@@ -34,7 +34,8 @@ from typing import Any
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 
-CALL_KINDS = ("decision", "recall", "expand")
+CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
+"""Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
 MIN_SAMPLES_FOR_SUGGESTION = 5
 _PER_MILLION = 1_000_000.0
 
@@ -164,6 +165,8 @@ class StatsReport:
     failed_recalls: int
     sessions: int
     assumptions: list[str] = field(default_factory=list)
+    search_events: dict[str, int] = field(default_factory=dict)
+    """Search mode: `tool_search/<verdict>/<reason>` and `invoke/refused/<reason>` -> count."""
 
     @property
     def observe_mode(self) -> bool:
@@ -245,6 +248,7 @@ def aggregate(
     offloaded_ids: set[str] = set()
     recall_calls = expand_calls = failed_recalls = 0
     recall_usd_by_row: Counter[tuple[str, str]] = Counter()
+    search_events: Counter[str] = Counter()
 
     for index, event in enumerate(calls):
         kind = event.get("kind")
@@ -293,6 +297,8 @@ def aggregate(
             else:
                 row.tokens_saved += saved_tokens
                 row.usd_saved += usd
+        elif kind in ("tool_search", "invoke"):
+            search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
         elif kind in ("recall", "expand"):
             ok = str(event.get("verdict") or "ok") == "ok"
             ref = str(event.get("ref_id") or "")
@@ -381,6 +387,7 @@ def aggregate(
         failed_recalls=failed_recalls,
         sessions=len(by_session),
         assumptions=assumptions,
+        search_events=dict(search_events.most_common()),
     )
 
 
@@ -435,6 +442,10 @@ def summary_lines(report: StatsReport) -> list[str]:
         lines.append(f"{would}offloaded {offloaded} result(s) to the ledger ({reasons})")
     if report.recall_calls or report.expand_calls:
         lines.append(f"{report.recall_calls} recall(s), {report.expand_calls} expand(s) brought details back")
+    searches = sum(n for key, n in report.search_events.items() if key.startswith("tool_search/"))
+    refusals = sum(n for key, n in report.search_events.items() if key.startswith("invoke/"))
+    if searches or refusals:
+        lines.append(f"tool search answered {searches} search(es)" + (f"; {refusals} invoke call(s) refused" if refusals else ""))
     tokens = t.tokens_saved + t.would_tokens_saved
     if lines and tokens:
         usd = t.usd_saved + t.would_usd_saved

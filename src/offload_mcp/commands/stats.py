@@ -141,6 +141,8 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     if report.reducer_declines:
         console.print("[bold]reducer declines[/bold] (reducer/reason): " + ", ".join(f"{k} {v}" for k, v in report.reducer_declines.items()))
     console.print(f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), [bold]expands[/bold]: {report.expand_calls}")
+    if report.search_events:
+        console.print("[bold]tool search[/bold] (kind/verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.search_events.items()))
 
     console.print()
     console.print("[bold]priors[/bold] (what the net-saving gate assumes vs what happened):")

@@ -76,6 +76,13 @@ class DownstreamPool:
         await self._task_group.__aexit__(exc_type, exc, tb)
         self._task_group = None
 
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
+        """Run `fn(*args)` in the pool's process-lifetime task group (work that must not delay an answer)."""
+        if self._task_group is None:
+            return False
+        self._task_group.start_soon(fn, *args)
+        return True
+
     def retry_failed(self) -> None:
         """Start again, in the background, each server that failed to start and whose backoff has passed."""
         if self._task_group is None:

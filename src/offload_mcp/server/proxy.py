@@ -293,11 +293,30 @@ class ProxyState:
     ) -> None:
         if self.metrics is None:
             return
+        duration_s = time.perf_counter() - started
+
+        async def record() -> None:
+            # After the answer is on its way: metrics and the call's log line never delay the client.
+            self._record(entry, duration_s, report, result, shape_s, arguments)
+
+        if not self.pool.spawn(record):
+            self._record(entry, duration_s, report, result, shape_s, arguments)
+
+    def _record(
+        self,
+        entry: CatalogEntry,
+        duration_s: float,
+        report: Any,
+        result: types.CallToolResult,
+        shape_s: float | None,
+        arguments: dict[str, Any],
+    ) -> None:
+        assert self.metrics is not None
         try:
             self.metrics.observe_report(
                 server=entry.server,
                 tool=entry.name,
-                duration_s=time.perf_counter() - started,
+                duration_s=duration_s,
                 report=report,
                 is_error=result.is_error,
                 shape_s=shape_s,

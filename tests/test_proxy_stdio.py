@@ -10,7 +10,7 @@ from conftest import fixture_cmd, proxy_client, proxy_session, text_of
 
 FIXTURE_TOOLS = [
     "echo", "make_text", "json_array", "image", "audio", "resources_mix", "structured", "bad_structured",
-    "fail", "with_meta", "echo_meta", "progress", "sleep", "crash", "add_tool", "pid",
+    "fail", "with_meta", "echo_meta", "progress", "sleep", "crash", "add_tool", "pid", "touch_resource",
 ]
 
 
@@ -129,3 +129,28 @@ async def test_list_changed_reaches_modern_client_on_listen_stream() -> None:
                     assert type(event).__name__ == "ToolsListChanged"
                     break
         assert "late_tool" in [t.name for t in (await c.list_tools()).tools]
+
+
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")  # handshake-era feature, on purpose
+async def test_resource_subscriptions_and_completion_are_forwarded() -> None:
+    import anyio
+
+    updated: list[str] = []
+    got = anyio.Event()
+
+    async def handler(message: object) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            got.set()
+
+    async with proxy_session(["--", *fixture_cmd()], message_handler=handler) as s:
+        assert s.server_capabilities.resources.subscribe
+        await s.subscribe_resource("fixture://hello")
+        assert text_of(await s.call_tool("touch_resource", {})) == "touched fixture://hello"
+        with anyio.fail_after(10):
+            await got.wait()
+        assert updated == ["fixture://hello"]
+        await s.unsubscribe_resource("fixture://hello")
+        assert "not subscribed" in text_of(await s.call_tool("touch_resource", {}))
+        done = await s.complete(types.PromptReference(name="greet"), {"name": "name", "value": "A"})
+        assert done.completion.values == ["Ada", "Alan"]

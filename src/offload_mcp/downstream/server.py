@@ -228,7 +228,8 @@ class DownstreamServer:
                 raise DownstreamDown(f"server '{self.name}' is not running")
             wait = self._next_start_at - anyio.current_time()
             if wait > self.settings.call_timeout_s:
-                raise DownstreamDown(f"server '{self.name}' is down ({self.failure}); next restart attempt in {wait:.1f}s")
+                # No countdown in the text: what the model sees carries no clock.
+                raise DownstreamDown(f"server '{self.name}' is down ({self.failure}); offload-mcp will try to restart it on a later call")
             if wait > 0:
                 await anyio.sleep(wait)
             previous = self.failure
@@ -290,6 +291,9 @@ class DownstreamServer:
             types.ResourceListChangedNotification: "resources",
             types.PromptListChangedNotification: "prompts",
         }.get(type(message))
+        if isinstance(message, types.ResourceUpdatedNotification) and self._task_group is not None:
+            self._task_group.start_soon(self._notify, f"updated:{message.params.uri}")
+            return
         if kind is not None and self._task_group is not None:
             # Not awaited here: a listing request from inside the notification path could stall the reader.
             self._task_group.start_soon(self._refresh_and_notify, kind)

@@ -30,7 +30,14 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -118,6 +125,9 @@ class ProxyState:
         )
 
     async def _downstream_changed(self, server: str, kind: str) -> None:
+        if kind.startswith("updated:"):
+            await self.notify_resource_updated(kind.removeprefix("updated:"))
+            return
         if kind == "restart":
             if self.metrics is not None:
                 self.metrics.observe_restart(server)
@@ -168,6 +178,18 @@ class ProxyState:
                 self._upstream.pop(connection, None)
         event = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[kind]()
         await self.bus.publish(event)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """A subscribed resource changed downstream: tell every upstream session that may care."""
+        for connection, session in list(self._upstream.items()):
+            if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                continue
+            try:
+                with anyio.fail_after(2):
+                    await session.send_resource_updated(uri)
+            except Exception:
+                self._upstream.pop(connection, None)
+        await self.bus.publish(ResourceUpdated(uri=uri))
 
     # ---- tools/call --------------------------------------------------------
 
@@ -383,6 +405,36 @@ class ProxyState:
         forwarded = params.model_copy(update={"name": downstream_name, "meta": strip_meta(params.meta)})
         return await self.pool.servers[server].request("prompts/get", forwarded, types.GetPromptResult)
 
+    async def subscribe(self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> types.EmptyResult:
+        uri = str(params.uri)
+        forwarded = params.model_copy(update={"meta": strip_meta(params.meta)})
+        for name in self._resource_servers(uri):
+            server = self.pool.servers[name]
+            caps = server.capabilities
+            if caps is not None and caps.resources is not None and caps.resources.subscribe:
+                await server.request(method, forwarded, types.EmptyResult)
+        return types.EmptyResult()
+
+    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """Argument completion, routed like prompts/get (prompt ref) or by resource template (template ref)."""
+        ref = params.ref
+        target: str | None = None
+        if isinstance(ref, types.PromptReference):
+            route = self.prompt_routes.get(ref.name)
+            if route is not None:
+                target, original = route
+                ref = ref.model_copy(update={"name": original})
+        else:
+            target = next(
+                (s.name for s in self.pool.servers.values() if any(t.uri_template == ref.uri for t in s.resource_templates)),
+                None,
+            )
+        server = self.pool.servers.get(target) if target else None
+        if server is None or server.capabilities is None or server.capabilities.completions is None:
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        forwarded = params.model_copy(update={"ref": ref, "meta": strip_meta(params.meta)})
+        return await server.request("completion/complete", forwarded, types.CompleteResult)
+
     def list_prompts(self) -> list[types.Prompt]:
         out = []
         for listed, (server, original) in self.prompt_routes.items():
@@ -473,6 +525,15 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         return await state.get_prompt(params)
 
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        return await state.subscribe("resources/subscribe", params)
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        return await state.subscribe("resources/unsubscribe", params)
+
+    async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        return await state.complete(params)
+
     server: Server[Any] = Server(
         "offload-mcp",
         version=__version__,
@@ -484,6 +545,9 @@ def build_server(state: ProxyState) -> Server[Any]:
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_completion=complete,
         on_subscriptions_listen=ListenHandler(state.bus),
     )
 

@@ -221,7 +221,8 @@ class ProxyState:
 
     def _unknown_tool(self, name: str) -> str:
         message = f"Unknown tool '{name}'."
-        down = [s for s in self.pool.servers.values() if s.state in ("failed", "down")]
+        # A server being retried in the background ("starting") still counts as not serving.
+        down = [s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))]
         if down:
             message += " Servers not serving: " + "; ".join(f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down)
         return message

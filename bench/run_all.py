@@ -546,6 +546,7 @@ def section_large(ctx: Ctx) -> Section:
         rec = sum(v[1] for v in vals)
         summary.append([peer, round(tokens(shown)), f"{pct(total_in - shown, total_in):.1f}%", "not verifiable" if peer in unverified else f"{pct(rec, total_in):.1f}%"])
     ctx.data["large_summary"] = summary
+    ctx.data["large_per_item"] = {"chars": [len(t) for t in texts], "peers": dict(per_item), "unverified": set(unverified)}
     body = [
         "Large outputs made by real tools and fetched through real MCP servers (bench/data/large/make_large.py). Cells: tokens the model "
         "receives (chars / 4); **lost N%** marks outputs whose bytes cannot all be recovered exactly.",
@@ -620,10 +621,47 @@ def section_dollars(ctx: Ctx) -> Section:
         "",
         md_table(headers, table),
         "",
-        f"{len(stub_idx):,} results were offloaded behind a stub; reducer markers (`context_guru_expand`) are not priced: "
+        f"{len(stub_idx):,} result(s) were offloaded behind a stub; reducer markers (`context_guru_expand`) are not priced: "
         "an expand brings the cut bytes back at the input rate, so a model that expands everything pays the no-proxy cost for those outputs.",
     ]
+    body += _large_dollars(ctx, pol)
     return Section("dollars", "3. Dollars over real trajectories", "\n".join(body))
+
+
+def _large_dollars(ctx: Ctx, pol: Any) -> list[str]:
+    """The large real outputs of section 2, each carried for the policy's horizon (its prior of remaining turns)."""
+    from offload_mcp.policy.pricing import resolve_price
+
+    large = ctx.data.get("large_per_item")
+    if not large:
+        return []
+    h = max(1, pol.horizon)
+    columns = [(m, c) for m in MODELS for c in (False, True)]
+    table = []
+    for peer, vals in large["peers"].items():
+        cells = [peer]
+        for model, cached in columns:
+            price = resolve_price(model)
+            rin, rout = price.input / 1e6, price.output / 1e6
+            cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
+            carry = (lambda t: t * (cw + cr * (h - 1))) if cached else (lambda t: t * rin * h)
+            cost = sum(carry(tokens(shown)) for shown, _ in vals)
+            if peer.startswith("offload-mcp"):
+                cut = [i for i, (shown, _) in enumerate(vals) if shown < large["chars"][i]]
+                pess = cost + sum(carry(pol.recall_input_tokens) + pol.recall_output_tokens * rout for _ in cut)
+                cells.append(f"${cost:,.3f} / ${pess:,.3f}")
+            else:
+                lost = sum(1 for i, (_, rec) in enumerate(vals) if rec < large["chars"][i])
+                tag = "unverified" if peer in large["unverified"] else "lost"
+                cells.append(f"${cost:,.3f}" + (f" ({lost} {tag})" if lost else ""))
+        table.append(cells)
+    return [
+        "",
+        f"The {len(large['chars'])} large real outputs of section 2, each carried for the policy's horizon of {h} turns "
+        "(for offload-mcp: no recall / every output recalled once with its slice carried; `lost` counts outputs whose bytes are gone):",
+        "",
+        md_table(["peer"] + [f"{m} {'cached' if c else 'uncached'}" for m, c in columns], table),
+    ]
 
 
 # ----------------------------------------------------------------------------- latency
@@ -712,8 +750,8 @@ def section_latency(ctx: Ctx) -> Section:
     body = [
         "One client (mcp SDK, stdio) calls `text(size, seed)` on the same downstream directly and through each proxy; calls are interleaved "
         f"round-robin across peers so they share the machine's noise, and every call's bytes differ (no cache or dedup can answer it). Repetitions: {', '.join(f'{k} x{v[1]}' for k, v in sizes.items())}. "
-        "offload-mcp answers 1 MB and 10 MB results with a stub (the body goes to its ledger), which is why it can be faster than the "
-        "direct call at those sizes; FastMCP runs without the limiting middleware here (the plain hop); mcp-compressor is called "
+        "offload-mcp answers 1 MB and 10 MB results with a stub (the body goes to its ledger): its client parses less, "
+        "the proxy does more (reducers, compression, the ledger commit); FastMCP runs without the limiting middleware here (the plain hop); mcp-compressor is called "
         "through its `invoke_tool` wrapper without --shrinkfit.",
         "",
         md_table(headers, rows),

@@ -198,3 +198,12 @@ async def test_only_failing_servers_means_an_empty_but_working_proxy(tmp_path: P
     async with proxy_session(["-c", str(config)]) as s:
         names = [t.name for t in (await s.list_tools()).tools]
         assert names == ["recall_tool_result", "context_guru_expand"]
+
+
+def test_wrapped_servers_do_not_inherit_offload_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from offload_mcp.downstream.stdio import inherited_environment
+
+    monkeypatch.setenv("OFFLOAD_MCP_AUTH_TOKEN", "s3cret")
+    monkeypatch.setenv("SOME_USER_VAR", "kept")
+    env = inherited_environment()
+    assert "OFFLOAD_MCP_AUTH_TOKEN" not in env and env["SOME_USER_VAR"] == "kept" and "PATH" in env

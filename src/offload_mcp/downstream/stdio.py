@@ -178,6 +178,11 @@ def _first_error(exc: ValueError) -> str:
     return f"not valid JSON-RPC: {str(exc).splitlines()[0][:200]}"
 
 
+def inherited_environment() -> dict[str, str]:
+    """Our environment minus our own settings: a wrapped server never sees OFFLOAD_MCP_* (the auth token)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_MCP_")}
+
+
 async def _wait_returncode(process: anyio.abc.Process, timeout: float) -> bool:
     # Poll returncode rather than process.wait(): a grandchild holding the pipes
     # open would make wait() hang on pipe EOF.
@@ -214,7 +219,7 @@ async def stdio_transport(
     """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession."""
     process = await anyio.open_process(
         [command, *args],
-        env={**os.environ, **env},
+        env={**inherited_environment(), **env},
         cwd=cwd,
         start_new_session=True,
     )

@@ -142,3 +142,20 @@ def test_inline_command_keeps_its_own_options() -> None:
     args = build_parser().parse_args(["serve", "--ledger", "L", *fixture_cmd(), "--port", "9", "-c", "x"])
     assert args.ledger == "L" and args.config is None and args.port == 8765
     assert args.command == [*fixture_cmd(), "--port", "9", "-c", "x"]
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        (["mcp-server-git", "--repository", "."], "mcp-server-git"),
+        (["npx", "-y", "@modelcontextprotocol/server-filesystem", "/p"], "server-filesystem"),
+        (["/usr/bin/python3", "tests/fixtures/fixture_server.py"], "fixture_server"),
+        (["uvx", "mcp-server-time@latest"], "mcp-server-time"),
+        (["uv", "run", "--with", "x", "srv"], "srv"),
+        (["python3.11", "-m", "mcp_server_git"], "mcp_server_git"),
+    ],
+)
+def test_inline_servers_are_named_after_the_server_not_its_launcher(command: list[str], name: str) -> None:
+    from offload_mcp.config import inline_server_config
+
+    assert list(inline_server_config(command).mcpServers) == [name]

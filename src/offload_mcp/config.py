@@ -220,10 +220,45 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     return parse_config(data, source)
 
 
+LAUNCHERS = frozenset({"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "pipx", "deno", "pnpm", "yarn", "npm"})
+"""Programs that start the real server named by a later argument (`npx -y @scope/server-x`, `python srv.py`)."""
+
+
+def inline_server_name(command: list[str]) -> str:
+    """A readable server name for an inline command: the server's own name, not its launcher's.
+
+    `mcp-server-git --repository .` -> `mcp-server-git`; `npx -y @modelcontextprotocol/server-filesystem /p`
+    -> `server-filesystem`; `python tests/fixtures/fixture_server.py` -> `fixture_server`;
+    `uv run --with x srv` -> `srv`. Only `[A-Za-z0-9_-]` survive.
+    """
+    words = list(command)
+    chosen = words[0] if words else "server"
+    if re.sub(r"[0-9.]+$", "", Path(chosen).name) in LAUNCHERS:
+        rest = words[1:]
+        skip_value = False
+        for word in rest:
+            if skip_value:
+                skip_value = False
+                continue
+            if word.startswith("-"):
+                # `--with x`, `-m module`: the option's value is not the server (except -m's, which is).
+                if word in ("--with", "--from", "--python", "-p", "--package"):
+                    skip_value = True
+                continue
+            if word in ("run", "exec", "dlx", "x", "tool"):
+                continue
+            chosen = word
+            break
+    if chosen.startswith("@"):  # an npm scope: @scope/package
+        chosen = chosen.split("/", 1)[-1]
+    chosen = chosen.split("@", 1)[0] or chosen  # package@version
+    base = Path(chosen).name
+    base = re.sub(r"\.(py|js|mjs|cjs|ts)$", "", base)
+    return re.sub(r"[^A-Za-z0-9_-]", "_", base) or "server"
+
+
 def inline_server_config(command: list[str], name: str | None = None) -> Config:
-    """A config for `offload-mcp serve -- CMD ARGS...`: one stdio server named after its program."""
+    """A config for `offload-mcp serve -- CMD ARGS...`: one stdio server named after the server it starts."""
     if not command:
         raise ConfigError("no downstream server: give --config FILE or a command after `--`")
-    program = command[0]
-    server_name = name or re.sub(r"[^A-Za-z0-9_-]", "_", Path(program).name) or "server"
-    return Config(mcpServers={server_name: StdioServer(command=program, args=list(command[1:]))})
+    return Config(mcpServers={name or inline_server_name(command): StdioServer(command=command[0], args=list(command[1:]))})

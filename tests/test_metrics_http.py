@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,7 +102,12 @@ async def test_metrics_count_real_calls(tmp_path, transport):
         before = scrape(base)
         assert total(before, "offload_mcp_calls_total") == 0
         await play(url, transport)
+        # The proxy records a call's metrics just after answering it: give the last one a moment.
+        deadline = time.monotonic() + 10
         parsed = scrape(base)
+        while total(parsed, "offload_mcp_calls_total") < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            parsed = scrape(base)
 
         assert total(parsed, "offload_mcp_calls_total", server="fx") == 4
         assert total(parsed, "offload_mcp_calls_total", tool="fail", outcome="error") == 1
@@ -117,6 +123,8 @@ async def test_metrics_count_real_calls(tmp_path, transport):
         assert total(parsed, "offload_mcp_call_duration_seconds_count", server="fx") == 4
         assert total(parsed, "offload_mcp_downstream_restarts_total") == 0
 
+        while sum(" call server=" in line for line in stderr) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
         lines = [line for line in stderr if " call server=" in line]
         assert len(lines) == 4, "".join(stderr)
         offloaded = next(line for line in lines if "tool=make_text" in line)

@@ -31,6 +31,7 @@ from typing import Any
 import jsonschema
 import mcp_types as types
 import orjson
+import regex
 
 from .registry import ALWAYS_LISTED, ToolEnv, error_result
 from .tool_search import NAME as SEARCH_NAME
@@ -78,7 +79,7 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
     try:
         validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator_class.check_schema(schema)
-        validator = validator_class(schema)
+        validator = _with_bounded_patterns(validator_class)(schema)
     except jsonschema.SchemaError:
         return problems  # the server's own schema is broken: it will judge the call itself
     for error in sorted(validator.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.validator or "", e.message)):
@@ -89,11 +90,45 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
     return problems
 
 
+PATTERN_TIMEOUT_S = 0.05
+"""A server's schema `pattern` runs on the model's argument: one that backtracks catastrophically
+(`^(a+)+$` on 'aaa…!') would hang the proxy, so each match is bounded and, past the bound, left
+for the server to judge."""
+
+
 def _search(pattern: str, text: str) -> bool:
     try:
-        return re.search(pattern, text) is not None
-    except re.error:
+        return regex.search(pattern, text, timeout=PATTERN_TIMEOUT_S) is not None
+    except TimeoutError:
+        return True  # undecided in time: do not call it unknown; the server judges it
+    except (regex.error, re.error, OverflowError, RecursionError):
         return False
+
+
+def _bounded_pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "string") or not isinstance(pattern, str):
+        return
+    try:
+        found = regex.search(pattern, instance, timeout=PATTERN_TIMEOUT_S)
+    except (TimeoutError, regex.error, OverflowError, RecursionError):
+        return
+    if found is None:
+        yield jsonschema.ValidationError(f"{_clip(repr(instance), 80)} does not match {pattern!r}")
+
+
+def _bounded_pattern_properties(validator: Any, pattern_properties: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _with_bounded_patterns(validator_class: Any) -> Any:
+    return jsonschema.validators.extend(
+        validator_class, {"pattern": _bounded_pattern, "patternProperties": _bounded_pattern_properties}
+    )
 
 
 def _clip(text: str, limit: int = 300) -> str:

@@ -259,6 +259,9 @@ class Ledger:
             {"trm_id": b.trm_id, "session_id": b.session_id, "server": b.server, "tool": b.tool, "at": now} for b in bodies
         ]
         event_rows = [_event_row(e, now) for e in events]
+        # Who was shown each marker: the sessions of this commit's bodies and events (for scope `session`).
+        owners = sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
+        owner_rows = [(h, owner) for h in (stash or {}) for owner in owners]
         with self._write() as conn:
             for row in body_rows:
                 # Same id means the same bytes: keep the first row, refresh its recency.
@@ -280,6 +283,7 @@ class Ledger:
                 "INSERT OR IGNORE INTO calls (trm_id, session_id, server, tool, at) VALUES (:trm_id, :session_id, :server, :tool, :at)",
                 call_rows,
             )
+            conn.executemany("INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", owner_rows)
             conn.executemany(_EVENT_INSERT, event_rows)
         if (body_rows or stash_rows) and self.settings.max_total_bytes is not None:
             try:
@@ -327,12 +331,21 @@ class Ledger:
                 self._raise_missing(trm_id)
         return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
 
-    def get_stash(self, cg_hash: str) -> str:
-        """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted."""
+    def get_stash(self, cg_hash: str, *, session_id: str | None = None) -> str:
+        """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted.
+
+        With scope `session` and a `session_id`, only a session that was shown the marker may read it.
+        """
         with self._lock:
             row = self._conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (cg_hash,)).fetchone()
             if row is None:
                 self._raise_missing(cg_hash)
+            if self.settings.scope == "session" and session_id is not None:
+                owned = self._conn.execute(
+                    "SELECT 1 FROM stash_owners WHERE hash = ? AND session_id = ? LIMIT 1", (cg_hash, session_id)
+                ).fetchone()
+                if owned is None:
+                    raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another session (ledger scope is `session`)")
             self._touch("stash", "hash", cg_hash)
         return _decompress(row[0], row[1]).decode("utf-8", "surrogatepass")
 
@@ -551,6 +564,7 @@ def _create_schema(db: sqlite_utils.Database) -> None:
     db["calls"].create(
         {"trm_id": str, "session_id": str, "server": str, "tool": str, "at": float}, pk=("trm_id", "session_id"), if_not_exists=True
     )
+    db["stash_owners"].create({"hash": str, "session_id": str}, pk=("hash", "session_id"), if_not_exists=True)
     db["tombstones"].create({"id": str, "kind": str, "evicted_at": float, "reason": str}, pk="id", if_not_exists=True)
     db["events"].create(
         {

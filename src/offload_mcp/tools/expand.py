@@ -103,7 +103,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     from ..store import UnknownId
 
     try:
-        original = env.ledger.get_stash(hash_)
+        original = env.ledger.get_stash(hash_, session_id=env.session_id)
     except UnknownId as err:
         _record(env, hash_, ok=False, chars=0)
         return error_result(
@@ -148,6 +148,9 @@ async def http_expand(request: Any, state: Any) -> Any:
     ledger = getattr(state, "ledger", None)
     if ledger is None:
         return answer(503, "no ledger is open in this offload-mcp process\n")
+    if getattr(getattr(ledger, "settings", None), "scope", "global") == "session":
+        # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
+        return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
     try:
         original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
     except UnknownId as err:

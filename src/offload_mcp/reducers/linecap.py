@@ -37,7 +37,7 @@ PROTECTED_EDGE_LINES = 3
 NEVER_TRUNCATE_RE = re.compile(
     r"(?:^|[\s\"'(=:\[])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b"  # a file path
     r"|^\S+:\d+"  # path:line[:col] at line start (also catches `{"items":[{"id":1` — seed #151)
-    r"|[\w./-]+\.\w{1,10}:\d+(?::\d+)?"  # path:line[:col] anywhere
+    r"|(?<![\w./-])[\w./-]+\.\w{1,10}:\d+(?::\d+)?"  # path:line[:col] anywhere (from a token start: linear, not quadratic)
     r"|^\s*File \".*\", line \d+"  # Python stack frame
     r"|^\s+at \S.*(?:\(.*:\d+(?::\d+)?\)|\.\w+:\d+)"  # JS / JVM stack frame
     r"|(?i:\b(?:error|exception|traceback|fatal|panic)\b)|\w(?:Error|Exception)\b"  # ValueError, IOException

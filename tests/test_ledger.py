@@ -261,3 +261,44 @@ def test_concurrent_commits_from_threads(ledger):
     for t in threads:
         t.join()
     assert ledger.counts()["bodies"] == 80
+
+
+def decision(n):
+    return LedgerEvent("decision", session_id="s1", server="srv", tool=f"t{n}", verdict="keep", reason="small")
+
+
+def test_deferred_events_are_written_in_call_order_and_seen_by_readers(ledger):
+    ledger.record_later(decision(1))
+    ledger.record_later(decision(2))
+    ledger.commit(bodies=[record()], events=[decision(3)])  # a synchronous commit drains the queue first
+    ledger.record_later(decision(4))
+    assert [e["tool"] for e in ledger.events(kinds=["decision"])] == ["t1", "t2", "t3", "t4"]
+
+
+def test_deferred_events_reach_the_file_without_a_reader(tmp_path):
+    path = tmp_path / "l.db"
+    led = Ledger.open(LedgerSettings(), path)
+    led.record_later(decision(1))
+    other = sqlite3.connect(path)
+    for _ in range(100):  # the background writer batches every 0.25 s
+        if other.execute("SELECT count(*) FROM events").fetchone()[0] == 1:
+            break
+        threading.Event().wait(0.05)
+    assert other.execute("SELECT tool FROM events").fetchall() == [("t1",)]
+    led.close()
+
+
+def test_deferred_events_survive_a_locked_ledger_and_close_flushes_them(tmp_path):
+    path = tmp_path / "l.db"
+    led = Ledger.open(LedgerSettings(busy_timeout_s=0.1), path)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    led.record_later(decision(1))
+    with pytest.raises(LedgerWriteError, match="locked"):
+        led.flush()
+    other.execute("ROLLBACK")
+    led.record_later(decision(2))
+    led.close()
+    reopened = Ledger.open(LedgerSettings(), path)
+    assert [e["tool"] for e in reopened.events()] == ["t1", "t2"]
+    reopened.close()

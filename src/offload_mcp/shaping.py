@@ -342,6 +342,9 @@ class ResultShaper:
             chars_in=report.chars_in, chars_out=report.chars_out,
             detail={**report.as_dict(), "listed_tool": call.tool},
         )
+        if not (bodies or stash or required):
+            self.ledger.record_later(event)  # guards no bytes: written off the call path
+            return True
         try:
             self.ledger.commit(bodies=bodies, stash=stash, events=[event])
             return True

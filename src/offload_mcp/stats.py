@@ -449,7 +449,8 @@ def summary_lines(report: StatsReport) -> list[str]:
     tokens = t.tokens_saved + t.would_tokens_saved
     if lines and tokens:
         usd = t.usd_saved + t.would_usd_saved
-        money = f", ~${usd:,.2f} at {report.model}" if report.priced else ""
+        # Dollars accrue only over the turns that followed; a one-call session has none yet, so say nothing about money.
+        money = f", ~${usd:,.2f} at {report.model}" if report.priced and abs(usd) >= 0.005 else ""
         lines.append(f"{'would have kept' if observe else 'kept'} ~{_n(tokens)} tokens out of the context{money}")
     if lines and observe:
         lines.append("observe mode: every result was passed through unchanged; run `offload-mcp stats` for details")

@@ -752,7 +752,8 @@ def section_latency(ctx: Ctx) -> Section:
         f"round-robin across peers so they share the machine's noise, and every call's bytes differ (no cache or dedup can answer it). Repetitions: {', '.join(f'{k} x{v[1]}' for k, v in sizes.items())}. "
         "offload-mcp answers 1 MB and 10 MB results with a stub (the body goes to its ledger): its client parses less, "
         "the proxy does more (reducers, compression, the ledger commit); FastMCP runs without the limiting middleware here (the plain hop); mcp-compressor is called "
-        "through its `invoke_tool` wrapper without --shrinkfit.",
+        "through its `invoke_tool` wrapper without --shrinkfit. A ratio below 1.0 means the client handled that proxy's answer faster "
+        "than the downstream's own (another server implementation and framing), not that a hop is free.",
         "",
         md_table(headers, rows),
     ]

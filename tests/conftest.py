@@ -33,7 +33,7 @@ NPM_BIN = ROOT / "node_modules" / ".bin"
 
 needs_npm = pytest.mark.skipif(
     not (NPM_BIN / "mcp-server-everything").exists(),
-    reason="npm servers not installed: run `npm ci` at the repo root",
+    reason="npm servers not installed: run `npm install` at the repo root",
 )
 
 

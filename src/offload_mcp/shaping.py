@@ -203,9 +203,7 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = ([], []) if own else self._reduce(result, ctx, self.pipeline)
-        if runs and self.pipeline_before_collapse is not None and _collapse_acted(runs):
-            reduced, runs = self._prefer_offload_to_collapse(result, ctx, multimodal, (reduced, runs))
+        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in)
         stash: dict[str, str] = {}
         events: list[Any] = []
         for run in runs:
@@ -269,14 +267,21 @@ class ResultShaper:
         names = [name for name in reducer_settings.pipeline if name != "collapse"]
         return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
-    def _prefer_offload_to_collapse(
-        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, full: tuple[list[Any], list[Any]]
+    def _reduce_before_policy(
+        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
     ) -> tuple[list[Any], list[Any]]:
-        """The reduction without collapse when the policy would offload it; else the full one."""
+        """The reduction the policy judges: without collapse when that is offloaded, else the full pipeline.
+
+        Reducers only shrink, so below the large pre-filter offload is out of reach and the full
+        pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
+        offloads that, its work is final and a 1 MB result pays for one pass, not two.
+        """
+        if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
+            return self._reduce(result, ctx, self.pipeline)
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
         decision = self.policy.decide(PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False))
-        return (reduced, runs) if decision.offload else full
+        return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
 
     def _reduce(self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Any) -> tuple[list[Any], list[Any]]:
         """Reduced content blocks (empty when nothing changed) and the pipeline results."""
@@ -378,10 +383,6 @@ class ResultShaper:
                 commit_session(run, ctx)
             except Exception:
                 log.exception("pipeline.commit_session failed")
-
-
-def _collapse_acted(runs: list[Any]) -> bool:
-    return any(event.reducer == "collapse" and event.acted for run in runs for event in run.events)
 
 
 def build_shaper(settings: Any, ledger_path: Any | None = None) -> ResultShaper:

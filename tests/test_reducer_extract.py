@@ -78,3 +78,35 @@ def test_declines_with_named_reasons():
     assert e.reduce(small_noise, ctx()) == Declined("marker_no_win")
     session = SessionMemory(expanded={cg_hash(SEED_BEFORE)})
     assert e.reduce(SEED_BEFORE, ctx(session)) == Declined("kept_verbatim_after_expand")
+
+
+def _plain_scan(lines, max_block):
+    """The obvious 1..max_block scan; the chain-of-identical-lines version must accept the same blocks."""
+    out, i, n = [], 0, len(lines)
+    while i < n:
+        for size in range(1, min(max_block, (n - i) // 2) + 1):
+            block = lines[i : i + size]
+            if lines[i + size : i + 2 * size] != block or not any(line.strip() for line in block):
+                continue
+            if size == 1 and (len(block[0].strip()) < 2 or block[0][:1].isspace()):
+                continue
+            j = i + 2 * size
+            while lines[j : j + size] == block:
+                j += size
+            out.extend(block)
+            i = j
+            break
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from offload_mcp.reducers.extract import _collapse_repeats  # noqa: E402
+
+
+@given(st.lists(st.sampled_from(["a", "b", "cc", " x", "", "{", "dd"]), max_size=40), st.integers(1, 12))
+def test_repeat_collapse_matches_the_plain_scan(lines, max_block):
+    assert _collapse_repeats(lines, max_block) == _plain_scan(lines, max_block)

@@ -205,8 +205,10 @@ def test_a_slow_json_path_is_bounded_in_time(ledger: Any) -> None:
     record = BodyRecord.of(big, server="fx", tool="t", arguments={}, session_id="s", chars=0)
     ledger.commit(bodies=[record])
     result, elapsed = run_tool(recall, {"mem_id": record.trm_id, "json_path": "$..*..*..*"}, env_for(ledger))
-    text = check(result, elapsed, "recall_tool_result", RECALL_CAP + HEADER_ALLOWANCE)
-    assert elapsed < TIME_LIMIT_S
+    # Bounded by the 5 s JSONPath limit plus decoding this 8 MB document (generous for 2 busy cores).
+    assert elapsed < 12, elapsed
+    text = "".join(getattr(b, "text", "") for b in result.content)
+    assert len(text) <= RECALL_CAP + HEADER_ALLOWANCE
     assert result.is_error is not True or "took longer than" in text
 
 

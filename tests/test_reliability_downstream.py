@@ -85,6 +85,10 @@ async def test_deep_text_and_ten_thousand_blocks_lose_nothing(config: Path, tmp_
                 expanded = await _call(s, "context_guru_expand", {"marker": f"<<cg:{marker}>>"})
                 assert not expanded.is_error and text_of(expanded) in original
             assert shown.startswith(original[:100]) and shown.rstrip().endswith(original[-100:])
+        elif re.search(r"trm_[0-9a-f]{16}", shown):  # offloaded: recall gives back the exact original
+            from test_load_http import recall_whole
+
+            assert await recall_whole(s, re.search(r"trm_[0-9a-f]{16}", shown).group(0)) == original  # type: ignore[union-attr]
         else:
             assert shown == original
 

@@ -114,7 +114,7 @@ def test_the_auth_token_flag_is_enforced(tmp_path: Path) -> None:
             assert ok.status_code == 200
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10"])
 def test_binding_a_non_loopback_address_without_a_token_is_refused(host: str) -> None:
     done = subprocess.run(
         [OFFLOAD_MCP, "serve", "--transport", "streamable-http", "--host", host, "--port", "0", "--", *fixture_cmd()],

@@ -7,7 +7,7 @@ import re
 import stat
 from pathlib import Path
 
-from conftest import _params, fixture_cmd, text_of, write_config
+from conftest import _params, fixture_cmd, text_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
@@ -82,11 +82,3 @@ def test_log_bodies_is_a_documented_debug_switch() -> None:
 
     assert ServerSettings().log_bodies is False
     assert "debug" in (ServerSettings.model_fields["log_bodies"].description or "")
-
-
-async def test_info_logs_with_a_config_file_carry_no_secrets(tmp_path: Path) -> None:
-    """The same session with a config file (offload block present, log_bodies off) logs nothing secret."""
-    config = write_config(tmp_path, {"fx": {"command": fixture_cmd()[0], "args": fixture_cmd()[1:]}}, {"server": {"log_bodies": False}})
-    log = tmp_path / "d.log"
-    await _session_calls(["-c", str(config), "--log-level", "info", "--ledger", str(tmp_path / "l.db")], log)
-    assert SECRET_ARG not in log.read_text() and SECRET_BODY not in log.read_text()

@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> int:
+    import anyio
+
     from ..catalog.catalog import CatalogCollision
     from ..downstream.pool import DownstreamPool
     from ..server.proxy import ProxyState, build_server
@@ -99,13 +101,32 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
                 secure_ledger_files(state.ledger.path)
             server = build_server(state)
             try:
-                await serve(state, server, args.transport, args.host, args.port, args.log_level)
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_stop_on_terminate, group.cancel_scope)
+                    await serve(state, server, args.transport, args.host, args.port, args.log_level)
+                    group.cancel_scope.cancel()
             finally:
                 _print_exit_summary(state)
+                if state.ledger is not None:
+                    state.ledger.close()  # writes queued statistics events
     if problem is not None:
         # Raised after the pool closed, so it is not wrapped in the pool's task-group error.
         raise ConfigError(problem)
     return 0
+
+
+async def _stop_on_terminate(scope: Any) -> None:
+    """SIGTERM / SIGHUP (how clients stop a stdio server) end serving cleanly: downstream servers
+    are shut down, the exit summary is printed and queued ledger events are written."""
+    import signal
+
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+        async for signum in signals:
+            logger.info("stopping on %s", signal.Signals(signum).name)
+            scope.cancel()
+            return
 
 
 def _print_exit_summary(state: Any) -> None:

@@ -105,8 +105,12 @@ def test_malformed_and_out_of_order_json_rpc_on_stdio(tmp_path: Path) -> None:
         assert not big.get("isError") and "trm_" in big["content"][0]["text"]  # offloaded, not lost
         assert not stray
     finally:
-        proc.terminate()
-        proc.wait(10)
+        proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            proc.wait(15)  # stdin closed: the proxy ends its session and exits
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
 
 
 @pytest.mark.parametrize("transport", ["streamable-http", "sse"])

@@ -302,3 +302,25 @@ def test_deferred_events_survive_a_locked_ledger_and_close_flushes_them(tmp_path
     reopened = Ledger.open(LedgerSettings(), path)
     assert [e["tool"] for e in reopened.events()] == ["t1", "t2"]
     reopened.close()
+
+
+def test_a_ledger_from_before_the_codec_column_is_migrated_and_keeps_its_bodies(tmp_path):
+    import zlib
+
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE bodies (id TEXT PRIMARY KEY, server TEXT, tool TEXT, arguments TEXT, session_id TEXT, body BLOB,"
+        " raw_bytes INTEGER, stored_bytes INTEGER, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
+        "CREATE TABLE stash (hash TEXT PRIMARY KEY, original BLOB, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
+    )
+    old.execute("INSERT INTO bodies VALUES ('trm_old', 's', 't', '{}', 's1', ?, 2, 2, 2, 0, 0)", (zlib.compress(b'{"content":[]}'),))
+    old.execute("INSERT INTO stash VALUES ('00000000000000aa', ?, 5, 0, 0)", (zlib.compress(b"hello"),))
+    old.commit()
+    old.close()
+    led = Ledger.open(LedgerSettings(), path)
+    assert led.get_body("trm_old") == {"content": []}
+    assert led.get_stash("00000000000000aa") == "hello"
+    led.commit(bodies=[record()])  # writes work again: before, every write failed on the missing column
+    assert led.counts()["bodies"] == 2
+    led.close()

@@ -631,6 +631,9 @@ def _prepare_file(target: Path) -> None:
         os.chmod(target, 0o600)
 
 
+_ADDED_COLUMNS = {("bodies", "codec"): "zlib", ("stash", "codec"): "zlib"}
+
+
 def _create_schema(db: sqlite_utils.Database) -> None:
     db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
     db["bodies"].create(
@@ -657,6 +660,11 @@ def _create_schema(db: sqlite_utils.Database) -> None:
         pk="id",
         if_not_exists=True,
     )
+    # Columns added after ledgers were first written, filled with what their old rows imply:
+    # before `codec` existed every body and stash entry was zlib-compressed.
+    for (table, column), default in _ADDED_COLUMNS.items():
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, str, not_null_default=default)
     db["bodies"].create_index(["last_used_at"], if_not_exists=True)
     db["stash"].create_index(["last_used_at"], if_not_exists=True)
     db["events"].create_index(["at"], if_not_exists=True)

@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +103,43 @@ async def proxy_client(args: list[str], env: dict[str, str] | None = None, **cli
 @contextmanager
 def proxy_http(args: list[str], transport: str = "streamable-http", env: dict[str, str] | None = None) -> Iterator[str]:
     """Run the proxy over HTTP on a free port; yield its endpoint URL."""
+    with running_proxy(args, transport, env, log_level="info") as proxy:
+        yield proxy.url
+
+
+# ---- a proxy process we can measure and kill ------------------------------------------
+
+
+@dataclass
+class RunningProxy:
+    proc: subprocess.Popen[str]
+    url: str
+    log: list[str]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def status(self, key: str) -> int:
+        """A /proc/PID/status value in kB (VmRSS, VmHWM)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+        raise KeyError(key)
+
+    def fds(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+
+@contextmanager
+def running_proxy(
+    args: list[str], transport: str = "streamable-http", env: dict[str, str] | None = None, log_level: str = "warning"
+) -> Iterator[RunningProxy]:
+    """`offload-mcp serve --transport T --port 0 ARGS` as a process we can measure and kill; its stderr lines are kept."""
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", "info", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=proxy_env(env),
-        cwd=str(ROOT),
+        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", log_level, *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=proxy_env(env), cwd=str(ROOT),
     )
     lines: list[str] = []
     found = threading.Event()
@@ -130,14 +160,15 @@ def proxy_http(args: list[str], transport: str = "streamable-http", env: dict[st
     try:
         if not found.wait(60) or not url:
             raise AssertionError("proxy did not start:\n" + "".join(lines))
-        yield url[0]
+        yield RunningProxy(proc, url[0], lines)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
         reader.join(5)
 
 

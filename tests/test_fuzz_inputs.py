@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 import httpx2
 import mcp_types as types
 import pytest
-from conftest import OFFLOAD_MCP, ROOT, proxy_env
+from conftest import OFFLOAD_MCP, ROOT, proxy_env, running_proxy
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.store import Ledger
-from test_load_http import HOSTILE, running_proxy
+from test_load_http import HOSTILE
 
 PATHOLOGICAL = {
     "one 1 MB line of one char": "x" * 1_000_000,

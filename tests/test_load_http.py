@@ -17,19 +17,16 @@ from __future__ import annotations
 import os
 import random
 import re
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from conftest import OFFLOAD_MCP, PYTHON, ROOT, proxy_env, text_of, write_config
+from conftest import PYTHON, ROOT, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -46,63 +43,6 @@ MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
 # ---- a proxy process we can measure and kill ------------------------------------------
 
 
-@dataclass
-class RunningProxy:
-    proc: subprocess.Popen[str]
-    url: str
-    log: list[str]
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def status(self, key: str) -> int:
-        """A /proc/PID/status value in kB (VmRSS, VmHWM)."""
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-        raise KeyError(key)
-
-    def fds(self) -> int:
-        return len(os.listdir(f"/proc/{self.pid}/fd"))
-
-
-@contextmanager
-def running_proxy(args: list[str], transport: str = "streamable-http", env: dict[str, str] | None = None) -> Iterator[RunningProxy]:
-    proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", "warning", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=proxy_env(env), cwd=str(ROOT),
-    )
-    lines: list[str] = []
-    found = threading.Event()
-    url: list[str] = []
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            m = re.search(r"serving \S+ on (http://\S+)", line)
-            if m and not url:
-                url.append(m.group(1))
-                found.set()
-        found.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        if not found.wait(60) or not url:
-            raise AssertionError("proxy did not start:\n" + "".join(lines))
-        yield RunningProxy(proc, url[0], lines)
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-        reader.join(5)
 
 
 @asynccontextmanager

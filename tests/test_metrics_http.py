@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from conftest import OFFLOAD_MCP, ROOT, fixture_entry, proxy_env, text_of, write_config
+from conftest import fixture_entry, running_proxy, text_of, write_config
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,38 +20,8 @@ OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"]}}
 @contextmanager
 def proxy_over_http(args: list[str], transport: str) -> Iterator[tuple[str, list[str]]]:
     """`offload-mcp serve --transport T --port 0 --log-level info ARGS`; yields (endpoint URL, stderr lines so far)."""
-    proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", "info", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=proxy_env(), cwd=str(ROOT),
-    )
-    lines: list[str] = []
-    found = threading.Event()
-    url: list[str] = []
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            m = re.search(r"serving \S+ on (http://\S+)", line)
-            if m and not url:
-                url.append(m.group(1))
-                found.set()
-        found.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    try:
-        if not found.wait(60) or not url:
-            raise AssertionError("proxy did not start:\n" + "".join(lines))
-        yield url[0], lines
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        reader.join(5)
+    with running_proxy(args, transport, log_level="info") as proxy:
+        yield proxy.url, proxy.log
 
 
 def scrape(base: str, headers: dict[str, str] | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -17,10 +17,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
-from conftest import ROOT, text_of, write_config
+from conftest import ROOT, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from test_load_http import HOSTILE, TRM, running_proxy
+from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

@@ -20,7 +20,6 @@ import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import anyio
 from mcp.client.session import ClientSession

@@ -23,9 +23,7 @@ import gzip
 import json
 import os
 import platform
-import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile

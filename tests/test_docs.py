@@ -130,7 +130,7 @@ def test_readme_init_and_stats_examples_run_on_a_fresh_home(tmp_path):
     assert init.returncode == 0, init.stderr
     written = home / ".config" / "offload-mcp" / "config.json"
     assert json.loads(written.read_text())["mcpServers"]["git"]["command"] == "mcp-server-git"
-    assert f"claude mcp add --scope user offload -- " in init.stdout and f"serve -c {written}" in init.stdout
+    assert "claude mcp add --scope user offload -- " in init.stdout and f"serve -c {written}" in init.stdout
     assert "claude mcp remove --scope user git" in init.stdout
 
     stats = subprocess.run([*exe, "stats", "--since", "7d"], capture_output=True, text=True, env=env, timeout=60)

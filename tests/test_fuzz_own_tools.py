@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote

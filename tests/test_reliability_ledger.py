@@ -14,12 +14,11 @@ import sqlite3
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from conftest import PYTHON, ROOT, _params, fixture_cmd, fixture_entry, proxy_session, text_of, write_config
+from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from offload_mcp.config import OffloadSettings

@@ -242,7 +242,6 @@ print(out is original, rep.verdict, rep.reason, sep="|")
 @pytest.mark.parametrize("what", ["file", "directory"])
 def test_read_only_ledger_passes_the_result_through_with_a_warning(tmp_path, what):
     import os
-    import subprocess
     import sys
 
     from test_ledger import run_unprivileged

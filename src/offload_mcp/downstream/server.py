@@ -201,7 +201,7 @@ class DownstreamServer:
             ended = f"; the process {self.record.how_it_ended()}"
         self.failure = f"server '{self.name}' ({self.command}) failed to start: {reason}{ended}"
         if tail:
-            self.failure += f"\n  stderr tail:\n    " + tail.replace("\n", "\n    ")
+            self.failure += "\n  stderr tail:\n    " + tail.replace("\n", "\n    ")
         logger.error("%s", self.failure)
 
     def _how_it_ended(self) -> str:

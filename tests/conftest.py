@@ -174,3 +174,17 @@ def running_proxy(
 
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def recall_whole(session: Any, trm_id: str, max_chars: int = 1_000_000) -> str:
+    """Page `recall_tool_result` from offset 0 to the end of the body; the concatenation of the slices."""
+    text, offset = "", 0
+    while True:
+        page = await session.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": max_chars})
+        assert not page.is_error, text_of(page)
+        header, _, body = text_of(page).partition("\n")
+        text += body
+        nxt = re.search(r"offset=(\d+)", header)
+        if "end of body" in header or nxt is None:
+            return text
+        offset = int(nxt.group(1))

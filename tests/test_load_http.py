@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PYTHON, ROOT, running_proxy, text_of, write_config
+from conftest import PYTHON, ROOT, recall_whole, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -127,17 +127,6 @@ def verify_ledger(ledger_path: Path, tally: Tally) -> None:
         ledger.close()
 
 
-async def recall_whole(s: ClientSession, trm_id: str) -> str:
-    text, offset = "", 0
-    while True:
-        page = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 1_000_000})
-        assert not page.is_error, text_of(page)
-        header, _, body = text_of(page).partition("\n")
-        text += body
-        nxt = re.search(r"offset=(\d+)", header)
-        if "end of body" in header or nxt is None:
-            return text
-        offset = int(nxt.group(1))
 
 
 async def run_load(tmp_path: Path, transport: str, clients: int, calls: int, sizes: tuple[int, int]) -> dict[str, Any]:

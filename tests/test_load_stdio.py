@@ -15,11 +15,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import PYTHON, ROOT, proxy_session, text_of
+from conftest import PYTHON, ROOT, proxy_session, recall_whole, text_of
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
-from test_load_http import recall_whole  # noqa: E402
 
 FULL = os.environ.get("OFFLOAD_MCP_LOAD") == "full"
 HOSTILE = [PYTHON, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]

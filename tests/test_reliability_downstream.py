@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, text_of, write_config
+from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall_whole, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
@@ -86,8 +86,6 @@ async def test_deep_text_and_ten_thousand_blocks_lose_nothing(config: Path, tmp_
                 assert not expanded.is_error and text_of(expanded) in original
             assert shown.startswith(original[:100]) and shown.rstrip().endswith(original[-100:])
         elif re.search(r"trm_[0-9a-f]{16}", shown):  # offloaded: recall gives back the exact original
-            from test_load_http import recall_whole
-
             assert await recall_whole(s, re.search(r"trm_[0-9a-f]{16}", shown).group(0)) == original  # type: ignore[union-attr]
         else:
             assert shown == original
@@ -98,17 +96,7 @@ async def test_deep_text_and_ten_thousand_blocks_lose_nothing(config: Path, tmp_
         found = re.search(r"trm_[0-9a-f]{16}", stub)
         assert found, stub[:300]
         expected = "\n".join(f"block {i}" for i in range(10_000))
-        got, offset = "", 0
-        while True:
-            page = await _call(s, "recall_tool_result", {"mem_id": found.group(0), "offset": offset, "max_chars": 50_000})
-            assert not page.is_error, text_of(page)
-            header, _, body = text_of(page).partition("\n")
-            got += body
-            nxt = re.search(r"offset=(\d+)", header)
-            if "end of body" in header or nxt is None:
-                break
-            offset = int(nxt.group(1))
-        assert got == expected
+        assert await recall_whole(s, found.group(0), max_chars=50_000) == expected
         await _assert_good_serves(s)
 
 

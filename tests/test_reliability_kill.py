@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import anyio
-from conftest import ROOT, running_proxy, text_of, write_config
-from test_load_http import HOSTILE, TRM, connect, recall_whole
+from conftest import ROOT, recall_whole, running_proxy, text_of, write_config
+from test_load_http import HOSTILE, TRM, connect
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

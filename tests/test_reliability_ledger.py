@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, text_of, write_config
+from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, recall_whole, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from offload_mcp.config import OffloadSettings
@@ -190,17 +190,6 @@ async def _offload_many(s: ClientSession, seeds: range) -> dict[int, str]:
     return ids
 
 
-async def _recall_all(s: ClientSession, trm_id: str) -> str:
-    text, offset = "", 0
-    while True:
-        page = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 100_000})
-        assert not page.is_error, text_of(page)
-        header, _, body = text_of(page).partition("\n")
-        text += body
-        nxt = re.search(r"offset=(\d+)", header)
-        if "end of body" in header or nxt is None:
-            return text
-        offset = int(nxt.group(1))
 
 
 async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_path: Path) -> None:
@@ -218,9 +207,9 @@ async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_pa
                 tg.start_soon(run, "b", b, range(100, 112))
             # Each process recalls what the other stored, byte for byte.
             for seed, trm_id in results["b"].items():
-                assert await _recall_all(a, trm_id) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+                assert await recall_whole(a, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
             for seed, trm_id in results["a"].items():
-                assert await _recall_all(b, trm_id) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+                assert await recall_whole(b, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
     conn = sqlite3.connect(ledger)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     stored = {row[0] for row in conn.execute("SELECT id FROM bodies")}
@@ -245,6 +234,6 @@ async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_throu
                     holder.close()
                 freed = await s.call_tool("chunks", {"size": 200_000, "seed": 2})
                 found = TRM.search(text_of(freed))
-                assert found and await _recall_all(s, found.group(0)) == "\n".join(hostile_server.chunk_blocks(200_000, 2))
+                assert found and await recall_whole(s, found.group(0), max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(200_000, 2))
     text = log.read_text()
     assert "passed through unmodified" in text and "locked by another process" in text

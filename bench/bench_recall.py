@@ -20,6 +20,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import anyio
@@ -47,23 +48,27 @@ def make_body(rng: random.Random, chars: int, serial: int) -> str:
     return "".join(lines)[:chars]
 
 
-def fill(path: Path, entries: int, body_chars: int, seed: int) -> list[str]:
-    rng = random.Random(seed)
+def insert_bodies(path: Path, texts: Iterable[str], batch_size: int = 1000) -> list[str]:
+    """Store each text as an offloaded body through the ledger API, in batched commits; return the trm_ ids."""
     ledger = Ledger.open(None, path)
     ids: list[str] = []
     batch: list[BodyRecord] = []
-    for i in range(entries):
-        text = make_body(rng, body_chars, i)
+    for i, text in enumerate(texts):
         rec = BodyRecord.of({"content": [{"type": "text", "text": text}]}, server="bench", tool="tool", arguments={"i": i}, session_id="s", chars=len(text))
         batch.append(rec)
         ids.append(rec.trm_id)
-        if len(batch) == 1000:
+        if len(batch) == batch_size:
             ledger.commit(bodies=batch)
             batch = []
     if batch:
         ledger.commit(bodies=batch)
     ledger.close()
     return ids
+
+
+def fill(path: Path, entries: int, body_chars: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return insert_bodies(path, (make_body(rng, body_chars, i) for i in range(entries)))
 
 
 async def measure(path: Path, ids: list[str], calls: int, seed: int, body_chars: int) -> dict[str, list[float]]:

@@ -835,24 +835,14 @@ def section_scale(ctx: Ctx) -> Section:
 
 def _fill_ledger(path: Path, entries: int, words: list[str]) -> list[str]:
     """Direct inserts through the ledger API (1M entries in about a minute): 24-line bodies of ~800 chars."""
-    from offload_mcp.store.ledger import BodyRecord, Ledger
+    import bench_recall
 
-    ledger = Ledger.open(None, path)
-    ids: list[str] = []
-    batch = []
     nw = len(words)
-    for i in range(entries):
-        text = "\n".join(f"{i}:{n:02d} {words[(i * 7 + n) % nw]} {words[(i + n * 3) % nw]} {words[(i * 5 + n * 11) % nw]} id={i * 31 + n}" for n in range(24))
-        rec = BodyRecord.of({"content": [{"type": "text", "text": text}]}, server="bench", tool="tool", arguments={"i": i}, session_id="s", chars=len(text))
-        batch.append(rec)
-        ids.append(rec.trm_id)
-        if len(batch) == 5000:
-            ledger.commit(bodies=batch)
-            batch = []
-    if batch:
-        ledger.commit(bodies=batch)
-    ledger.close()
-    return ids
+    texts = (
+        "\n".join(f"{i}:{n:02d} {words[(i * 7 + n) % nw]} {words[(i + n * 3) % nw]} {words[(i * 5 + n * 11) % nw]} id={i * 31 + n}" for n in range(24))
+        for i in range(entries)
+    )
+    return bench_recall.insert_bodies(path, texts, batch_size=5000)
 
 
 def _recall_scale(ctx: Ctx) -> tuple[list[list[Any]], list[list[Any]]]:

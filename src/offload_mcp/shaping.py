@@ -172,6 +172,15 @@ def sent_chars(body: dict[str, Any]) -> int:
     return sum(len(t) for t in text_blocks(body)) + _json_chars(body.get("structuredContent")) + _json_chars(body.get("_meta"))
 
 
+def recall_chars(body: dict[str, Any]) -> int:
+    """Length of the text recall_tool_result pages through (tools/recall.py): the text blocks joined
+    by newlines, or the structuredContent JSON when there is no text. The stub states this size."""
+    texts = text_blocks(body)
+    if texts:
+        return sum(len(t) for t in texts) + len(texts) - 1
+    return _json_chars(body.get("structuredContent"))
+
+
 def structured_repeats_text(body: dict[str, Any]) -> bool:
     """structuredContent carries nothing the text does not: the JSON the one text block holds,
     or an object whose only value is that text (server-filesystem's `{"content": text}`)."""
@@ -271,7 +280,7 @@ class ResultShaper:
         if decision.offload:
             record = BodyRecord.of(
                 body, server=call.server, tool=call.downstream_tool, arguments=call.arguments,
-                session_id=call.session_id, chars=chars_in,
+                session_id=call.session_id, chars=recall_chars(body),
             )
             out, bodies = self._stub(call, result, body, record, report), [record]
             report.verdict, report.trm_id = "offload", record.trm_id

@@ -177,7 +177,8 @@ class ProxyState:
         for s in self.pool.servers.values():
             if s.state == "ready":
                 continue
-            why = "still starting" if s.state in ("new", "starting") else (s.failure or s.state).splitlines()[0]
+            # A failed server being retried in the background is "starting" again: its failure is the news.
+            why = s.failure.splitlines()[0] if s.failure else ("still starting" if s.state in ("new", "starting") else s.state)
             parts.append(f"{s.name} ({why})")
         return "Servers not serving: " + "; ".join(parts) if parts else ""
 

@@ -56,3 +56,28 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
                 assert time.monotonic() - started < 1.0
                 unknown = await s.call_tool("hung__echo", {})
                 assert unknown.is_error and "Still starting (their tools join when ready): hung." in text_of(unknown)
+
+
+def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    from conftest import OFFLOAD_MCP, proxy_env
+
+    config = write_config(tmp_path, {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}}, {"downstream": {"startup_timeout_s": 60}})
+    proc = subprocess.Popen(
+        [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=proxy_env(),
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"serverInfo"' in proc.stdout.readline()
+        closed = time.monotonic()
+        proc.stdin.close()  # how a stdio client ends the session
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - closed < 20, "exit waited for the hung server's startup_timeout_s (60 s)"
+    finally:
+        proc.kill()

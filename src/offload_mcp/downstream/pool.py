@@ -95,6 +95,10 @@ class DownstreamPool:
         for server in self.servers.values():
             await server.stop()
         assert self._task_group is not None
+        if any(s.state in ("new", "starting") for s in self.servers.values()):
+            # A server still starting (hung, or a first npx download) does not hold the exit for its
+            # startup_timeout_s: cancel; each child is still stopped (stdio cleanup runs shielded).
+            self._task_group.cancel_scope.cancel()
         await self._task_group.__aexit__(exc_type, exc, tb)
         self._task_group = None
 

@@ -75,3 +75,20 @@ def test_typescript_sdk_client_accepts_the_stub(proxy: str) -> None:
     assert "read_graph" in got["tools"] and not result.get("isError")
     (trm_id,) = set(TRM.findall(result["content"][0]["text"]))
     assert result["structuredContent"]["offloaded_result"]["mem_id"] == trm_id and sent(result) <= LIMIT
+
+
+@pytest.mark.skipif(not (NPM_BIN / "mcp-inspector").exists(), reason="the MCP Inspector is not installed")
+def test_inspector_strict_accepts_the_listed_schemas_and_the_stub(proxy: str) -> None:
+    def inspector(*args: str) -> dict:
+        done = subprocess.run(
+            [str(NPM_BIN / "mcp-inspector"), "--cli", "--server-url", proxy, "--transport", "http", "--format", "json", *args],
+            capture_output=True, text=True, timeout=120, cwd=str(ROOT),
+        )
+        assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
+        return json.loads(done.stdout)
+
+    listed = inspector("--method", "tools/list", "--strict")  # --strict: schema portability lint (tools/list only)
+    assert "schemaFindings" not in listed  # no portability finding on the widened outputSchemas
+    result = inspector("--method", "tools/call", "--tool-name", "big_rows", "--tool-arg", "count=30000")["result"]  # SDK-validated
+    (trm_id,) = set(TRM.findall(result["content"][0]["text"]))
+    assert result["structuredContent"]["offloaded_result"]["mem_id"] == trm_id and sent(result) <= LIMIT

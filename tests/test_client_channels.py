@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import pytest

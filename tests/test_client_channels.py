@@ -91,3 +91,14 @@ def test_inspector_strict_accepts_the_listed_schemas_and_the_stub(proxy: str) ->
     result = inspector("--method", "tools/call", "--tool-name", "big_rows", "--tool-arg", "count=30000")["result"]  # SDK-validated
     (trm_id,) = set(TRM.findall(result["content"][0]["text"]))
     assert result["structuredContent"]["offloaded_result"]["mem_id"] == trm_id and sent(result) <= LIMIT
+
+
+async def test_fastmcp_client_accepts_the_stub(proxy: str) -> None:
+    fastmcp = pytest.importorskip("fastmcp", reason="fastmcp (the standalone client) is not installed")
+    async with fastmcp.Client(proxy) as client:
+        result = await client.call_tool("big_rows", {"count": 30_000})  # fastmcp parses structuredContent against the schema
+        assert not result.is_error
+        (trm_id,) = set(TRM.findall(result.content[0].text))
+        assert result.structured_content == {"offloaded_result": {"mem_id": trm_id, "summary": result.content[0].text}}
+        row = await client.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.rows[7]"})
+        assert json.loads(row.content[0].text.partition("\n")[2])["name"] == "row-00007"

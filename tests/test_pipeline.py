@@ -36,7 +36,7 @@ def test_every_reducer_reports_an_event():
     assert [(e.reducer, e.acted, e.reason) for e in result.events] == [
         ("dedup", False, "below_min_tokens"),
         ("extract", False, "below_min_size"),
-        ("smartcrush", False, "not_json_array"),
+        ("smartcrush", False, "below_min_chars"),
         ("collapse", False, "below_max_tokens"),
         ("linecap", False, "below_min_size"),
     ]

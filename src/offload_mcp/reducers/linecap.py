@@ -47,6 +47,14 @@ NEVER_TRUNCATE_RE = re.compile(
     r"|^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@"  # hunk header
     r"|\b(?:https?|ftp|file)://"
 )
+FIELD_RE = re.compile(r"^\s*(?:- )?(?![A-Z0-9_]+:|\w*(?:Error|Warning|Exception):)[A-Za-z_][\w-]*(?: [\w-]+){0,3}:\s+\S")
+"""A `key: value` field of a record (git log `Author:`, YAML `- name: x`, `Status: ok`).
+
+A repeated field line is the same value in *different* records: folding it to
+one `(xN)` copy leaves the later records without it (the git log case: which
+commit did `Author: Dev 1` write?). Never collapsed, never capped."""
+DATA_LINE_RE = re.compile(r'^\s*(?:[\[{]|"[^"\n]{1,80}"\s*:)')
+"""A JSON record or `"key": value` member on one line: its fields are values an agent acts on."""
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
 DIFF_HEADER_RE = re.compile(r"^(?:diff --git |--- \S|\+\+\+ \S)", re.M)
 
@@ -69,6 +77,34 @@ def is_json_document(text: str) -> bool:
 
 def never_truncate(line: str) -> bool:
     return NEVER_TRUNCATE_RE.search(line) is not None
+
+
+def is_record_line(line: str, json_records: bool = True) -> bool:
+    """A line an agent reads as data (a field, or a JSON record unless JSON capping was opted in)."""
+    return FIELD_RE.match(line) is not None or (json_records and DATA_LINE_RE.match(line) is not None)
+
+
+def _line_ranges(numbers: list[int]) -> str:
+    """`3, 7-9, 12` (1-based line numbers of the original), at most 12 runs then `...`."""
+    runs: list[str] = []
+    start = prev = numbers[0]
+    for n in [*numbers[1:], -1]:
+        if n == prev + 1:
+            prev = n
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = n
+    return ", ".join(runs[:12]) + (", ..." if len(runs) > 12 else "")
+
+
+def cut_note(capped: list[int], folded: list[int], limit: int) -> str:
+    """What linecap removed, in lines of the original the model can name when it expands."""
+    parts: list[str] = []
+    if capped:
+        parts.append(f"cut line{'s' if len(capped) > 1 else ''} {_line_ranges(capped)} at {limit} chars")
+    if folded:
+        parts.append(f"dropped repeat line{'s' if len(folded) > 1 else ''} {_line_ranges(folded)} (see xN)")
+    return f"[linecap {'; '.join(parts)}; expand for all]"
 
 
 def cap_line(line: str, limit: int) -> str:
@@ -96,29 +132,31 @@ class Linecap:
         counts = self._duplicate_counts(lines, s.collapse_indented_duplicates) if s.collapse_duplicate_lines else {}
         limit = s.max_line_chars
         out: list[str] = []
-        changed = False
+        capped: list[int] = []
+        folded: list[int] = []
         emitted: set[str] = set()
         middle = range(PROTECTED_EDGE_LINES, len(lines) - PROTECTED_EDGE_LINES)
         for idx, line in enumerate(lines):
             times = counts.get(line, 0) if idx in middle else 0
             if times:
                 if line in emitted:
-                    changed = True
+                    folded.append(idx + 1)
                     continue
                 emitted.add(line)
             shown = line
-            if limit and len(line) > limit and not never_truncate(line):
+            if limit and len(line) > limit and not never_truncate(line) and not is_record_line(line, not s.cap_json_documents):
                 shown = cap_line(line, limit)
-                changed = True
+                capped.append(idx + 1)
             if times:
                 shown = f"{shown} (x{times})"
             out.append(shown)
-        if not changed:
+        if not (capped or folded):
             return Declined("no_long_or_repeated_lines")
         hash_ = cg_hash(text)
         reduced = "\n".join(out)
         sep = "" if reduced.endswith("\n") else "\n"
-        return never_worse(text, f"{reduced}{sep}{trailer(hash_)}", hash_)
+        note = cut_note(capped, folded, limit)
+        return never_worse(text, f"{reduced}{sep}{note}\n{trailer(hash_)}", hash_)
 
     @staticmethod
     def _duplicate_counts(lines: list[str], indented: bool = False) -> dict[str, int]:
@@ -131,6 +169,6 @@ class Linecap:
         """
         counts: dict[str, int] = {}
         for line in lines[PROTECTED_EDGE_LINES : len(lines) - PROTECTED_EDGE_LINES]:
-            if len(line.strip()) >= MIN_DUP_CHARS and (indented or not line[:1].isspace()):
+            if len(line.strip()) >= MIN_DUP_CHARS and (indented or not line[:1].isspace()) and not is_record_line(line):
                 counts[line] = counts.get(line, 0) + 1
         return {line: n for line, n in counts.items() if n > 1}

@@ -22,6 +22,7 @@ class ExtractSettings(BaseModel):
 
 class SmartcrushSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    min_chars: int = Field(default=60_000, ge=0, description="Outputs shorter than this keep every item (`below_min_chars`): an agent reads a result of records as data, and on MCP results smartcrush's first+last window hid 45% of the values agents later used. 60,000 = where collapse would otherwise window the output; 0 restores the seed's behaviour.")
     min_items: int = Field(default=20, ge=2, description="Arrays shorter than this are left alone.")
     keep_first: int = Field(default=3, ge=0, description="Items kept from the start of the array.")
     keep_last: int = Field(default=2, ge=0, description="Items kept from the end of the array.")

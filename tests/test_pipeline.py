@@ -27,7 +27,7 @@ def check_restorable(text, result):
 
 
 def test_default_order_is_the_seed_order():
-    assert build_pipeline(ReducerSettings()).names == ["dedup", "extract", "smartcrush", "collapse", "linecap"]
+    assert build_pipeline(ReducerSettings()).names == ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
     assert build_pipeline(ReducerSettings(pipeline=["linecap", "dedup"])).names == ["linecap", "dedup"]
 
 
@@ -37,6 +37,7 @@ def test_every_reducer_reports_an_event():
         ("dedup", False, "below_min_tokens"),
         ("extract", False, "below_min_size"),
         ("smartcrush", False, "below_min_chars"),
+        ("tabulate", False, "below_min_size"),
         ("collapse", False, "below_max_tokens"),
         ("linecap", False, "below_min_size"),
     ]

@@ -85,7 +85,7 @@ def is_record_line(line: str, json_records: bool = True) -> bool:
 
 
 def _line_ranges(numbers: list[int]) -> str:
-    """`3, 7-9, 12` (1-based line numbers of the original), at most 12 runs then `...`."""
+    """`3, 7-9, 12` (1-based line numbers of the original), at most 6 runs then `...`."""
     runs: list[str] = []
     start = prev = numbers[0]
     for n in [*numbers[1:], -1]:
@@ -94,7 +94,7 @@ def _line_ranges(numbers: list[int]) -> str:
             continue
         runs.append(str(start) if start == prev else f"{start}-{prev}")
         start = prev = n
-    return ", ".join(runs[:12]) + (", ..." if len(runs) > 12 else "")
+    return ", ".join(runs[:6]) + (", ..." if len(runs) > 6 else "")
 
 
 def cut_note(capped: list[int], folded: list[int], limit: int) -> str:
@@ -103,7 +103,7 @@ def cut_note(capped: list[int], folded: list[int], limit: int) -> str:
     if capped:
         parts.append(f"cut line{'s' if len(capped) > 1 else ''} {_line_ranges(capped)} at {limit} chars")
     if folded:
-        parts.append(f"dropped repeat line{'s' if len(folded) > 1 else ''} {_line_ranges(folded)} (see xN)")
+        parts.append(f"dropped repeat line{'s' if len(folded) > 1 else ''} {_line_ranges(folded)} (xN)")
     return f"[linecap {'; '.join(parts)}; expand for all]"
 
 

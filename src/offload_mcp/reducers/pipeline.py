@@ -25,6 +25,7 @@ from .extract import Extract, has_terminal_noise
 from .linecap import Linecap
 from .settings import ReducerSettings
 from .smartcrush import Smartcrush
+from .tabulate import Tabulate
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,9 @@ class Pipeline:
                     return None
             elif isinstance(reducer, Linecap):
                 cap = reducer.settings.max_line_chars
+            elif isinstance(reducer, Tabulate):
+                if text.lstrip()[:1] in ("{", "["):
+                    return None  # a JSON document may re-encode much smaller
             else:
                 return None
         distinct: set[str] = set()
@@ -173,6 +177,7 @@ def build_pipeline(settings: ReducerSettings) -> Pipeline:
         "dedup": lambda: Dedup(settings.dedup),
         "extract": lambda: Extract(settings.extract),
         "smartcrush": lambda: Smartcrush(settings.smartcrush),
+        "tabulate": lambda: Tabulate(settings.tabulate),
         "collapse": lambda: Collapse(settings.collapse),
         "linecap": lambda: Linecap(settings.linecap),
     }

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ReducerName = Literal["dedup", "extract", "smartcrush", "collapse", "linecap"]
+ReducerName = Literal["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
 
 
 class DedupSettings(BaseModel):
@@ -26,6 +26,12 @@ class SmartcrushSettings(BaseModel):
     min_items: int = Field(default=20, ge=2, description="Arrays shorter than this are left alone.")
     keep_first: int = Field(default=3, ge=0, description="Items kept from the start of the array.")
     keep_last: int = Field(default=2, ge=0, description="Items kept from the end of the array.")
+
+
+class TabulateSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_chars: int = Field(default=400, ge=0, description="Outputs shorter than this are left alone.")
+    min_rows: int = Field(default=2, ge=2, description="Arrays of same-keyed objects with at least this many items become a columns+rows table.")
 
 
 class CollapseSettings(BaseModel):
@@ -49,9 +55,10 @@ class ReducerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    pipeline: list[ReducerName] = Field(default_factory=lambda: ["dedup", "extract", "smartcrush", "collapse", "linecap"], description="Reducers to run, in order.")
+    pipeline: list[ReducerName] = Field(default_factory=lambda: ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"], description="Reducers to run, in order.")
     dedup: DedupSettings = Field(default_factory=DedupSettings, description="dedup settings.")
     extract: ExtractSettings = Field(default_factory=ExtractSettings, description="extract settings.")
     smartcrush: SmartcrushSettings = Field(default_factory=SmartcrushSettings, description="smartcrush settings.")
+    tabulate: TabulateSettings = Field(default_factory=TabulateSettings, description="tabulate settings (lossless JSON re-encoding).")
     collapse: CollapseSettings = Field(default_factory=CollapseSettings, description="collapse settings.")
     linecap: LinecapSettings = Field(default_factory=LinecapSettings, description="linecap settings.")

@@ -78,6 +78,7 @@ LINES = st.lists(
         st.sampled_from(["", "  ", "same line repeated here", "Author: Dev 1", "x" * 700, "[=====>    ] 50%", "\x1b[31mred\x1b[0m"]),
         st.text(alphabet="ab c:\r", max_size=40),
         st.text(max_size=600),
+        st.sampled_from(['{"rows": [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]}', '[{"k": 1.50}]', '{"a": "' + "y" * 700 + '"}']),
     ),
     max_size=60,
 )
@@ -87,7 +88,7 @@ LINES = st.lists(
 @given(LINES)
 def test_floor_never_exceeds_what_the_reducers_leave(lines: list[str]) -> None:
     text = "\n".join(lines)
-    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "extract", "linecap"]))
+    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "extract", "tabulate", "linecap"], tabulate={"min_chars": 0, "max_chars": 50}))
     floor = pipeline.floor_chars(text, ctx(), len(text) + 1)
     if floor is not None:
         assert floor <= len(pipeline.run(text, ctx()).text)

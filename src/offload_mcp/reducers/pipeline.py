@@ -22,7 +22,7 @@ from .base import MARKER_RE, Acted, Declined, ReduceContext, Reducer, cg_hash, m
 from .collapse import Collapse
 from .dedup import Dedup
 from .extract import Extract, has_terminal_noise
-from .linecap import Linecap
+from .linecap import Linecap, is_record_line
 from .settings import ReducerSettings
 from .smartcrush import Smartcrush
 from .tabulate import Tabulate
@@ -125,12 +125,15 @@ class Pipeline:
         on text without terminal noise (ANSI, `\r`, progress glyphs) they
         remove repeated lines and blank runs and cut lines to at least
         `max_line_chars`, so every distinct line survives once at that length
-        or more (whitespace-only lines count nothing). smartcrush and collapse
-        can cut anything: no bound.
+        or more (whitespace-only lines count nothing; record lines, which
+        linecap never cuts, count whole). tabulate re-encodes JSON below its
+        `max_chars` only: such a document gets no bound. smartcrush and
+        collapse can cut anything: no bound.
         Stops scanning once the bound passes `enough` (a 1 MB log needs its
         first ~100K chars), and drops the last, possibly partial, line.
         """
         cap = 0
+        json_records = True
         for reducer in self.reducers:
             if isinstance(reducer, Dedup):
                 if ctx.session.seen and cg_hash(text) in ctx.session.seen:
@@ -140,8 +143,10 @@ class Pipeline:
                     return None
             elif isinstance(reducer, Linecap):
                 cap = reducer.settings.max_line_chars
+                json_records = not reducer.settings.cap_json_documents
             elif isinstance(reducer, Tabulate):
-                if text.lstrip()[:1] in ("{", "["):
+                ceiling = reducer.settings.max_chars
+                if text.lstrip()[:1] in ("{", "[") and not (ceiling and len(text) >= ceiling):
                     return None  # a JSON document may re-encode much smaller
             else:
                 return None
@@ -160,7 +165,8 @@ class Pipeline:
             for line in chunk.split("\n"):
                 if line not in distinct and line.strip():  # a blank line may go in a blank run
                     distinct.add(line)
-                    floor += (min(len(line), cap) if cap else len(line)) + 1
+                    kept = len(line) if not cap or len(line) <= cap or is_record_line(line, json_records) else cap
+                    floor += kept + 1
             if floor > enough:
                 break
         return max(floor - 1, 0)

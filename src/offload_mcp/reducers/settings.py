@@ -32,6 +32,7 @@ class TabulateSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     min_chars: int = Field(default=400, ge=0, description="Outputs shorter than this are left alone.")
     min_rows: int = Field(default=2, ge=2, description="Arrays of same-keyed objects with at least this many items become a columns+rows table.")
+    max_chars: int = Field(default=100_000, ge=0, description="Outputs at or above this are left alone (`above_max_chars`): above the client limit the policy decides on the raw size first (re-encoding costs ~200 ms/MB on the call path) and a stub's recall pages the original. 0 removes the ceiling.")
 
 
 class CollapseSettings(BaseModel):

@@ -14,7 +14,9 @@ API documents, hourly weather, station lists) and on `dev.jsonl.gz` ~0.2%
 When it is inert: not one JSON document (`not_json_document`), numbers the
 compact writer would spell differently (`number_spelling`: `1e5`, `1.50`,
 integers beyond 64 bits; a value must read as the agent saw it), a saving
-smaller than the note (`marker_no_win`), `already_marked`,
+smaller than the note (`marker_no_win`), outputs at or above `max_chars`
+(`above_max_chars`, default the client limit: the policy judges those on
+their raw size and a stub pages the original), `already_marked`,
 `kept_verbatim_after_expand`, short outputs (`below_min_size`).
 """
 
@@ -67,6 +69,8 @@ class Tabulate:
     def reduce(self, text: str, ctx: ReduceContext) -> Outcome:
         if len(text) < self.settings.min_chars:
             return Declined("below_min_size")
+        if self.settings.max_chars and len(text) >= self.settings.max_chars:
+            return Declined("above_max_chars")
         head = text.lstrip()[:1]
         if head not in ("{", "["):
             return Declined("not_json_document")

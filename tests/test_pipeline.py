@@ -44,7 +44,7 @@ def test_every_reducer_reports_an_event():
 
 
 def test_extract_then_linecap_fold_into_one_marker():
-    noisy = "\x1b[32mbuild\x1b[0m step\n" + "\n" * 80 + "x" * 3000 + "\n" + "".join(f"line {i}\n" for i in range(10))
+    noisy = "\x1b[32mbuild\x1b[0m step\n" + "\n" * 200 + "x" * 3000 + "\n" + "".join(f"line {i}\n" for i in range(10))
     result = build_pipeline(ReducerSettings()).run(noisy, ctx())
     acted = [e.reducer for e in result.events if e.acted]
     assert acted == ["extract", "linecap"]

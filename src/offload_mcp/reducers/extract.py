@@ -6,7 +6,11 @@ state), progress-bar and spinner lines (a run of them keeps its last line),
 runs of blank lines (to one), and a line or block of up to `max_block_lines`
 lines repeated consecutively (to one copy). The original is stashed behind one
 `<<cg:HASH>>` marker with `[full output: call context_guru_expand]`; the result
-is committed only if it is smaller, marker included. Deliberately conservative:
+is committed only if it is smaller, marker included. A note line before the
+trailer says what went (`[extract dropped 14 repeated lines, 2 blank lines]`):
+a count of repeated warnings is a fact, and the model must know it lacks it.
+A JSON document keeps its consecutive equal lines: in a pretty-printed array
+they are values (`0,` five times), not noise. Deliberately conservative:
 it never touches a line that is not one of those shapes, so it cannot hide
 content the agent needs.
 When it shines: build/install logs, package managers, repeated warnings.
@@ -17,6 +21,7 @@ When it is inert: short outputs (`below_min_size`), nothing noisy
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import ExtractSettings
@@ -134,13 +139,19 @@ def _collapse_repeats(lines: list[str], max_block: int) -> list[str]:
     return out
 
 
-def clean(text: str, max_block_lines: int) -> str:
-    """The noise-free text (no marker): a pure function of the text."""
+def clean(text: str, max_block_lines: int, removed: Counter[str] | None = None) -> str:
+    """The noise-free text (no marker): a pure function of the text. `removed` counts what went, by kind."""
+    tally: Counter[str] = removed if removed is not None else Counter()
     if "\x1b" in text:
-        text = ANSI_RE.sub("", text)
+        stripped = ANSI_RE.sub("", text)
+        if stripped != text:
+            tally["ANSI escapes"] += 1
+        text = stripped
     lines = text.split("\n")
     if "\r" in text:
-        lines = [_resolve_carriage_returns(line) for line in lines]
+        resolved = [_resolve_carriage_returns(line) for line in lines]
+        tally["lines rewritten in place (last state kept)"] += sum(a != b for a, b in zip(lines, resolved))
+        lines = resolved
     # One scan of the whole text rules out progress lines for most outputs; testing each
     # line with two regexes was the larger half of extract's time on a 1 MB log.
     may_have_progress = may_have_noise_lines(text)
@@ -150,16 +161,33 @@ def clean(text: str, max_block_lines: int) -> str:
         if may_have_progress and is_progress_line(line):
             nxt = lines[idx + 1] if idx + 1 < len(lines) else None
             if nxt is not None and is_progress_line(nxt):
+                tally["progress lines"] += 1
                 continue  # a run of progress lines keeps its final state
         if not line.strip():
             if blank_run:
+                tally["blank lines"] += 1
                 continue
             blank_run = True
         else:
             blank_run = False
         kept.append(line)
-    kept = _collapse_repeats(kept, max_block_lines)
+    if not is_json_document_shaped(text):
+        before = len(kept)
+        kept = _collapse_repeats(kept, max_block_lines)
+        tally["repeated lines"] += before - len(kept)
     return "\n".join(kept)
+
+
+def is_json_document_shaped(text: str) -> bool:
+    """Starts with `{`/`[` and ends with `}`/`]`: consecutive equal lines there are values (`0,` x 5), not noise."""
+    stripped = text.strip()
+    return stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")
+
+
+def removal_note(removed: Counter[str]) -> str:
+    """`[extract dropped 14 repeated lines, 2 blank lines]`: what went, so the model knows what expand brings back."""
+    parts = [f"{n} {kind}" if kind != "ANSI escapes" else kind for kind, n in removed.items() if n]
+    return f"[extract dropped {', '.join(parts)}]"
 
 
 class Extract:
@@ -173,9 +201,10 @@ class Extract:
             return Declined("below_min_size")
         if (gate := common_decline(text, ctx)) is not None:
             return gate
-        cleaned = clean(text, self.settings.max_block_lines)
+        removed: Counter[str] = Counter()
+        cleaned = clean(text, self.settings.max_block_lines, removed)
         if cleaned == text:
             return Declined("no_obvious_noise")
         hash_ = cg_hash(text)
         sep = "" if cleaned.endswith("\n") else "\n"
-        return never_worse(text, f"{cleaned}{sep}{trailer(hash_)}", hash_)
+        return never_worse(text, f"{cleaned}{sep}{removal_note(removed)}\n{trailer(hash_)}", hash_)

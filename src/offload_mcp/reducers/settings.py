@@ -11,7 +11,7 @@ ReducerName = Literal["dedup", "extract", "smartcrush", "tabulate", "collapse", 
 
 class DedupSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    min_tokens: int = Field(default=100, ge=0, description="Only outputs above this many estimated tokens are deduplicated.")
+    min_tokens: int = Field(default=50, ge=0, description="Only outputs above this many estimated tokens are deduplicated (50: on the shared corpus repeats of 200-400 char outputs save 0.11 points with no needed fact hidden, the copy being in context already).")
 
 
 class ExtractSettings(BaseModel):

@@ -34,5 +34,8 @@ def test_declines_with_named_reasons():
     assert run("short") == Declined("below_min_size")
     spelled = json.dumps({"values": [{"v": 1}] * 60}).replace('"v": 1}', '"v": 1.50}')
     assert run(spelled) == Declined("number_spelling")  # `1.50` would read `1.5`
+    escaped = json.dumps({"name": "caf\u00e9", "values": [{"v": 1}] * 60})  # ensure_ascii: the literal-by-literal check
+    assert isinstance(run(escaped), Acted) and "café" in run(escaped).text
+    assert run(escaped.replace('"v": 1}', '"v": 1e0}')) == Declined("number_spelling")
     compact = json.dumps({"a": ["x" * 600]}, separators=(",", ":"))
     assert run(compact) == Declined("marker_no_win")

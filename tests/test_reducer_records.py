@@ -73,6 +73,20 @@ def test_linecap_does_not_cap_data_lines_and_names_the_lines_it_cut() -> None:
     assert Linecap(LinecapSettings()).reduce(f"a\nb\n{ids}\n{row}\nc\nd\ne", ctx()) == Declined("no_long_or_repeated_lines")
 
 
+def test_dedup_points_only_at_copies_the_model_saw_whole() -> None:
+    pipeline = build_pipeline(ReducerSettings())
+    session = SessionMemory()
+    call = ReduceContext(tool="read", arguments={}, session=session)
+    cut = "first\nsecond\nthird\n" + "z" * 2_000 + "\nlast one\nlast two\nlast three"
+    whole = "\n".join(f"status line {i} of a plain report" for i in range(40))
+    for text in (cut, whole):
+        first = pipeline.run(text, call)
+        pipeline.commit_session(first, call)
+    assert [e.reducer for e in pipeline.run(cut, call).events if e.acted] == ["linecap"]  # cut afresh, no pointer
+    again = pipeline.run(whole, call)
+    assert [e.reducer for e in again.events if e.acted] == ["dedup"] and again.text.startswith("[repeat of earlier `read`")
+
+
 LINES = st.lists(
     st.one_of(
         st.sampled_from(["", "  ", "same line repeated here", "Author: Dev 1", "x" * 700, "[=====>    ] 50%", "\x1b[31mred\x1b[0m"]),

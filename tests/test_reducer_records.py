@@ -61,6 +61,16 @@ def test_linecap_folds_log_noise_but_not_record_fields() -> None:
     assert out.text.endswith(trailer(cg_hash(text)))
 
 
+def test_linecap_keeps_an_entry_under_each_directory_header() -> None:
+    dirs = [f"./pkg/module{i}:" for i in range(8)]
+    listing = "\n\n".join(f"{d}\n__init__.py\nhelpers_{i}.py\nshared_constants.py" for i, d in enumerate(dirs))
+    text = ".:\nREADME.md\nsetup.cfg\n\n" + listing + "\n\nend one\nend two\nend three"
+    assert Linecap(LinecapSettings()).reduce(text, ctx()) == Declined("no_long_or_repeated_lines")
+    plain = "start a\nstart b\nstart c\n" + "\n\n".join("deprecated call in worker loop of the scheduler\nretrying" for _ in range(12)) + "\nend a\nend b\nend c"
+    out = Linecap(LinecapSettings()).reduce(plain, ctx())
+    assert isinstance(out, Acted) and "deprecated call in worker loop of the scheduler (x12)" in out.text  # no header: log noise still folds
+
+
 def test_linecap_does_not_cap_data_lines_and_names_the_lines_it_cut() -> None:
     ids = "Object IDs: " + ", ".join(str(283_000 + i) for i in range(120))
     row = '{"id": 7, "rows": [' + ", ".join(str(i) for i in range(200)) + "]}"

@@ -283,6 +283,7 @@ def replay(
                     structured_content=record.structured,
                 )
                 out, shaped = shaper.shape_with_report(call, result)
+                raw_body = _raw_body(record)
                 problem = _verify(record, out, shaped, ledger)
                 if problem:
                     report.unrecoverable.append({"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem})
@@ -290,9 +291,9 @@ def replay(
                 view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
                 _tally(report, record, shaped, len(view.text))
                 observed.append(Observed(
-                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(_raw_body(record)),
-                    sent=_all_channels(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
-                    restorable=problem is None,
+                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(raw_body),
+                    sent=viewer.channel(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
+                    restorable=problem is None, raw_shown=viewer.channel(raw_body),
                 ))
                 shaped_all.append(shaped)
                 if progress is not None:
@@ -384,10 +385,10 @@ def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dic
         view: ClientView = viewer.view(body, tool=record.tool, declared_max_chars=None)
         chars_out += len(view.text)
         fates[view.fate] += 1
-        raw = _all_channels(body)
+        shown = viewer.channel(body)
         observed.append(Observed(
-            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=raw,
-            sent=raw, seen=view.text, verdict="keep", fate=view.fate,
+            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(body),
+            sent=shown, seen=view.text, verdict="keep", fate=view.fate, raw_shown=shown,
         ))
     chars_in = sum(len(r.output) for r in records)
     fidelity = measure(observed).as_dict()

@@ -1,0 +1,360 @@
+"""Fixture MCP servers for the MCP-shaped dev corpus (bench/corpus_mcp.py): real MCP servers over stdio.
+
+    python bench/corpus_servers.py sqlite DB.sqlite     # tools shaped like the reference SQLite server
+    python bench/corpus_servers.py postgres DB.sqlite   # tools shaped like the reference Postgres server
+    python bench/corpus_servers.py github               # a GitHub REST-shaped JSON API
+    python bench/corpus_servers.py finance              # finance-like time series, quotes, options
+
+Each is a real MCP server (mcp's MCPServer over stdio) whose results copy the
+shape of the servers agents use: the reference SQLite server answers with the
+Python repr of a list of row dicts, the reference Postgres server with rows as
+indented JSON, the GitHub server with compact REST JSON (urls, node ids,
+avatars and all), finance servers with JSON records or CSV tables. All data is
+generated from fixed seeds, so every run returns the same bytes. `build_db`
+writes the sample shop database the two SQL servers read.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import sys
+from datetime import date, datetime, timedelta
+from typing import Any
+
+FIRST = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia", "Leslie", "Margaret", "John", "Sophie", "Tim", "Hedy", "Linus"]
+LAST = ["Lovelace", "Hopper", "Turing", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson", "Perlman", "Lamport", "Hamilton", "Backus", "Wilson", "Berners", "Lamarr", "Torvalds"]
+CITIES = ["Lyon", "Porto", "Gdansk", "Leeds", "Ghent", "Tartu", "Bilbao", "Turku", "Graz", "Brno"]
+CATEGORIES = ["cables", "sensors", "boards", "tools", "enclosures", "displays"]
+STATUSES = ["paid", "paid", "paid", "shipped", "shipped", "delivered", "delivered", "delivered", "refunded", "cancelled"]
+
+
+# ---- the sample shop database ---------------------------------------------------------
+
+
+def build_db(path: str) -> None:
+    """A small shop: customers, products, orders, order items; fixed seed."""
+    rng = random.Random(20261201)
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, city TEXT, created_at TEXT);
+        CREATE TABLE products (sku TEXT PRIMARY KEY, name TEXT NOT NULL, category TEXT, price REAL, stock INTEGER);
+        CREATE TABLE orders (id INTEGER PRIMARY KEY, order_no TEXT UNIQUE, customer_id INTEGER REFERENCES customers(id),
+                             status TEXT, total REAL, created_at TEXT, shipping_ref TEXT);
+        CREATE TABLE order_items (id INTEGER PRIMARY KEY, order_id INTEGER REFERENCES orders(id), sku TEXT REFERENCES products(sku),
+                                  qty INTEGER, unit_price REAL);
+        """
+    )
+    start = datetime(2025, 1, 1, 8, 0, 0)
+    for cid in range(1, 241):
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        con.execute(
+            "INSERT INTO customers VALUES (?,?,?,?,?)",
+            (cid, f"{first} {last}", f"{first.lower()}.{last.lower()}{cid}@example.org", rng.choice(CITIES),
+             (start + timedelta(hours=37 * cid)).isoformat(timespec="seconds")),
+        )
+    skus = []
+    for pid in range(1, 91):
+        cat = CATEGORIES[pid % len(CATEGORIES)]
+        sku = f"{cat[:3].upper()}-{1000 + pid * 7}"
+        skus.append(sku)
+        con.execute("INSERT INTO products VALUES (?,?,?,?,?)", (sku, f"{cat.title()} model {pid}", cat, round(rng.uniform(2, 400), 2), rng.randint(0, 900)))
+    item_id = 0
+    for oid in range(1, 721):
+        items = [(rng.choice(skus), rng.randint(1, 6), round(rng.uniform(2, 400), 2)) for _ in range(rng.randint(1, 4))]
+        total = round(sum(q * p for _, q, p in items), 2)
+        status = rng.choice(STATUSES)
+        con.execute(
+            "INSERT INTO orders VALUES (?,?,?,?,?,?,?)",
+            (oid, f"ORD-2025-{oid:05d}", rng.randint(1, 240), status, total,
+             (start + timedelta(minutes=711 * oid)).isoformat(timespec="seconds"),
+             f"TRK{rng.randrange(10**9, 10**10)}" if status in ("shipped", "delivered") else None),
+        )
+        for sku, qty, price in items:
+            item_id += 1
+            con.execute("INSERT INTO order_items VALUES (?,?,?,?,?)", (item_id, oid, sku, qty, price))
+    con.commit()
+    con.close()
+
+
+def _rows(db: str, query: str) -> list[dict[str, Any]]:
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute(query).fetchall()]
+    finally:
+        con.close()
+
+
+def sqlite_server(db: str) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("sqlite")
+
+    @server.tool(description="Execute a SELECT query on the SQLite database", structured_output=False)
+    def read_query(query: str) -> str:
+        if not query.strip().upper().startswith("SELECT"):
+            raise ValueError("Only SELECT queries are allowed for read_query")
+        return str(_rows(db, query))
+
+    @server.tool(description="List all tables in the SQLite database", structured_output=False)
+    def list_tables() -> str:
+        return str(_rows(db, "SELECT name FROM sqlite_master WHERE type='table'"))
+
+    @server.tool(description="Get the schema information for a specific table", structured_output=False)
+    def describe_table(table_name: str) -> str:
+        return str(_rows(db, f"PRAGMA table_info({table_name})"))
+
+    return server
+
+
+def postgres_server(db: str) -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("postgres")
+
+    @server.tool(description="Run a read-only SQL query", structured_output=False)
+    def query(sql: str) -> str:
+        return json.dumps(_rows(db, sql), indent=2)
+
+    return server
+
+
+# ---- a GitHub REST-shaped API ---------------------------------------------------------
+
+OWNER, REPO = "acme-labs", "inventory-service"
+API = "https://api.github.com"
+WEB = "https://github.com"
+LOGINS = ["octo-ada", "gracehop", "aturing42", "edsger-d", "bliskov", "dknuth-tex", "radia-p", "lamport-l", "mhamilton", "kthompson"]
+
+
+def _user(login: str) -> dict[str, Any]:
+    uid = 1000 + sum(ord(c) * (i + 1) for i, c in enumerate(login))
+    return {
+        "login": login, "id": uid, "node_id": f"MDQ6VXNlcj{uid}", "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
+        "gravatar_id": "", "url": f"{API}/users/{login}", "html_url": f"{WEB}/{login}",
+        "followers_url": f"{API}/users/{login}/followers", "following_url": f"{API}/users/{login}/following{{/other_user}}",
+        "gists_url": f"{API}/users/{login}/gists{{/gist_id}}", "starred_url": f"{API}/users/{login}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{API}/users/{login}/subscriptions", "organizations_url": f"{API}/users/{login}/orgs",
+        "repos_url": f"{API}/users/{login}/repos", "events_url": f"{API}/users/{login}/events{{/privacy}}",
+        "received_events_url": f"{API}/users/{login}/received_events", "type": "User", "user_view_type": "public", "site_admin": False,
+    }
+
+
+class GitHubData:
+    def __init__(self) -> None:
+        rng = random.Random(4242)
+        base = datetime(2026, 3, 1, 9, 0, 0)
+        self.commits: list[dict[str, Any]] = []
+        for i in range(120):
+            sha = f"{rng.getrandbits(160):040x}"
+            login = rng.choice(LOGINS)
+            when = (base + timedelta(hours=11 * i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            files = [f"src/inventory/{rng.choice(['stock', 'orders', 'pricing', 'sync', 'api'])}.py" for _ in range(rng.randint(1, 3))]
+            self.commits.append({"sha": sha, "login": login, "date": when, "message": f"{rng.choice(['Fix', 'Add', 'Refactor', 'Speed up', 'Document'])} "
+                                 f"{rng.choice(['stock sync', 'order import', 'price rounding', 'SKU lookup', 'webhook retries'])} (#{300 + i})", "files": sorted(set(files))})
+        self.commits.reverse()  # newest first, as the API lists them
+        self.issues: list[dict[str, Any]] = []
+        for n in range(1, 91):
+            login = rng.choice(LOGINS)
+            labels = rng.sample(["bug", "enhancement", "sync", "api", "p1", "p2", "good first issue"], rng.randint(0, 3))
+            ref = rng.choice(self.commits)["sha"]
+            self.issues.append({
+                "number": n, "login": login, "labels": labels, "state": "closed" if n % 3 == 0 else "open",
+                "title": f"{rng.choice(['Stock count drifts', 'Order import fails', 'Webhook timeout', 'Wrong VAT', 'Slow SKU search'])} for warehouse WH-{rng.randint(10, 99)}",
+                "created": (base + timedelta(hours=9 * n)).strftime("%Y-%m-%dT%H:%M:%SZ"), "comments": rng.randint(0, 6),
+                "body": f"Seen on order ORD-2025-{rng.randint(1, 720):05d}; started after {ref[:12]}.\n\nSteps: run `inventory sync --warehouse WH-{rng.randint(10, 99)}`.",
+                "ref": ref,
+            })
+
+    def issue(self, i: dict[str, Any], full: bool = False) -> dict[str, Any]:
+        n = i["number"]
+        url = f"{API}/repos/{OWNER}/{REPO}/issues/{n}"
+        out = {
+            "url": url, "repository_url": f"{API}/repos/{OWNER}/{REPO}", "labels_url": f"{url}/labels{{/name}}", "comments_url": f"{url}/comments",
+            "events_url": f"{url}/events", "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}", "id": 2_900_000_000 + n * 1337,
+            "node_id": f"I_kwDOLm{n:06d}", "number": n, "title": i["title"], "user": _user(i["login"]),
+            "labels": [{"id": 7_000_000 + len(lb) * 31, "node_id": f"LA_kwDO{lb[:3]}", "url": f"{API}/repos/{OWNER}/{REPO}/labels/{lb}", "name": lb,
+                        "color": "d73a4a", "default": lb == "bug", "description": ""} for lb in i["labels"]],
+            "state": i["state"], "locked": False, "assignee": None, "assignees": [], "milestone": None, "comments": i["comments"],
+            "created_at": i["created"], "updated_at": i["created"], "closed_at": i["created"] if i["state"] == "closed" else None,
+            "author_association": "MEMBER", "active_lock_reason": None, "body": i["body"],
+            "reactions": {"url": f"{url}/reactions", "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0},
+            "timeline_url": f"{url}/timeline", "performed_via_github_app": None, "state_reason": None,
+        }
+        return out
+
+    def comments(self, n: int) -> list[dict[str, Any]]:
+        rng = random.Random(n)
+        issue = self.issues[n - 1]
+        out = []
+        for k in range(max(issue["comments"], 1)):
+            login = rng.choice(LOGINS)
+            cid = 1_800_000_000 + n * 100 + k
+            body = rng.choice([
+                f"Reproduced with build {rng.randint(100, 999)}.{rng.randint(0, 99)}; the drift starts at commit {issue['ref'][:10]}.",
+                f"Customer ticket SUP-{rng.randint(10000, 99999)} reports the same.",
+                f"Fixed in {rng.choice(self.commits)['sha'][:12]}, please verify on WH-{rng.randint(10, 99)}.",
+            ])
+            out.append({"url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}", "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}#issuecomment-{cid}",
+                        "issue_url": f"{API}/repos/{OWNER}/{REPO}/issues/{n}", "id": cid, "node_id": f"IC_kwDO{cid}", "user": _user(login),
+                        "created_at": issue["created"], "updated_at": issue["created"], "author_association": "MEMBER", "body": body,
+                        "reactions": {"url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}/reactions", "total_count": 0}, "performed_via_github_app": None})
+        return out
+
+    def commit(self, c: dict[str, Any], full: bool = False) -> dict[str, Any]:
+        sha = c["sha"]
+        name = c["login"].replace("-", " ").title()
+        out: dict[str, Any] = {
+            "sha": sha, "node_id": f"C_kwDO{sha[:20]}",
+            "commit": {"author": {"name": name, "email": f"{c['login']}@users.noreply.github.com", "date": c["date"]},
+                       "committer": {"name": "GitHub", "email": "noreply@github.com", "date": c["date"]}, "message": c["message"],
+                       "tree": {"sha": sha[::-1], "url": f"{API}/repos/{OWNER}/{REPO}/git/trees/{sha[::-1]}"},
+                       "url": f"{API}/repos/{OWNER}/{REPO}/git/commits/{sha}", "comment_count": 0,
+                       "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None, "verified_at": None}},
+            "url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}", "html_url": f"{WEB}/{OWNER}/{REPO}/commit/{sha}",
+            "comments_url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}/comments", "author": _user(c["login"]), "committer": _user("web-flow"),
+            "parents": [],
+        }
+        if full:
+            rng = random.Random(sha)
+            out["stats"] = {"total": 0, "additions": 0, "deletions": 0}
+            out["files"] = []
+            for path in c["files"]:
+                add, rem = rng.randint(1, 40), rng.randint(0, 20)
+                patch = "\n".join([f"@@ -{rng.randint(1, 300)},7 +{rng.randint(1, 300)},{7 + add - rem} @@ def sync_{path.split('/')[-1][:-3]}(warehouse):"]
+                                  + [f"+    threshold_{j} = {rng.randint(1, 500)}  # WH-{rng.randint(10, 99)}" for j in range(min(add, 12))]
+                                  + [f"-    legacy_{j} = None" for j in range(min(rem, 6))])
+                out["files"].append({"sha": f"{rng.getrandbits(160):040x}", "filename": path, "status": "modified", "additions": add, "deletions": rem,
+                                     "changes": add + rem, "blob_url": f"{WEB}/{OWNER}/{REPO}/blob/{sha}/{path}",
+                                     "raw_url": f"{WEB}/{OWNER}/{REPO}/raw/{sha}/{path}", "contents_url": f"{API}/repos/{OWNER}/{REPO}/contents/{path}?ref={sha}", "patch": patch})
+                out["stats"]["additions"] += add
+                out["stats"]["deletions"] += rem
+            out["stats"]["total"] = out["stats"]["additions"] + out["stats"]["deletions"]
+        return out
+
+
+def github_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    data = GitHubData()
+    server = MCPServer("github")
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    @server.tool(description="List issues in a GitHub repository", structured_output=False)
+    def list_issues(owner: str, repo: str, state: str = "open", per_page: int = 30, page: int = 1) -> str:
+        chosen = [i for i in data.issues if state == "all" or i["state"] == state]
+        return dump([data.issue(i) for i in chosen[(page - 1) * per_page: page * per_page]])
+
+    @server.tool(description="Get details of a specific issue", structured_output=False)
+    def get_issue(owner: str, repo: str, issue_number: int) -> str:
+        return dump(data.issue(data.issues[issue_number - 1], full=True))
+
+    @server.tool(description="Get comments for a specific issue", structured_output=False)
+    def get_issue_comments(owner: str, repo: str, issue_number: int) -> str:
+        return dump(data.comments(issue_number))
+
+    @server.tool(description="List commits of a branch", structured_output=False)
+    def list_commits(owner: str, repo: str, sha: str = "main", per_page: int = 30) -> str:
+        return dump([data.commit(c) for c in data.commits[:per_page]])
+
+    @server.tool(description="Get details for a commit", structured_output=False)
+    def get_commit(owner: str, repo: str, sha: str) -> str:
+        for c in data.commits:
+            if c["sha"].startswith(sha):
+                return dump(data.commit(c, full=True))
+        raise ValueError(f"No commit found for SHA: {sha}")
+
+    @server.tool(description="Get a user's public profile", structured_output=False)
+    def get_user(username: str) -> str:
+        return dump({**_user(username), "name": username.replace("-", " ").title(), "company": "@acme-labs", "blog": "", "location": "Lyon",
+                     "public_repos": 12, "followers": 31, "following": 4, "created_at": "2019-04-02T10:11:12Z"})
+
+    return server
+
+
+# ---- finance-like time series ------------------------------------------------------------
+
+SYMBOLS = {"ACME": 142.0, "GLOBX": 61.5, "INITECH": 18.25}
+
+
+def _history(symbol: str, start: date, days: int) -> list[dict[str, Any]]:
+    rng = random.Random(symbol)
+    price = SYMBOLS.get(symbol, 50.0)
+    rows = []
+    day = start
+    while len(rows) < days:
+        if day.weekday() < 5:
+            o = price
+            c = max(1.0, o * (1 + rng.gauss(0.0004, 0.018)))
+            rows.append({"date": day.isoformat(), "open": round(o, 2), "high": round(max(o, c) * (1 + abs(rng.gauss(0, 0.006))), 2),
+                         "low": round(min(o, c) * (1 - abs(rng.gauss(0, 0.006))), 2), "close": round(c, 2), "adj_close": round(c * 0.991, 4),
+                         "volume": int(rng.uniform(0.6, 1.8) * 3_000_000)})
+            price = c
+        day += timedelta(days=1)
+    return rows
+
+
+def finance_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("finance")
+    start = date(2025, 6, 2)
+
+    @server.tool(description="Historical daily prices as JSON records", structured_output=False)
+    def get_historical_stock_prices(symbol: str, period: str = "1y") -> str:
+        days = {"1mo": 21, "3mo": 63, "6mo": 126, "1y": 252}.get(period, 252)
+        return json.dumps(_history(symbol, start, 252)[-days:])
+
+    @server.tool(description="Historical daily prices as a CSV table", structured_output=False)
+    def get_price_table(symbol: str, days: int = 120) -> str:
+        rows = _history(symbol, start, 252)[-days:]
+        return "Date,Open,High,Low,Close,Adj Close,Volume\n" + "\n".join(
+            f"{r['date']},{r['open']},{r['high']},{r['low']},{r['close']},{r['adj_close']},{r['volume']}" for r in rows)
+
+    @server.tool(description="Latest quote")
+    def get_quote(symbol: str) -> dict[str, Any]:
+        last = _history(symbol, start, 252)[-1]
+        return {"symbol": symbol, "price": last["close"], "as_of": last["date"], "currency": "USD", "exchange": "NMS",
+                "option_expirations": ["2026-06-19", "2026-07-17", "2026-09-18", "2026-12-18"]}
+
+    @server.tool(description="Options chain for one expiration", structured_output=False)
+    def get_option_chain(symbol: str, expiration: str) -> str:
+        rng = random.Random(symbol + expiration)
+        spot = _history(symbol, start, 252)[-1]["close"]
+        strikes = [round(spot * (0.7 + 0.02 * k)) for k in range(31)]
+        exp = expiration.replace("-", "")[2:]
+        return json.dumps({"symbol": symbol, "expiration": expiration, "calls": [
+            {"contractSymbol": f"{symbol}{exp}C{int(s * 1000):08d}", "strike": s, "lastPrice": round(max(spot - s, 0) + rng.uniform(0.2, 4), 2),
+             "bid": round(rng.uniform(0.1, 9), 2), "ask": round(rng.uniform(0.1, 9), 2), "volume": rng.randint(0, 4000),
+             "openInterest": rng.randint(0, 20000), "impliedVolatility": round(rng.uniform(0.18, 0.7), 4), "inTheMoney": s < spot}
+            for s in strikes]}, indent=1)
+
+    @server.tool(description="Quote of one option contract", structured_output=False)
+    def get_option_quote(contract_symbol: str) -> str:
+        rng = random.Random(contract_symbol)
+        return json.dumps({"contractSymbol": contract_symbol, "bid": round(rng.uniform(0.1, 9), 2), "ask": round(rng.uniform(0.1, 9), 2),
+                           "delta": round(rng.uniform(0.05, 0.95), 3), "gamma": round(rng.uniform(0.001, 0.05), 4)})
+
+    @server.tool(description="News headlines for a symbol on a date", structured_output=False)
+    def get_news(symbol: str, day: str) -> str:
+        rng = random.Random(symbol + day)
+        return "\n".join(f"- [{day}] {symbol}: {rng.choice(['Guidance cut', 'Supplier delay', 'Analyst downgrade', 'Buyback announced'])} (ref NEWS-{rng.randint(100000, 999999)})" for _ in range(4))
+
+    return server
+
+
+def main(argv: list[str]) -> None:
+    kind = argv[0] if argv else ""
+    servers = {"sqlite": lambda: sqlite_server(argv[1]), "postgres": lambda: postgres_server(argv[1]), "github": github_server, "finance": finance_server}
+    if kind not in servers:
+        sys.exit(f"usage: corpus_servers.py {{{'|'.join(servers)}}} [DB]")
+    servers[kind]().run("stdio")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

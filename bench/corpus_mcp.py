@@ -436,15 +436,18 @@ def _real_repo(work: Path) -> Path | None:
 async def build(out: Path, only: list[str] | None) -> int:
     work = Path(tempfile.mkdtemp(prefix="corpus-mcp-"))
     try:
+        chosen = [(name, s) for name, s in all_sessions() if not only or any(name.startswith(o) for o in only)]
+        names = " ".join(name for name, _ in chosen)
         root = work / "inventory"
-        build_repo(root)
+        if "filesystem" in names or "git-log" in names:
+            build_repo(root)
         db = work / "shop.sqlite"
-        build_db(str(db))
-        servers = Servers(work=work, db=db, repo=root, real_repo=_real_repo(work), memory_file=work / "memory.jsonl")
+        if "sqlite" in names or "postgres" in names:
+            build_db(str(db))
+        real = _real_repo(work) if "git-real" in names else None
+        servers = Servers(work=work, db=db, repo=root, real_repo=real, memory_file=work / "memory.jsonl")
         rec = Recorder(root=work)
-        for name, session in all_sessions():
-            if only and not any(name.startswith(o) for o in only):
-                continue
+        for name, session in chosen:
             rec.start(name)
             print(f"session {name}", file=sys.stderr, flush=True)
             await session(rec, servers)

@@ -95,6 +95,14 @@ def test_measure_names_client_losses_and_visibility_anywhere_earlier():
     assert (d["needed"], d["visible"], d["behind_client_file"], d["rejected_by_client"]) == (3, 1, 1, 1)
 
 
+def test_measure_shown_scores_a_peer_the_same_way():
+    from offload_mcp.fidelity import measure_shown
+
+    items = [(1, "a", "q", "{}", "rows ROW-000001 ROW-000002", "rows ROW-000001 [1 more]"), (2, "a", "q", '{"r": ["ROW-000001", "ROW-000002"]}', "ok", "ok")]
+    d = measure_shown(items).as_dict()
+    assert (d["needed"], d["visible"], d["other"]) == (2, 1, 1)
+
+
 def test_measure_a_call_needs_an_earlier_output():
     observed = [obs(1, "a", '{"id": "JOB-424242"}', "created JOB-424242"), obs(2, "a", '{"id": "JOB-424243"}', "ok")]
     assert measure(observed).needed == 0  # a value first seen in the call's own output is not needed from before
@@ -217,3 +225,21 @@ def test_structured_records_are_what_claude_code_shows(tmp_path: Path):
     bad = _write(tmp_path, [{"tool": "t", "output": "x", "structured": [1]}])
     done = run_cli(str(bad))
     assert done.returncode == 2 and "`structured` must be a JSON object" in done.stderr
+
+
+def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Path):
+    """One real session of bench/corpus_mcp.py (SQLite-shaped server over stdio), twice: same bytes, real needed facts."""
+    import sys
+
+    outs = []
+    for n in (1, 2):
+        out = tmp_path / f"c{n}.jsonl.gz"
+        done = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", "sqlite-orders-0", "--out", str(out)],
+                              capture_output=True, text=True, cwd=str(ROOT), env=proxy_env(), timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    records = read_records(tmp_path / "c1.jsonl.gz")
+    assert [r.tool for r in records][:3] == ["sqlite.list_tables", "sqlite.describe_table", "sqlite.read_query"]
+    fidelity = replay(records, OffloadSettings()).fidelity
+    assert fidelity is not None and fidelity.needed >= 4  # customer id, order id, sku, order number came from earlier rows

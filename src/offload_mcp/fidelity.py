@@ -265,3 +265,15 @@ def _loss(source: Observed, token: str) -> str:
     if source.verdict == "reduce":
         return "hidden_by_reducer"
     return "other"  # kept and restorable, yet not seen: a bug in the caller's bookkeeping
+
+
+def measure_shown(items: Sequence[tuple[int, str, str, str, str, str]]) -> FidelityReport:
+    """Score any system's per-result output the same way (a peer proxy, a client alone).
+
+    `items` are (line, traj, tool, call, raw output, what the model was shown), in trajectory order.
+    Losses cannot be told apart from outside such a system: every missing fact counts as `other`.
+    """
+    return measure([
+        Observed(line=line, traj=traj, tool=tool, call=call, raw=raw, sent=shown, seen=shown, verdict="peer")
+        for line, traj, tool, call, raw, shown in items
+    ])

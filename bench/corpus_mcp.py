@@ -14,7 +14,10 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
 - `git`: PyPI mcp-server-git over the same tree's history (a generated
   repository: 7 authors, 220 commits, fixed dates);
 - `github`: a GitHub REST-shaped JSON API (bench/corpus_servers.py);
-- `finance`: daily price series, quotes (with structuredContent), options.
+- `finance`: daily price series, quotes (with structuredContent), options;
+- `sheets`, `notion`, `playwright`: a Sheets API-shaped spreadsheet, a
+  Notion API-shaped database, Playwright MCP-shaped page snapshots whose
+  `[ref=eN]` handles the next click names (bench/corpus_servers.py).
 
 Each session is a trajectory whose later calls use values an agent would read
 out of earlier results (an order number from the middle of a result set, the
@@ -174,8 +177,10 @@ class Servers:
         bin_dir = ROOT / "node_modules" / ".bin"
         if name in ("sqlite", "postgres"):
             return [py, str(HERE / "corpus_servers.py"), name, str(self.db)], {}
-        if name in ("github", "finance"):
+        if name in ("github", "finance", "sheets", "notion"):
             return [py, str(HERE / "corpus_servers.py"), name], {}
+        if name == "playwright":
+            return [py, str(HERE / "corpus_servers.py"), "browser"], {}
         if name == "memory":
             return [str(bin_dir / "mcp-server-memory")], {"MEMORY_FILE_PATH": str(self.memory_file)}
         if name == "filesystem":
@@ -413,8 +418,50 @@ def git_sessions() -> list[tuple[str, Session]]:
     return out
 
 
+def office_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for k, frac in enumerate([0.52, 0.81]):
+        async def sheet(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            async def body(sh: Any) -> None:
+                sid = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
+                text, _ = await rec.call(sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": "A1:H401"})
+                values = json.loads(text)["values"]
+                overdue = [(i + 1, r) for i, r in enumerate(values) if r[6] == "overdue"]
+                row_no, row = _pick(overdue, frac)
+                await rec.call(sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": f"A{row_no}:H{row_no}"})
+                await rec.call(sh, "sheets", "update_cells", {"spreadsheet_id": sid, "range": f"G{row_no}:H{row_no}", "values": [["reminded", row[7]]]})
+            await with_server(servers, "sheets", body)
+        out.append((f"sheets-overdue-{k}", sheet))
+    for k, frac in enumerate([0.45, 0.7]):
+        async def notion(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            async def body(no: Any) -> None:
+                text, _ = await rec.call(no, "notion", "query_database", {"database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90", "page_size": 50})
+                pages = [p for p in json.loads(text)["results"] if p["properties"]["Status"]["status"]["name"] != "Done"]
+                target = _pick(pages, frac)
+                await rec.call(no, "notion", "retrieve_page", {"page_id": target["id"]})
+                sku = target["properties"]["SKU"]["rich_text"][0]["plain_text"]
+                await rec.call(no, "notion", "update_page", {"page_id": target["id"], "properties": {"Status": {"status": {"name": "In progress"}},
+                                                                                                   "Note": {"rich_text": [{"text": {"content": f"ordered {sku}"}}]}}})
+            await with_server(servers, "notion", body)
+        out.append((f"notion-tasks-{k}", notion))
+    for k, frac in enumerate([0.5, 0.2, 0.9]):
+        async def browse(rec: Recorder, servers: Servers, frac: float = frac, k: int = k) -> None:
+            async def body(pw: Any) -> None:
+                text, _ = await rec.call(pw, "playwright", "browser_navigate", {"url": f"https://backoffice.acme.example/orders?page={k + 1}"})
+                links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
+                order, ref = _pick(links, frac)
+                text, _ = await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
+                links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
+                order, ref = _pick(links, 1 - frac)
+                await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
+            await with_server(servers, "playwright", body)
+        out.append((f"playwright-orders-{k}", browse))
+    return out
+
+
 def all_sessions() -> list[tuple[str, Session]]:
-    return [*sql_sessions(), *github_sessions(), *finance_sessions(), *memory_sessions(), *filesystem_sessions(), *git_sessions()]
+    return [*sql_sessions(), *github_sessions(), *finance_sessions(), *memory_sessions(), *filesystem_sessions(), *git_sessions(),
+            *office_sessions()]
 
 
 REAL_REPO_COMMIT = "8a9bb35"

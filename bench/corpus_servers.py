@@ -4,12 +4,18 @@
     python bench/corpus_servers.py postgres DB.sqlite   # tools shaped like the reference Postgres server
     python bench/corpus_servers.py github               # a GitHub REST-shaped JSON API
     python bench/corpus_servers.py finance              # finance-like time series, quotes, options
+    python bench/corpus_servers.py sheets               # a Sheets API-shaped spreadsheet (rows as arrays)
+    python bench/corpus_servers.py notion               # a Notion API-shaped database query (nested pages)
+    python bench/corpus_servers.py browser              # Playwright-shaped page snapshots (aria tree with refs)
 
 Each is a real MCP server (mcp's MCPServer over stdio) whose results copy the
 shape of the servers agents use: the reference SQLite server answers with the
 Python repr of a list of row dicts, the reference Postgres server with rows as
 indented JSON, the GitHub server with compact REST JSON (urls, node ids,
-avatars and all), finance servers with JSON records or CSV tables. All data is
+avatars and all), finance servers with JSON records or CSV tables, the Sheets
+API with `values` as arrays of rows, the Notion API with deeply nested
+property objects, Playwright MCP with a YAML aria snapshot whose `[ref=eN]`
+handles the next click must name. All data is
 generated from fixed seeds, so every run returns the same bytes. `build_db`
 writes the sample shop database the two SQL servers read.
 """
@@ -348,9 +354,125 @@ def finance_server() -> Any:
     return server
 
 
+# ---- spreadsheets, Notion, browser snapshots ---------------------------------------------------
+
+
+def sheets_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("sheets")
+    rng = random.Random(31)
+    header = ["Invoice", "Customer", "Issued", "Due", "Amount", "Currency", "Status", "PO"]
+    rows = [[f"INV-{26000 + i}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", (date(2026, 1, 2) + timedelta(days=i // 3)).isoformat(),
+             (date(2026, 2, 1) + timedelta(days=i // 3)).isoformat(), f"{rng.uniform(80, 9000):.2f}", rng.choice(["EUR", "EUR", "USD", "GBP"]),
+             rng.choice(["paid", "open", "open", "overdue"]), f"PO-{rng.randint(100000, 999999)}"] for i in range(400)]
+
+    @server.tool(description="Read a range of a sheet (A1 notation)", structured_output=False)
+    def get_sheet_values(spreadsheet_id: str, range: str) -> str:  # noqa: A002 - the API's name
+        import re
+
+        m = re.fullmatch(r"(?:\w+!)?[A-Z]+(\d+):[A-Z]+(\d+)", range)
+        first, last = (int(m.group(1)), int(m.group(2))) if m else (1, len(rows) + 1)
+        table = [header, *rows]
+        return json.dumps({"range": f"Sheet1!{range}", "majorDimension": "ROWS", "values": table[first - 1: last]}, indent=2)
+
+    @server.tool(description="Update cells of a sheet", structured_output=False)
+    def update_cells(spreadsheet_id: str, range: str, values: list[list[str]]) -> str:  # noqa: A002
+        return json.dumps({"spreadsheetId": spreadsheet_id, "updatedRange": f"Sheet1!{range}", "updatedRows": len(values),
+                           "updatedColumns": max((len(v) for v in values), default=0), "updatedCells": sum(len(v) for v in values)})
+
+    return server
+
+
+def notion_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("notion")
+    rng = random.Random(77)
+
+    def page(i: int) -> dict[str, Any]:
+        pid = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-8{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+        when = (datetime(2026, 2, 1, 9, 0) + timedelta(hours=13 * i)).strftime("%Y-%m-%dT%H:%M:00.000Z")
+        user = {"object": "user", "id": f"{rng.getrandbits(128):032x}"}
+        return {
+            "object": "page", "id": pid, "created_time": when, "last_edited_time": when, "created_by": user, "last_edited_by": user,
+            "cover": None, "icon": {"type": "emoji", "emoji": "📦"}, "parent": {"type": "database_id", "database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90"},
+            "archived": False, "in_trash": False,
+            "properties": {
+                "Name": {"id": "title", "type": "title", "title": [{"type": "text", "text": {"content": f"Restock {rng.choice(CATEGORIES)} at WH-{rng.randint(10, 99)}", "link": None},
+                         "annotations": {"bold": False, "italic": False, "strikethrough": False, "underline": False, "code": False, "color": "default"},
+                         "plain_text": f"Task T-{4000 + i}", "href": None}]},
+                "Status": {"id": "%3AbNR", "type": "status", "status": {"id": "b7e5", "name": rng.choice(["Not started", "In progress", "Done"]), "color": "blue"}},
+                "Owner": {"id": "r%7Dq%3F", "type": "people", "people": [user]},
+                "Due": {"id": "Xq%5E%3E", "type": "date", "date": {"start": (date(2026, 3, 1) + timedelta(days=i)).isoformat(), "end": None, "time_zone": None}},
+                "SKU": {"id": "sk%3Du", "type": "rich_text", "rich_text": [{"type": "text", "text": {"content": f"SKU-{rng.randint(1000, 9999)}", "link": None}, "plain_text": f"SKU-{rng.randint(1000, 9999)}", "href": None}]},
+                "Quantity": {"id": "q%3Ax", "type": "number", "number": rng.randint(1, 500)},
+            },
+            "url": f"https://www.notion.so/Restock-{pid.replace('-', '')}", "public_url": None,
+        }
+
+    pages = [page(i) for i in range(60)]
+
+    @server.tool(description="Query a Notion database", structured_output=False)
+    def query_database(database_id: str, page_size: int = 50) -> str:
+        return json.dumps({"object": "list", "results": pages[:page_size], "next_cursor": None, "has_more": False, "type": "page_or_database", "page_or_database": {}})
+
+    @server.tool(description="Retrieve a Notion page", structured_output=False)
+    def retrieve_page(page_id: str) -> str:
+        return json.dumps(next((p for p in pages if p["id"] == page_id), {"object": "error", "status": 404, "code": "object_not_found"}))
+
+    @server.tool(description="Update page properties", structured_output=False)
+    def update_page(page_id: str, properties: dict[str, Any]) -> str:
+        found = next((p for p in pages if p["id"] == page_id), None)
+        return json.dumps({**(found or {"id": page_id}), "properties": {**(found or {}).get("properties", {}), **properties}})
+
+    return server
+
+
+def browser_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("playwright")
+
+    def snapshot(url: str) -> str:
+        rng = random.Random(url)
+        ref = 1
+        lines = [f"- Page URL: {url}", "- Page Title: Orders · Acme Back Office", "- Page Snapshot:", "```yaml",
+                 "- generic [ref=e1]:", "  - banner [ref=e2]:", "    - link \"Acme\" [ref=e3]:", "      - /url: /",
+                 "    - navigation [ref=e4]:"]
+        ref = 5
+        for label in ["Dashboard", "Orders", "Customers", "Stock", "Reports", "Settings"]:
+            lines += [f"      - link \"{label}\" [ref=e{ref}]:", f"        - /url: /{label.lower()}"]
+            ref += 1
+        lines += [f"  - main [ref=e{ref}]:", f"    - heading \"Orders\" [level=1] [ref=e{ref + 1}]", f"    - table [ref=e{ref + 2}]:"]
+        ref += 3
+        for i in range(140):
+            order = f"ORD-2025-{rng.randint(1, 720):05d}"
+            lines += [f"      - row \"{order} {rng.choice(STATUSES)} {rng.uniform(10, 900):.2f} EUR\" [ref=e{ref}]:",
+                      f"        - cell \"{order}\" [ref=e{ref + 1}]:", f"          - link \"{order}\" [ref=e{ref + 2}] [cursor=pointer]:",
+                      f"            - /url: /orders/{order}", f"        - cell \"{rng.choice(STATUSES)}\" [ref=e{ref + 3}]",
+                      f"        - cell \"{rng.uniform(10, 900):.2f} EUR\" [ref=e{ref + 4}]",
+                      f"        - button \"Refund\" [ref=e{ref + 5}] [cursor=pointer]"]
+            ref += 6
+        lines.append("```")
+        return "\n".join(lines)
+
+    @server.tool(description="Navigate to a URL", structured_output=False)
+    def browser_navigate(url: str) -> str:
+        return "### Ran Playwright code\n```js\nawait page.goto('" + url + "');\n```\n\n### Page state\n" + snapshot(url)
+
+    @server.tool(description="Click an element by its ref from the last snapshot", structured_output=False)
+    def browser_click(element: str, ref: str) -> str:
+        return (f"### Ran Playwright code\n```js\nawait page.getByRole('link', {{ name: '{element}' }}).click();\n```\n\n### Page state\n"
+                + snapshot(f"https://backoffice.acme.example/orders/{element}"))
+
+    return server
+
+
 def main(argv: list[str]) -> None:
     kind = argv[0] if argv else ""
-    servers = {"sqlite": lambda: sqlite_server(argv[1]), "postgres": lambda: postgres_server(argv[1]), "github": github_server, "finance": finance_server}
+    servers = {"sqlite": lambda: sqlite_server(argv[1]), "postgres": lambda: postgres_server(argv[1]), "github": github_server, "finance": finance_server,
+               "sheets": sheets_server, "notion": notion_server, "browser": browser_server}
     if kind not in servers:
         sys.exit(f"usage: corpus_servers.py {{{'|'.join(servers)}}} [DB]")
     servers[kind]().run("stdio")

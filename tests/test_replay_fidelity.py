@@ -162,6 +162,12 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     # one recall hop per needed fact not seen, beside the prior
     usd = d["dollars"]["claude-sonnet-4-6"]
     assert usd["recall_hops"] == 1 and usd["recall_usd"] > 0 and "recall_usd_prior" in usd
+    limits = d["client_limits"]
+    assert limits["declared_max_result_chars"] == 100_000 and limits["client_inline_chars"] == 100_000
+    assert limits["largest_sent_chars"] < 2_000 and limits["rejected"] == 0
+    tables = run_cli(str(corpus), "--client", "claude-code")
+    assert tables.returncode == 0 and "needed facts" in tables.stdout and "behind stub" in tables.stdout
+    assert "maxResultSizeChars=100000" in tables.stdout.replace("\n", "")
 
 
 def test_replay_is_deterministic(tmp_path: Path):

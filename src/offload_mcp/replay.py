@@ -156,6 +156,7 @@ class ReplayReport:
     client: str = "plain"
     fidelity: FidelityReport | None = None
     client_alone: dict[str, Any] | None = None
+    client_limits: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         cpt = self.chars_per_token
@@ -191,6 +192,7 @@ class ReplayReport:
             "client": self.client,
             "fidelity": self.fidelity.as_dict() if self.fidelity is not None else None,
             "client_alone": self.client_alone,
+            "client_limits": self.client_limits,
         }
 
 
@@ -301,6 +303,7 @@ def replay(
             report.fidelity = measure(observed, _reducer_blame(shaper, records, shaped_all))
             if viewer.name != "plain":
                 report.client_alone = _client_alone(records, viewer, cpt)
+                report.client_limits = _client_limits(viewer, declared, observed, cpt)
             report.seconds = time.perf_counter() - started
         finally:
             ledger.close()
@@ -401,6 +404,22 @@ def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dic
         "reduction_pct": _pct(chars_in, chars_out),
         "fates": dict(sorted(fates.items())),
         "fidelity": fidelity,
+    }
+
+
+def _client_limits(viewer: ClientModel, declared: int | None, observed: list[Observed], cpt: float) -> dict[str, Any]:
+    """The proxy's declared `anthropic/maxResultSizeChars` beside the client's limits and the largest result it got."""
+    inline_limit = getattr(viewer, "inline_limit", None)
+    max_tokens = getattr(viewer, "max_output_tokens", None)
+    largest = max((len(o.sent) for o in observed), default=0)
+    return {
+        "declared_max_result_chars": declared,
+        "client_inline_chars": inline_limit(declared) if inline_limit else None,
+        "client_max_output_tokens": max_tokens,
+        "client_max_output_chars_at_estimate": int(max_tokens * cpt) if max_tokens else None,
+        "largest_sent_chars": largest,
+        "filed": sum(o.fate == "file" for o in observed),
+        "rejected": sum(o.fate == "rejected" for o in observed),
     }
 
 

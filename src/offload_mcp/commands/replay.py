@@ -182,6 +182,14 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
             f"{alone['reduction_pct']}% fewer tokens, {af['visible_pct']}% of needed facts visible ({alone['fates']})",
         )
     console.print(table)
+    limits = d.get("client_limits")
+    if limits:
+        console.print(
+            f"client limits: the proxy declares maxResultSizeChars={limits['declared_max_result_chars']}; {d['client']} keeps "
+            f"{limits['client_inline_chars']:,} chars inline and rejects over {limits['client_max_output_tokens']:,} tokens "
+            f"(~{limits['client_max_output_chars_at_estimate']:,} chars at the estimate); largest result sent: "
+            f"{limits['largest_sent_chars']:,} chars; filed {limits['filed']}, rejected {limits['rejected']}"
+        )
     lossy = [(tool, t) for tool, t in f["by_tool"].items() if t["needed"] > t["visible"]][:15]
     if lossy:
         by_tool = Table(title="needed facts not visible, by tool of the output that held them (top 15)")

@@ -193,8 +193,9 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
     lossy = [(tool, t) for tool, t in f["by_tool"].items() if t["needed"] > t["visible"]][:15]
     if lossy:
         by_tool = Table(title="needed facts not visible, by tool of the output that held them (top 15)")
-        for col in ("tool", "needed", "visible", *[loss.replace("_", " ") for loss in LOSSES]):
-            by_tool.add_column(col)
+        losses = [loss for loss in LOSSES if any(t[loss] for _, t in lossy)]
+        for col in ("tool", "needed", "visible", *[loss.replace("_", " ") for loss in losses]):
+            by_tool.add_column(col, overflow="fold")
         for tool, t in lossy:
-            by_tool.add_row(tool, f"{t['needed']:,}", f"{t['visible']:,}", *[f"{t[loss]:,}" for loss in LOSSES])
+            by_tool.add_row(tool, f"{t['needed']:,}", f"{t['visible']:,}", *[f"{t[loss]:,}" for loss in losses])
         console.print(by_tool)

@@ -249,3 +249,33 @@ def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Pa
     assert [r.tool for r in records][:3] == ["sqlite.list_tables", "sqlite.describe_table", "sqlite.read_query"]
     fidelity = replay(records, OffloadSettings()).fidelity
     assert fidelity is not None and fidelity.needed >= 4  # customer id, order id, sku, order number came from earlier rows
+
+
+def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():
+    """Two reducers acted on one output: the prefix re-run names the one that removed each fact."""
+    from offload_mcp.reducers.base import Acted, Declined, ReduceContext, cg_hash, marker
+    from offload_mcp.reducers.pipeline import Pipeline, ReducerEvent
+    from offload_mcp.replay import Record, _reducer_blame
+    from offload_mcp.shaping import ResultShaper
+
+    class DropLines:
+        def __init__(self, name: str, needle: str) -> None:
+            self.name, self.needle = name, needle
+
+        def reduce(self, text: str, ctx: ReduceContext) -> Acted | Declined:
+            kept = [line for line in text.splitlines() if self.needle not in line]
+            if len(kept) == len(text.splitlines()):
+                return Declined("nothing_to_drop")
+            return Acted("\n".join(kept) + "\n" + marker(cg_hash(text)), {cg_hash(text): text})
+
+    shaper = ResultShaper(OffloadSettings(), None, pipeline=Pipeline([DropLines("first", "AAA"), DropLines("second", "BBB")]))
+    pad = " ." * 40  # each dropped line must outweigh its marker
+    text = "\n".join(["keep KEY-000001", "AAA KEY-000002" + pad, "BBB KEY-000003" + pad, "filler " * 20])
+    record = Record(1, "t", "", text, "traj", 0)
+
+    class Shaped:
+        reducer_events = [ReducerEvent("first", True, "acted", 1, 0), ReducerEvent("second", True, "acted", 1, 0)]
+
+    blame = _reducer_blame(shaper, [record], [Shaped()])
+    assert blame(0, "KEY-000002") == "first" and blame(0, "KEY-000003") == "second"
+    assert blame(0, "KEY-000001") == "first+second"  # still there after each alone: both are named

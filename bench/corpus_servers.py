@@ -405,7 +405,9 @@ def notion_server() -> Any:
                 "Status": {"id": "%3AbNR", "type": "status", "status": {"id": "b7e5", "name": rng.choice(["Not started", "In progress", "Done"]), "color": "blue"}},
                 "Owner": {"id": "r%7Dq%3F", "type": "people", "people": [user]},
                 "Due": {"id": "Xq%5E%3E", "type": "date", "date": {"start": (date(2026, 3, 1) + timedelta(days=i)).isoformat(), "end": None, "time_zone": None}},
-                "SKU": {"id": "sk%3Du", "type": "rich_text", "rich_text": [{"type": "text", "text": {"content": f"SKU-{rng.randint(1000, 9999)}", "link": None}, "plain_text": f"SKU-{rng.randint(1000, 9999)}", "href": None}]},
+                "SKU": {"id": "sk%3Du", "type": "rich_text", "rich_text": [
+                    {"type": "text", "text": {"content": f"SKU-{rng.randint(1000, 9999)}", "link": None}, "plain_text": f"SKU-{rng.randint(1000, 9999)}", "href": None},
+                ]},
                 "Quantity": {"id": "q%3Ax", "type": "number", "number": rng.randint(1, 500)},
             },
             "url": f"https://www.notion.so/Restock-{pid.replace('-', '')}", "public_url": None,
@@ -446,7 +448,7 @@ def browser_server() -> Any:
             ref += 1
         lines += [f"  - main [ref=e{ref}]:", f"    - heading \"Orders\" [level=1] [ref=e{ref + 1}]", f"    - table [ref=e{ref + 2}]:"]
         ref += 3
-        for i in range(140):
+        for _ in range(140):
             order = f"ORD-2025-{rng.randint(1, 720):05d}"
             lines += [f"      - row \"{order} {rng.choice(STATUSES)} {rng.uniform(10, 900):.2f} EUR\" [ref=e{ref}]:",
                       f"        - cell \"{order}\" [ref=e{ref + 1}]:", f"          - link \"{order}\" [ref=e{ref + 2}] [cursor=pointer]:",

@@ -79,11 +79,11 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
 def score(records: list[Record], texts: list[str]) -> tuple[float, float, float, float]:
     """(tokens cut %, facts visible %) as plain text, then as Claude Code shows it."""
     cc = ClaudeCodeClient()
-    cc_texts = [cc.view({"content": [{"type": "text", "text": t}]}, tool=r.tool).text for r, t in zip(records, texts)]
+    cc_texts = [cc.view({"content": [{"type": "text", "text": t}]}, tool=r.tool).text for r, t in zip(records, texts, strict=True)]
     chars_in = sum(len(r.output) for r in records)
     out = []
     for shown in (texts, cc_texts):
-        f = measure_shown([(r.line, r.traj, r.tool, r.call, r.output, s) for r, s in zip(records, shown)]).as_dict()
+        f = measure_shown([(r.line, r.traj, r.tool, r.call, r.output, s) for r, s in zip(records, shown, strict=True)]).as_dict()
         out += [round(100 * (chars_in - sum(map(len, shown))) / chars_in, 1), f["visible_pct"]]
     return out[0], out[1], out[2], out[3]
 

@@ -55,7 +55,8 @@ class ClientView:
 
 
 class ClientModel(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def channel(self, body: dict[str, Any]) -> str:
         """The part of a result this client reads, before any size rule."""

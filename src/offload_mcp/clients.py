@@ -55,7 +55,12 @@ class ClientView:
 
 
 class ClientModel(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
+
+    def channel(self, body: dict[str, Any]) -> str:
+        """The part of a result this client reads, before any size rule."""
+        ...
 
     def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView: ...
 
@@ -72,6 +77,9 @@ class PlainClient:
     """Shows the text blocks, whatever their size."""
 
     name: str = "plain"
+
+    def channel(self, body: dict[str, Any]) -> str:
+        return text_of(body)
 
     def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView:
         return ClientView(text_of(body), "inline")
@@ -93,9 +101,12 @@ class ClaudeCodeClient:
             return self.inline_chars
         return max(self.inline_chars, min(declared_max_chars, CLAUDE_CODE_MAX_DECLARED_CHARS))
 
-    def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView:
+    def channel(self, body: dict[str, Any]) -> str:
         structured = body.get("structuredContent")
-        text = orjson.dumps(structured).decode() if structured is not None else text_of(body)
+        return orjson.dumps(structured).decode() if structured is not None else text_of(body)
+
+    def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView:
+        text = self.channel(body)
         tokens = int(len(text) / self.chars_per_token)
         if tokens > self.max_output_tokens:
             return ClientView(

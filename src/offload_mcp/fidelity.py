@@ -116,14 +116,16 @@ class Observed:
     tool: str
     call: str
     raw: str
-    """What the downstream returned."""
+    """What the downstream returned, every channel (text blocks, then structuredContent as JSON)."""
     sent: str
-    """What the proxy sent (text blocks joined)."""
+    """The channel the client reads (`ClientModel.channel`) of what the proxy sent, before the client's size rules."""
     seen: str
     """What the model's context holds (the client's view of `sent`)."""
     verdict: str
     fate: str = "inline"
     restorable: bool = True
+    raw_shown: str | None = None
+    """The channel the client reads of the raw result (None: the same as `raw`)."""
 
 
 @dataclass
@@ -255,9 +257,23 @@ def _loss(source: Observed, token: str) -> str:
     if not source.restorable:
         return "unrecoverable"
     if token in source.sent:
-        return {"rejected": "rejected_by_client", "file": "behind_client_file"}.get(source.fate, "hidden_by_client_view")
+        return {"rejected": "rejected_by_client", "file": "behind_client_file"}.get(source.fate, "other")
+    if source.raw_shown is not None and token not in source.raw_shown:
+        return "hidden_by_client_view"  # only in a channel this client never shows, proxy or not
     if source.verdict == "offload":
         return "behind_stub"
     if source.verdict == "reduce":
         return "hidden_by_reducer"
-    return "other"  # kept and restorable, yet neither sent nor seen: a bug in the caller's bookkeeping
+    return "other"  # kept and restorable, yet not seen: a bug in the caller's bookkeeping
+
+
+def measure_shown(items: Sequence[tuple[int, str, str, str, str, str]]) -> FidelityReport:
+    """Score any system's per-result output the same way (a peer proxy, a client alone).
+
+    `items` are (line, traj, tool, call, raw output, what the model was shown), in trajectory order.
+    Losses cannot be told apart from outside such a system: every missing fact counts as `other`.
+    """
+    return measure([
+        Observed(line=line, traj=traj, tool=tool, call=call, raw=raw, sent=shown, seen=shown, verdict="peer")
+        for line, traj, tool, call, raw, shown in items
+    ])

@@ -156,6 +156,7 @@ class ReplayReport:
     client: str = "plain"
     fidelity: FidelityReport | None = None
     client_alone: dict[str, Any] | None = None
+    client_limits: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         cpt = self.chars_per_token
@@ -191,6 +192,7 @@ class ReplayReport:
             "client": self.client,
             "fidelity": self.fidelity.as_dict() if self.fidelity is not None else None,
             "client_alone": self.client_alone,
+            "client_limits": self.client_limits,
         }
 
 
@@ -283,6 +285,7 @@ def replay(
                     structured_content=record.structured,
                 )
                 out, shaped = shaper.shape_with_report(call, result)
+                raw_body = _raw_body(record)
                 problem = _verify(record, out, shaped, ledger)
                 if problem:
                     report.unrecoverable.append({"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem})
@@ -290,9 +293,9 @@ def replay(
                 view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
                 _tally(report, record, shaped, len(view.text))
                 observed.append(Observed(
-                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(_raw_body(record)),
-                    sent=_all_channels(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
-                    restorable=problem is None,
+                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(raw_body),
+                    sent=viewer.channel(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
+                    restorable=problem is None, raw_shown=viewer.channel(raw_body),
                 ))
                 shaped_all.append(shaped)
                 if progress is not None:
@@ -300,10 +303,11 @@ def replay(
             report.fidelity = measure(observed, _reducer_blame(shaper, records, shaped_all))
             if viewer.name != "plain":
                 report.client_alone = _client_alone(records, viewer, cpt)
+                report.client_limits = _client_limits(viewer, declared, observed, cpt)
             report.seconds = time.perf_counter() - started
         finally:
             ledger.close()
-    saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed)]
+    saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed, strict=True)]
     offloaded = [s.verdict == "offload" for s in shaped_all]
     report.dollars = _dollars(records, saved_tokens, offloaded, settings, models or (settings.policy.model,), hops=report.fidelity.hops)
     if dump is not None:
@@ -384,10 +388,10 @@ def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dic
         view: ClientView = viewer.view(body, tool=record.tool, declared_max_chars=None)
         chars_out += len(view.text)
         fates[view.fate] += 1
-        raw = _all_channels(body)
+        shown = viewer.channel(body)
         observed.append(Observed(
-            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=raw,
-            sent=raw, seen=view.text, verdict="keep", fate=view.fate,
+            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(body),
+            sent=shown, seen=view.text, verdict="keep", fate=view.fate, raw_shown=shown,
         ))
     chars_in = sum(len(r.output) for r in records)
     fidelity = measure(observed).as_dict()
@@ -403,6 +407,22 @@ def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dic
     }
 
 
+def _client_limits(viewer: ClientModel, declared: int | None, observed: list[Observed], cpt: float) -> dict[str, Any]:
+    """The proxy's declared `anthropic/maxResultSizeChars` beside the client's limits and the largest result it got."""
+    inline_limit = getattr(viewer, "inline_limit", None)
+    max_tokens = getattr(viewer, "max_output_tokens", None)
+    largest = max((len(o.sent) for o in observed), default=0)
+    return {
+        "declared_max_result_chars": declared,
+        "client_inline_chars": inline_limit(declared) if inline_limit else None,
+        "client_max_output_tokens": max_tokens,
+        "client_max_output_chars_at_estimate": int(max_tokens * cpt) if max_tokens else None,
+        "largest_sent_chars": largest,
+        "filed": sum(o.fate == "file" for o in observed),
+        "rejected": sum(o.fate == "rejected" for o in observed),
+    }
+
+
 def _write_dump(
     path: str | os.PathLike[str], records: list[Record], shaped: list[Any], observed: list[Observed], fidelity: FidelityReport | None
 ) -> None:
@@ -410,7 +430,7 @@ def _write_dump(
     hidden = fidelity.hidden_at if fidelity is not None else {}
     try:
         with open(path, "wb") as out:
-            for index, (record, report, seen) in enumerate(zip(records, shaped, observed)):
+            for index, (record, report, seen) in enumerate(zip(records, shaped, observed, strict=True)):
                 row: dict[str, Any] = {
                     "line": record.line, "traj": record.traj, "step": record.step, "tool": record.tool,
                     "verdict": report.verdict, "reason": report.reason, "seen": seen.seen, "fate": seen.fate,

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..config import Config, load_config
     from ..policy.pricing import resolve_price
-    from ..replay import REFERENCE_MODELS, ReplayError, read_records, replay
+    from ..replay import REFERENCE_MODELS, ReplayError, read_records
 
     if args.limit is not None and args.limit < 0:
         raise ConfigError("--limit must be 0 or more")
@@ -182,11 +182,20 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
             f"{alone['reduction_pct']}% fewer tokens, {af['visible_pct']}% of needed facts visible ({alone['fates']})",
         )
     console.print(table)
+    limits = d.get("client_limits")
+    if limits:
+        console.print(
+            f"client limits: the proxy declares maxResultSizeChars={limits['declared_max_result_chars']}; {d['client']} keeps "
+            f"{limits['client_inline_chars']:,} chars inline and rejects over {limits['client_max_output_tokens']:,} tokens "
+            f"(~{limits['client_max_output_chars_at_estimate']:,} chars at the estimate); largest result sent: "
+            f"{limits['largest_sent_chars']:,} chars; filed {limits['filed']}, rejected {limits['rejected']}"
+        )
     lossy = [(tool, t) for tool, t in f["by_tool"].items() if t["needed"] > t["visible"]][:15]
     if lossy:
         by_tool = Table(title="needed facts not visible, by tool of the output that held them (top 15)")
-        for col in ("tool", "needed", "visible", *[loss.replace("_", " ") for loss in LOSSES]):
-            by_tool.add_column(col)
+        losses = [loss for loss in LOSSES if any(t[loss] for _, t in lossy)]
+        for col in ("tool", "needed", "visible", *[loss.replace("_", " ") for loss in losses]):
+            by_tool.add_column(col, overflow="fold")
         for tool, t in lossy:
-            by_tool.add_row(tool, f"{t['needed']:,}", f"{t['visible']:,}", *[f"{t[loss]:,}" for loss in LOSSES])
+            by_tool.add_row(tool, f"{t['needed']:,}", f"{t['visible']:,}", *[f"{t[loss]:,}" for loss in losses])
         console.print(by_tool)

@@ -116,7 +116,9 @@ def test_measure_shown_scores_a_peer_the_same_way():
 
 def test_measure_a_call_needs_an_earlier_output():
     observed = [obs(1, "a", '{"id": "JOB-424242"}', "created JOB-424242"), obs(2, "a", '{"id": "JOB-424243"}', "ok")]
-    assert measure(observed).needed == 0  # a value first seen in the call's own output is not needed from before
+    d = measure(observed).as_dict()
+    assert d["needed"] == 0  # a value first seen in the call's own output is not needed from before
+    assert d["visible_pct"] == 100.0 and d["hidden_by_reducer_pct"] == 0.0 and d["behind_stub_pct"] == 0.0
 
 
 # ---- client models -----------------------------------------------------------------

@@ -167,10 +167,10 @@ class FidelityReport:
         return {
             "needed": self.needed,
             "visible": self.visible,
-            "visible_pct": _pct(self.visible, self.needed),
+            "visible_pct": _pct(self.visible, self.needed, empty=100.0),
             "echoed": self.echoed,
             "learned": self.needed - self.echoed,
-            "learned_visible_pct": _pct(self.visible - self.echoed_visible, self.needed - self.echoed),
+            "learned_visible_pct": _pct(self.visible - self.echoed_visible, self.needed - self.echoed, empty=100.0),
             **{k: self.losses.get(k, 0) for k in LOSSES},
             **{f"{k}_pct": _pct(self.losses.get(k, 0), self.needed) for k in LOSSES},
             "recall_hops": self.hops,
@@ -183,8 +183,9 @@ class FidelityReport:
         }
 
 
-def _pct(part: int, whole: int) -> float:
-    return round(100.0 * part / whole, 2) if whole else 100.0 if part == 0 else 0.0
+def _pct(part: int, whole: int, empty: float = 0.0) -> float:
+    """A percentage; `empty` when there is nothing to count (no needed fact: all visible, none lost)."""
+    return round(100.0 * part / whole, 2) if whole else empty
 
 
 class _Concat:

@@ -81,6 +81,17 @@ def test_measure_counts_each_loss_where_it_happened():
     assert report.hops == 2 and d["recall_hops"] == 2
     assert report.hidden_at == {1: ["ORD-5555"], 2: ["ROW-0008"]}
     assert d["visible_pct"] == 50.0
+    assert d["echoed"] == 0 and d["learned"] == 4
+
+
+def test_measure_tells_echoes_from_learned_facts():
+    observed = [
+        obs(1, "a", '{"repo": "acme/inventory-2"}', "issues of acme/inventory-2: BUG-777777"),
+        obs(2, "a", '{"repo": "acme/inventory-2", "issue": "BUG-777777"}', "ok", seen="ok"),
+    ]
+    d = measure(observed).as_dict()
+    # both qualify; the repository was the agent's own argument before any output held it
+    assert (d["needed"], d["visible"], d["echoed"], d["learned"], d["learned_visible_pct"]) == (2, 2, 1, 1, 100.0)
 
 
 def test_measure_names_client_losses_and_visibility_anywhere_earlier():
@@ -105,7 +116,9 @@ def test_measure_shown_scores_a_peer_the_same_way():
 
 def test_measure_a_call_needs_an_earlier_output():
     observed = [obs(1, "a", '{"id": "JOB-424242"}', "created JOB-424242"), obs(2, "a", '{"id": "JOB-424243"}', "ok")]
-    assert measure(observed).needed == 0  # a value first seen in the call's own output is not needed from before
+    d = measure(observed).as_dict()
+    assert d["needed"] == 0  # a value first seen in the call's own output is not needed from before
+    assert d["visible_pct"] == 100.0 and d["hidden_by_reducer_pct"] == 0.0 and d["behind_stub_pct"] == 0.0
 
 
 # ---- client models -----------------------------------------------------------------

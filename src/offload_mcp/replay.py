@@ -264,6 +264,8 @@ def replay(
     from .store import Ledger
 
     viewer = client_model(client)
+    if dump is not None:
+        _check_writable(dump)  # fail before the replay, not after it
     declared = max_result_size_chars(settings)  # what the proxy declares on every downstream tool
     cpt = settings.policy.chars_per_token
     report = ReplayReport(file=source, chars_per_token=cpt, model=settings.policy.model, client=viewer.name)
@@ -421,6 +423,14 @@ def _client_limits(viewer: ClientModel, declared: int | None, observed: list[Obs
         "filed": sum(o.fate == "file" for o in observed),
         "rejected": sum(o.fate == "rejected" for o in observed),
     }
+
+
+def _check_writable(path: str | os.PathLike[str]) -> None:
+    try:
+        with open(path, "wb"):
+            pass
+    except OSError as err:
+        raise ReplayError(f"{path}: cannot write the dump: {err.strerror or err}") from None
 
 
 def _write_dump(

@@ -169,6 +169,7 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
     table = Table(title=f"needed facts (values a later call used that came from an earlier output), {d['client']} client", show_header=False)
     table.add_row("needed", f"{f['needed']:,}")
     table.add_row("visible to the model", f"{f['visible']:,} ({f['visible_pct']}%)")
+    table.add_row("of them learned from an output", f"{f['learned']:,}, {f['learned_visible_pct']}% visible ({f['echoed']:,} echo the agent's own earlier arguments)")
     for loss in LOSSES:
         if f.get(loss):
             table.add_row(loss.replace("_", " "), f"{f[loss]:,} ({f[loss + '_pct']}%)")

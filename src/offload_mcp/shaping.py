@@ -316,9 +316,10 @@ class ResultShaper:
 
     @staticmethod
     def _without_collapse(reducer_settings: Any) -> Any | None:
-        if "collapse" not in reducer_settings.pipeline:
+        # smartcrush windows records like collapse windows lines: both yield to offload (i12b)
+        if "collapse" not in reducer_settings.pipeline and "smartcrush" not in reducer_settings.pipeline:
             return None
-        names = [name for name in reducer_settings.pipeline if name != "collapse"]
+        names = [name for name in reducer_settings.pipeline if name not in ("collapse", "smartcrush")]
         return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
     def _reduce_before_policy(
@@ -332,10 +333,42 @@ class ResultShaper:
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
+        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in)
+        if decided is not None:
+            return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
         decision = self.policy.decide(PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False))
         return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
+
+    def _offload_before_reducing(
+        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
+    ) -> Any | None:
+        """A pipeline result that records "offload decided first", or None when the reducers must run.
+
+        When even the floor the reducers could reach (Pipeline.floor_chars) is
+        offloaded, their outcome cannot change the decision: skip them, and the
+        original is stored (a 1 MB log then costs ~1 ms here instead of ~70 ms).
+        """
+        pipeline = self.pipeline_before_collapse
+        floor_chars = getattr(pipeline, "floor_chars", None)
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent) and b.text]
+        if floor_chars is None or not texts or len(texts) != len(result.content):
+            return None
+        policy = self.settings.policy
+        enough = policy.client_max_result_chars if policy.client_max_result_chars >= policy.large_threshold_chars else chars_in
+        floor = 0
+        for text in texts:
+            part = floor_chars(text, ctx, enough - floor)
+            if part is None:
+                return None
+            floor += part
+        if not self.policy.decide(PolicyInput(chars=floor, multimodal=multimodal, own_tool=False)).offload:
+            return None
+        from .reducers.pipeline import PipelineResult, ReducerEvent
+
+        events = [ReducerEvent(name, False, "offload_decided_first", chars_in, chars_in) for name in pipeline.names]
+        return PipelineResult(texts[0] if len(texts) == 1 else "", {}, events, "", chars_in)
 
     def _reduce(self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Any) -> tuple[list[Any], list[Any]]:
         """Reduced content blocks (empty when nothing changed) and the pipeline results."""

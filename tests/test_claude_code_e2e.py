@@ -185,7 +185,13 @@ def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) ->
         marker = re.search(r"<<cg:[0-9a-f]{16}>>", last).group(0)
         return tool_use("mcp__proxy__context_guru_expand", marker=marker, offset=int(last.rsplit("offset=", 1)[1].rstrip("]")))
 
-    api, _ = run_claude(tmp_path, {"fx": fixture_entry()}, [tool_use("mcp__proxy__json_array", count=3400)] + [next_page] * 8)
+    # issue 12: by default a 170K array goes to a stub (smartcrush no longer windows records below
+    # 60K, and above the client limit yields to offload); this case needs the marker path, so the
+    # policy is off and smartcrush has no floor
+    reducer_marker = {"policy": {"enabled": False}, "reducers": {"smartcrush": {"min_chars": 0}}}
+    api, _ = run_claude(
+        tmp_path, {"fx": fixture_entry()}, [tool_use("mcp__proxy__json_array", count=3400)] + [next_page] * 8, offload=reducer_marker
+    )
     (cut,) = results_of(api, "json_array")
     assert len(cut) < 2_000 and "context_guru_expand" in cut
     pages = [r for r in api.tool_results if r["tool"] == "mcp__proxy__context_guru_expand"]

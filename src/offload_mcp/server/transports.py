@@ -112,6 +112,7 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         await serve_stdio(server)
         return
     token = auth_token(state.settings, host)
+    state.stateless_wire = transport == "streamable-http"
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(

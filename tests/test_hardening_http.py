@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import httpx2
+
 from conftest import ROOT, running_proxy, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
@@ -58,3 +60,37 @@ async def test_stateless_clients_do_not_share_dedup_history(tmp_path: Path) -> N
             b_first = text_of(await b.call_tool("echo", {"text": DEDUP_TEXT}))
             # B's first sight is what A's was: A's history never shapes B's results.
             assert b_first == a_first
+
+
+SECRET_ARG = "sk-ARGSECRET-1234567890"
+SECRET_ERR = "sk-STDERRSECRET-0987654321"
+TOKEN = "tok-healthz-test-0123456789"
+
+
+def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_path: Path) -> None:
+    launcher = "import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path(%r, run_name='__main__')" % HOSTILE[1]
+    failing = f"import sys; sys.stderr.write('boot failed: api_key={SECRET_ERR}\\n'); sys.exit(3)"
+    cfg = write_config(tmp_path, {
+        "good": {"command": HOSTILE[0], "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},
+        "bad": {"command": HOSTILE[0], "args": ["-c", failing, SECRET_ARG]},
+    })
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], env={"OFFLOAD_MCP_AUTH_TOKEN": TOKEN}) as proxy:
+        base = proxy.url.rsplit("/", 1)[0]
+        with httpx2.Client(base_url=base, timeout=10) as http:
+            # A remote caller pretending to be local (Host: 127.0.0.1:PORT) and without the token: status only.
+            anonymous = http.get("/healthz", headers={"host": base.split("//", 1)[1]})
+            assert anonymous.status_code == 200 and anonymous.json() == {"status": "degraded"}
+            wrong = http.get("/healthz", headers={"authorization": "Bearer nope"})
+            assert wrong.json() == {"status": "degraded"}
+            # The scheme is case-insensitive (RFC 7235): lowercase `bearer` is accepted everywhere.
+            for scheme in ("Bearer", "bearer", "BEARER"):
+                detailed = http.get("/healthz", headers={"authorization": f"{scheme} {TOKEN}"})
+                body = detailed.json()
+                assert {s["name"]: s["state"] for s in body["servers"]} == {"good": "ready", "bad": "failed"}, body
+                assert http.get("/metrics", headers={"authorization": f"{scheme} {TOKEN}"}).status_code == 200
+            raw = detailed.text
+            assert SECRET_ARG not in raw and SECRET_ERR not in raw and "ARGSECRET" not in raw and "STDERRSECRET" not in raw
+            good = next(s for s in body["servers"] if s["name"] == "good")
+            assert "--api-key=<redacted>" in good["command"] and "--region" in good["command"]
+            bad = next(s for s in body["servers"] if s["name"] == "bad")
+            assert "failed to start" in bad["failure"] and "stderr" not in bad["failure"]

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -41,7 +43,58 @@ async def serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, initialization_options(server))
+        answered: MemoryObjectReceiveStream[Any]
+        forward, answered = anyio.create_memory_object_stream[Any](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_answer_unparseable_lines, read, forward, write)
+            await server.run(answered, write, initialization_options(server))
+            tg.cancel_scope.cancel()
+
+
+_ID_PREFIX = re.compile(r'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
+
+
+async def _answer_unparseable_lines(read: Any, forward: Any, write: Any) -> None:
+    """Pass messages on; answer a line that is not a JSON-RPC message (bad JSON, 1M-deep nesting) with an error.
+
+    The SDK's stdio reader hands such a line over as an exception, which its
+    dispatcher only logs: the client would wait for an answer forever. The id
+    is recovered from the line's first bytes where it can be (else `null`, as
+    JSON-RPC 2.0 prescribes).
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    async with forward:
+        async for item in read:
+            if not isinstance(item, Exception):
+                await forward.send(item)
+                continue
+            kind, detail, request_id = _describe_bad_line(item)
+            code, what = (-32700, "Parse error") if kind == "json_invalid" else (-32600, "Invalid Request")
+            message = f"{what}: the line is not a valid JSON-RPC message ({kind}: {detail})"
+            logger.warning("stdin: %s", message)
+            await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))))
+
+
+def _describe_bad_line(exc: Exception) -> tuple[str, str, int | str | None]:
+    """(error type, short message, the request id if one can be recovered) from the SDK's validation error."""
+    try:
+        first = exc.errors(include_url=False)[0]  # type: ignore[attr-defined]
+    except Exception:
+        return type(exc).__name__, str(exc)[:200], None
+    value = first.get("input")
+    request_id: int | str | None = None
+    if isinstance(value, dict):  # valid JSON, not a valid message
+        found_id = value.get("id")
+        request_id = found_id if isinstance(found_id, (str, int)) and not isinstance(found_id, bool) else None
+    elif isinstance(value, (str, bytes)):  # not JSON at all: read the id from the line's first bytes
+        head = value[:512].decode("utf-8", "replace") if isinstance(value, bytes) else value[:512]
+        found = _ID_PREFIX.search(head)
+        if found:
+            raw = found.group(1)
+            request_id = raw[1:-1] if raw.startswith('"') else int(raw)
+    return str(first.get("type")), str(first.get("msg"))[:200], request_id
 
 
 def _security(state: ProxyState, host: str, port: int) -> TransportSecuritySettings:

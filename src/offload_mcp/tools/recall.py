@@ -43,6 +43,11 @@ _LINES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
 _JSON_PATH_MAX_LEN = 512
 _JSON_PATH_TIME_LIMIT_S = 5.0
 _MAX_OFFSET = 10**15
+_QUERY_MAX_LEN = 4096
+"""Longer queries are refused: a substring search for a page of text is a mistake, and answers repeat the query."""
+_ECHO_CHARS = 80
+"""Most characters of a caller's own input an answer or error repeats back."""
+_LINES_MAX_LEN = 48
 _ARGS = ("mem_id", "query", "offset", "max_chars", "json_path", "lines")
 
 TOOL = types.Tool(
@@ -163,6 +168,14 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
     return body
 
 
+def _shown(value: Any) -> str:
+    """`value` as an answer may repeat it: its repr, abbreviated past `_ECHO_CHARS` (the caller has it already)."""
+    text = repr(value)
+    if len(text) <= _ECHO_CHARS:
+        return text
+    return f"{text[:_ECHO_CHARS]}… ({len(text):,} chars)"
+
+
 def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | None:
     value = arguments.get(name)
     if value is None:
@@ -173,7 +186,7 @@ def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | Non
         elif isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
         else:
-            raise _BadInput(f"{name} must be a whole number, got {value!r}")
+            raise _BadInput(f"{name} must be a whole number, got {_shown(value)}")
     if value < minimum:
         raise _BadInput(f"{name} must be >= {minimum}, got {value}")
     if value > _MAX_OFFSET:
@@ -214,12 +227,12 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
 async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
     unknown = sorted(set(arguments) - set(_ARGS))
     if unknown:
-        raise _BadInput(f"unknown argument(s) {', '.join(unknown)}; valid: {', '.join(_ARGS)}")
+        raise _BadInput(f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}")
     mem_id = arguments.get("mem_id")
     if not isinstance(mem_id, str) or not mem_id:
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
     if not _MEM_ID.match(mem_id):
-        raise _BadInput(f"mem_id {mem_id!r} is not a recall id; ids look like trm_ followed by 16 hex digits, as in the stub")
+        raise _BadInput(f"mem_id {_shown(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits, as in the stub")
     settings = env.settings.recall
     cap = settings.max_chars
     query = _str_arg(arguments, "query")
@@ -234,6 +247,10 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
     if query is not None and query == "":
         raise _BadInput("query must not be empty")
+    if query is not None and len(query) > _QUERY_MAX_LEN:
+        raise _BadInput(
+            f"query is {len(query):,} chars; at most {_QUERY_MAX_LEN:,}: search for a distinctive part of it, or page with offset"
+        )
     mode = settings.mode
     if json_path is not None and mode == "window":
         raise _BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
@@ -280,9 +297,11 @@ def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
 
 
 def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
-    m = _LINES.match(spec)
-    if not m:
-        raise _BadInput(f"lines {spec!r} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers")
+    m = _LINES.match(spec) if len(spec) <= _LINES_MAX_LEN else None
+    if not m or any(g and len(g) > 15 for g in (m.group(1), m.group(3))):
+        raise _BadInput(
+            f"lines {_shown(spec)} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers (at most 15 digits)"
+        )
     first = int(m.group(1))
     last_text = m.group(3)
     starts = body.line_starts
@@ -292,7 +311,7 @@ def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     if first < 1:
         raise _BadInput("line numbers start at 1")
     if last < first:
-        raise _BadInput(f"lines {spec!r}: the end ({last}) is before the start ({first})")
+        raise _BadInput(f"lines {_shown(spec)}: the end ({last}) is before the start ({first})")
     if first > count:
         raise _BadInput(f"line {first:,} is past the end: the body has {count:,} lines")
     last = min(last, count)
@@ -331,7 +350,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         pos = haystack.find(needle, pos + max(len(needle), 1))
     if not positions:
         where = f" after offset {offset:,}" if offset else ""
-        return f"[{mem_id}: 0 matches for {query!r}{where} ({count:,} in all) in {total:,} chars]\n"
+        return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars]\n"
     parts: list[str] = []
     used = 0
     shown: list[int] = []
@@ -350,11 +369,16 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         last_end = hi
     more = [p for p in positions if p not in shown]
     resume = more[0] if more else (pos if pos != -1 else None)
-    nxt = f"next: {_call(mem_id, query=query, offset=resume)}" if resume is not None else "no more matches"
+    if resume is None:
+        nxt = "no more matches"
+    elif len(repr(query)) <= _ECHO_CHARS:
+        nxt = f"next: {_call(mem_id, query=query, offset=resume)}"
+    else:  # a long query is not repeated: the caller has it
+        nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
     before = haystack.count(needle, 0, offset) if offset else 0
     listing = ", ".join(f"{p:,}" for p in shown)
     header = (
-        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {query!r} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
+        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {_shown(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
         f"at chars {listing}; ±{window} chars each; {nxt}]"
     )
     return header + "\n" + "".join(parts)

@@ -18,7 +18,8 @@ the body exactly. Answers are capped at `recall.max_chars`. `recall.mode`
 
 Deterministic: the same ledger content and arguments give the same bytes.
 Slow inputs are bounded: substring search is linear; JSONPath parsing is
-limited in length and evaluation runs under a time limit.
+limited in length and evaluation runs in a worker process that is bounded
+in time, memory, matches and answer size, and killed when over (jsonpath_worker).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import mcp_types as types
 import orjson
 
 from ..store.ledger import Evicted, UnknownId
+from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,7 @@ class _Body:
         self._lower: str | None = None
         self._line_starts: list[int] | None = None
         self._json: tuple[Any, str] | None = None
+        self._json_bytes: bytes | None = None
 
     @property
     def lower(self) -> str:
@@ -147,6 +150,12 @@ class _Body:
             if self._json is None:
                 raise _BadInput("this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines")
         return self._json
+
+    def json_bytes(self) -> bytes:
+        """The json_path document as JSON bytes (what the evaluating worker reads)."""
+        if self._json_bytes is None:
+            self._json_bytes = orjson.dumps(self.json_doc()[0])
+        return self._json_bytes
 
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
@@ -390,31 +399,21 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
     try:
         from jsonpath_ng.ext import parse
 
-        expr = parse(path)
+        parse(path)  # syntax errors answer at once, before a worker starts
     except Exception as err:
         raise _BadInput(f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price") from None
     doc, source = body.json_doc()
-
-    def evaluate() -> list[tuple[str, Any]]:
-        return [(str(m.full_path), m.value) for m in expr.find(doc)]
-
     try:
-        with anyio.fail_after(_JSON_PATH_TIME_LIMIT_S):
-            matches = await anyio.to_thread.run_sync(evaluate, abandon_on_cancel=True)
-    except TimeoutError:
-        raise _BadInput(f"json_path {path!r} took longer than {_JSON_PATH_TIME_LIMIT_S:g}s; narrow it (avoid `..` on large documents)") from None
-    except Exception as err:
-        raise _BadInput(f"json_path {path!r} could not be evaluated: {err}") from None
-    if not matches:
+        # In a process of its own: bounded in time, memory, matches and size, and killed when over.
+        count, rendered = await evaluate(path, body.json_bytes(), time_limit_s=_JSON_PATH_TIME_LIMIT_S)
+    except JsonPathFailed as err:
+        raise _BadInput(f"json_path {path!r} {err}") from None
+    if count == 0:
         keys = list(doc)[:20] if isinstance(doc, dict) else f"an array of {len(doc)}" if isinstance(doc, list) else type(doc).__name__
         return f"[{mem_id}: json_path {path!r} matched nothing in {source}; top level: {keys}]\n"
-    if len(matches) == 1:
-        rendered = orjson.dumps(matches[0][1], option=orjson.OPT_INDENT_2).decode()
-    else:
-        rendered = orjson.dumps([{"path": p, "value": v} for p, v in matches], option=orjson.OPT_INDENT_2).decode()
     total = len(rendered)
     if offset > total or (offset == total and total > 0):
         raise _BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
     end = min(offset + limit, total)
     nxt = f"next: {_call(mem_id, json_path=path, offset=end)}" if end < total else "end of answer"
-    return f"[{mem_id}: json_path {path!r} in {source}: {len(matches):,} match{'es' if len(matches) != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"
+    return f"[{mem_id}: json_path {path!r} in {source}: {count:,} match{'es' if count != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"

@@ -1,0 +1,115 @@
+"""Issue 13 resource findings (#4-#7) under bounded attacks on 127.0.0.1, through the real proxy process.
+
+Each test prints one `hardening:` line with the figures the issue asks for: the proxy's RSS
+before and after, the p99 of an unrelated echo while the attack runs, and the time to recover.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from conftest import RunningProxy, running_proxy, text_of, write_config
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from test_load_http import HOSTILE, TRM
+
+
+@asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+class EchoProbe:
+    """An unrelated client calling a tiny echo every 50 ms; its latencies are the victim's view of an attack."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.latencies: list[float] = []
+        self.stopped = anyio.Event()
+
+    async def run(self) -> None:
+        while not self.stopped.is_set():
+            started = time.perf_counter()
+            result = await self.session.call_tool("echo", {"text": "ping"})
+            assert text_of(result) == "ping"
+            self.latencies.append(time.perf_counter() - started)
+            await anyio.sleep(0.05)
+
+    def p99(self) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
+
+
+async def recovered_after(proxy: RunningProxy, session: ClientSession, rss_before_kb: int, limit_s: float = 20) -> float:
+    """Seconds until an echo answers in under 100 ms and RSS is within 64 MB of where it started."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit_s:
+        t = time.perf_counter()
+        await session.call_tool("echo", {"text": "ping"})
+        if time.perf_counter() - t < 0.1 and proxy.status("VmRSS") - rss_before_kb < 64 * 1024:
+            return time.perf_counter() - started
+        await anyio.sleep(0.1)
+    return float("inf")
+
+
+def report(name: str, **figures: Any) -> None:
+    print("hardening:", name, " ".join(f"{k}={v}" for k, v in figures.items()))
+
+
+def heavy_json() -> str:
+    """1.3 MB of JSON where `$..*` has 200,001 matches and a 22 MB answer (about 10 s and 130 MB in-process)."""
+    return json.dumps({"items": [{"id": i, "tags": ["a", "b"], "child": {"v": i, "w": [i, i]}} for i in range(20_000)]})
+
+
+async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their_memory(tmp_path: Path) -> None:
+    # No reducers: the whole document is offloaded as one body (smartcrush would otherwise cut its array).
+    cfg = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"reducers": {"pipeline": []}})
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")]) as proxy:
+        async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
+            stub = text_of(await attacker.call_tool("echo", {"text": heavy_json()}))
+            trm_id = TRM.search(stub).group(0)  # type: ignore[union-attr]
+            small = await attacker.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.items[1].child"})
+            assert not small.is_error and '"v": 1' in text_of(small)
+            rss_before = proxy.status("VmRSS")
+
+            answers: list[tuple[float, Any]] = []
+
+            async def attack() -> None:
+                started = time.perf_counter()
+                result = await attacker.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$..*"})
+                answers.append((time.perf_counter() - started, result))
+
+            probe = EchoProbe(victim)
+            attack_started = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(probe.run)
+                async with anyio.create_task_group() as attackers:
+                    for _ in range(8):
+                        attackers.start_soon(attack)
+                probe.stopped.set()
+            attack_s = time.perf_counter() - attack_started
+            recover_s = await recovered_after(proxy, victim, rss_before)
+            rss_after, rss_peak = proxy.status("VmRSS"), proxy.status("VmHWM")
+
+    slowest = max(d for d, _ in answers)
+    report(
+        "jsonpath-8x-descendants", rss_before_mb=rss_before // 1024, rss_after_mb=rss_after // 1024,
+        peak_mb=rss_peak // 1024, slowest_answer_s=f"{slowest:.2f}",
+        attack_s=f"{attack_s:.2f}", echo_p99_s=f"{probe.p99():.3f}", echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+    )
+    # Every query ends within the time limit (plus start-up), with an error that says what to do.
+    assert len(answers) == 8 and slowest < 5.0 + 3.0, [round(d, 2) for d, _ in answers]
+    for _, result in answers:
+        assert result.is_error and "narrow it" in text_of(result), text_of(result)[:300]
+    # Nothing of the work stays in the proxy, and an unrelated client was barely delayed.
+    assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
+    assert probe.p99() < 1.0, sorted(probe.latencies)[-5:]
+    assert recover_s < 5

@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import httpx2
+import pytest
 
 from conftest import ROOT, running_proxy, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -94,3 +96,37 @@ def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_
             assert "--api-key=<redacted>" in good["command"] and "--region" in good["command"]
             bad = next(s for s in body["servers"] if s["name"] == "bad")
             assert "failed to start" in bad["failure"] and "stderr" not in bad["failure"]
+
+
+async def test_tools_list_is_paginated_under_the_clients_message_limit(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": [*HOSTILE[1:], "--extra-tools", "3000"]}})
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")]) as proxy:
+        # The SDK client (1 MiB limit per SSE event) gets every tool, page by page.
+        async with Client(proxy.url) as client:
+            names: list[str] = []
+            cursor: str | None = None
+            pages = 0
+            while True:
+                listed = await client.list_tools(cursor=cursor)
+                names += [t.name for t in listed.tools]
+                pages += 1
+                cursor = listed.next_cursor
+                if cursor is None:
+                    break
+            assert pages > 3 and len(names) == len(set(names))
+            assert {f"tool_{i:05d}" for i in range(3000)} <= set(names) and "recall_tool_result" in names
+            result = await client.call_tool("tool_02999", {"text": "last one"})
+            assert text_of(result) == "last one"
+            with pytest.raises(MCPError, match="invalid tools/list cursor"):
+                await client.list_tools(cursor="not-a-cursor")
+        # Raw pages: each under the budget (512 KiB of tools), the same bytes every time.
+        with httpx2.Client(timeout=30) as http:
+            headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            opened = http.post(proxy.url, json=init, headers=headers)
+            headers["mcp-session-id"] = opened.headers["mcp-session-id"]
+            http.post(proxy.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+            first = [http.post(proxy.url, json={"jsonrpc": "2.0", "id": n, "method": "tools/list"}, headers=headers).text for n in (2, 3)]
+            assert first[0].replace('"id":2', '"id":3') == first[1]
+            assert 300 * 1024 < len(first[0]) < 600 * 1024

@@ -43,6 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..catalog.catalog import Catalog, CatalogEntry, build_catalog, server_prefix
+from ..catalog.paging import BadCursor, page
 from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
@@ -509,7 +510,15 @@ def _route_prompts(server_prompts: Mapping[str, list[types.Prompt]], separator: 
 def build_server(state: ProxyState) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         state.pool.retry_failed()
-        return types.ListToolsResult(tools=state.presentation().tools)
+        presentation = state.presentation()
+        try:
+            tools, next_cursor = page(
+                presentation.tools, params.cursor if params else None, state.settings.catalog.list_page_bytes,
+                presentation.wire_extras,
+            )
+        except BadCursor as err:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(err)) from None
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         return await state.call_tool(

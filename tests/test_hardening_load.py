@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from conftest import RunningProxy, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from test_load_http import HOSTILE, TRM
+from test_proxy_http import fixture_over_http
 
 
 @asynccontextmanager
@@ -30,15 +32,16 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 class EchoProbe:
     """An unrelated client calling a tiny echo every 50 ms; its latencies are the victim's view of an attack."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: ClientSession, tool: str = "echo") -> None:
         self.session = session
+        self.tool = tool
         self.latencies: list[float] = []
         self.stopped = anyio.Event()
 
     async def run(self) -> None:
         while not self.stopped.is_set():
             started = time.perf_counter()
-            result = await self.session.call_tool("echo", {"text": "ping"})
+            result = await self.session.call_tool(self.tool, {"text": "ping"})
             assert text_of(result) == "ping"
             self.latencies.append(time.perf_counter() - started)
             await anyio.sleep(0.05)
@@ -48,12 +51,14 @@ class EchoProbe:
         return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
 
 
-async def recovered_after(proxy: RunningProxy, session: ClientSession, rss_before_kb: int, limit_s: float = 20) -> float:
+async def recovered_after(
+    proxy: RunningProxy, session: ClientSession, rss_before_kb: int, limit_s: float = 20, tool: str = "echo"
+) -> float:
     """Seconds until an echo answers in under 100 ms and RSS is within 64 MB of where it started."""
     started = time.perf_counter()
     while time.perf_counter() - started < limit_s:
         t = time.perf_counter()
-        await session.call_tool("echo", {"text": "ping"})
+        await session.call_tool(tool, {"text": "ping"})
         if time.perf_counter() - t < 0.1 and proxy.status("VmRSS") - rss_before_kb < 64 * 1024:
             return time.perf_counter() - started
         await anyio.sleep(0.1)
@@ -113,3 +118,51 @@ async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their
     assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
     assert probe.p99() < 1.0, sorted(probe.latencies)[-5:]
     assert recover_s < 5
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "json", "sse"])
+async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, transport: str) -> None:
+    limit = 3 * 1024 * 1024 if transport != "sse" else 1024 * 1024
+    opts = ("--json-response",) if transport == "json" else ()
+    with fixture_over_http("streamable-http" if transport == "json" else transport, *opts) as remote:
+        cfg = write_config(
+            # The victim echoes through another server: the remote one is busy making 6 MB answers.
+            tmp_path, {"remote": {"url": remote, "type": "sse" if transport == "sse" else "http"}, "local": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
+            {"downstream": {"max_result_bytes": limit, "call_timeout_s": 20}}, name=f"{transport}.json",
+        )
+        with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / f"{transport}.db")]) as proxy:
+            async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
+                # Under the limit (and over the SDK's 1 MiB SSE event cap where ours replaces it): served as before.
+                fits = await attacker.call_tool("make_text", {"size": 2_000_000 if transport != "sse" else 500_000})
+                assert not fits.is_error, text_of(fits)[:300]
+                rss_before = proxy.status("VmRSS")
+                probe = EchoProbe(victim, "local__echo")
+                durations: list[float] = []
+                results: list[Any] = []
+
+                async def attack() -> None:
+                    started = time.perf_counter()
+                    results.append(await attacker.call_tool("make_text", {"size": 6_000_000}))
+                    durations.append(time.perf_counter() - started)
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(probe.run)
+                    async with anyio.create_task_group() as attackers:
+                        for _ in range(2):
+                            attackers.start_soon(attack)
+                    probe.stopped.set()
+                recover_s = await recovered_after(proxy, victim, rss_before, tool="local__echo")
+                rss_after, rss_peak = proxy.status("VmRSS"), proxy.status("VmHWM")
+                after = await attacker.call_tool("make_text", {"size": 1000})
+    report(
+        f"remote-{transport}-2x6MB", limit_mb=limit // 2**20, rss_before_mb=rss_before // 1024, rss_after_mb=rss_after // 1024,
+        peak_mb=rss_peak // 1024, slowest_answer_s=f"{max(durations):.2f}", echo_p99_s=f"{probe.p99():.3f}",
+        echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+    )
+    for result in results:
+        assert result.is_error and "over offload.downstream.max_result_bytes=" in text_of(result), text_of(result)[:300]
+    assert not after.is_error and len(text_of(after)) == 1000
+    assert max(durations) < 20, durations  # refused as it streams, not after the call timeout
+    assert rss_peak - rss_before < 100 * 1024, (rss_before, rss_peak)
+    # Loose: on 2 shared cores the remote server making 6 MB strings competes with everyone; the figure is reported.
+    assert probe.p99() < 2.5

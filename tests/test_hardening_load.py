@@ -7,13 +7,16 @@ before and after, the p99 of an unrelated echo while the attack runs, and the ti
 from __future__ import annotations
 
 import json
+import resource
+import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from conftest import RunningProxy, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
@@ -166,3 +169,122 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
     assert rss_peak - rss_before < 100 * 1024, (rss_before, rss_peak)
     # Loose: on 2 shared cores the remote server making 6 MB strings competes with everyone; the figure is reported.
     assert probe.p99() < 2.5
+
+
+VICTIM_ADDRESS = "127.0.0.2"
+"""The unrelated client connects from another loopback address, so it is another peer to the proxy."""
+
+
+@asynccontextmanager
+async def victim_session(url: str) -> AsyncIterator[ClientSession]:
+    client = httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(local_address=VICTIM_ADDRESS), timeout=30)
+    async with client, streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+class TimedProbe(EchoProbe):
+    """An EchoProbe whose calls give up after 5 s (counted as 5 s: the victim was locked out)."""
+
+    failures = 0
+
+    async def run(self) -> None:
+        while not self.stopped.is_set():
+            started = time.perf_counter()
+            with anyio.move_on_after(5) as scope:
+                await self.session.call_tool(self.tool, {"text": "ping"})
+            if scope.cancelled_caught:
+                self.failures += 1
+            self.latencies.append(time.perf_counter() - started)
+            await anyio.sleep(0.05)
+
+
+@contextmanager
+def proxy_with_fd_limit(args: list[str], nofile: int) -> Iterator[RunningProxy]:
+    """The proxy process started with a low soft fd limit (it inherits ours for the moment of the start)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with ExitStack() as stack:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+        try:
+            proxy = stack.enter_context(running_proxy(args))
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        yield proxy
+
+
+async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: Path) -> None:
+    server = {"max_sessions_per_peer": 8, "session_idle_timeout_s": 3, "header_timeout_s": 2}
+    cfg = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"server": server})
+    with proxy_with_fd_limit(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], nofile=256) as proxy:
+        host, port = proxy.url.split("//", 1)[1].split("/", 1)[0].split(":")
+        async with victim_session(proxy.url) as victim:
+            # ---- #6: one peer opens 100 sessions as fast as it can ----
+            rss_before = proxy.status("VmRSS")
+            probe = TimedProbe(victim)
+            statuses: list[int] = []
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}}
+            headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+            async with httpx2.AsyncClient(timeout=10) as flood, anyio.create_task_group() as tg:
+                tg.start_soon(probe.run)
+                for _ in range(100):
+                    statuses.append((await flood.post(proxy.url, json=init, headers=headers)).status_code)
+                probe.stopped.set()
+                flood_over = time.perf_counter()
+                # Idle sessions expire (3 s here): the same peer may open sessions again.
+                while (await flood.post(proxy.url, json=init, headers=headers)).status_code != 200:
+                    assert time.perf_counter() - flood_over < 15, "idle sessions were never evicted"
+                    await anyio.sleep(0.25)
+                sessions_recover_s = time.perf_counter() - flood_over
+            report(
+                "sessions-100-from-one-peer", accepted=statuses.count(200), refused_429=statuses.count(429),
+                rss_before_mb=rss_before // 1024, rss_after_mb=proxy.status("VmRSS") // 1024,
+                echo_p99_s=f"{probe.p99():.3f}", echo_failures=probe.failures, recover_s=f"{sessions_recover_s:.2f}",
+            )
+            assert statuses.count(200) == 8 and statuses.count(429) == 92, statuses
+            assert probe.failures == 0 and probe.p99() < 1.0
+
+            # ---- #7: 300 connections trickling a header byte every 0.5 s, at a 256-fd limit ----
+            rss_before = proxy.status("VmRSS")
+            probe = TimedProbe(victim)
+            sockets: list[socket.socket] = []
+            closed_by_proxy = 0
+
+            async def slowloris() -> None:
+                nonlocal closed_by_proxy
+                for _ in range(300):
+                    try:
+                        sock = socket.create_connection((host, int(port)), timeout=2)
+                        sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n".encode())
+                        sock.setblocking(False)
+                        sockets.append(sock)
+                    except OSError:
+                        pass
+                    await anyio.sleep(0.005)
+                for _ in range(12):  # 6 s of trickling
+                    for sock in sockets:
+                        try:
+                            sock.send(b"X")
+                        except OSError:
+                            closed_by_proxy += 1
+                            sock.close()
+                    sockets[:] = [s for s in sockets if s.fileno() != -1]
+                    await anyio.sleep(0.5)
+
+            attack_started = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(probe.run)
+                await slowloris()
+                probe.stopped.set()
+            attack_s = time.perf_counter() - attack_started
+            held = len(sockets)
+            for sock in sockets:
+                sock.close()
+            recover_s = await recovered_after(proxy, victim, rss_before)
+            report(
+                "slowloris-300-at-256-fds", attack_s=f"{attack_s:.1f}", still_open_at_end=held, closed_by_proxy=closed_by_proxy,
+                rss_before_mb=rss_before // 1024, rss_after_mb=proxy.status("VmRSS") // 1024, proxy_fds=proxy.fds(),
+                echo_p99_s=f"{probe.p99():.3f}", echo_failures=probe.failures, echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+            )
+            assert probe.failures == 0 and probe.p99() < 1.0, sorted(probe.latencies)[-5:]
+            assert closed_by_proxy > 0 and recover_s < 5

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp
 
 from ..config import ConfigError
 from .http_extras import extra_routes
+from .http_limits import SessionCaps, connection_cap, guarded_h11
 from .proxy import ProxyState, initialization_options
 from .security import guard
 
@@ -116,12 +117,21 @@ def auth_token(settings: Any, host: str) -> str | None:
     return token
 
 
-def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
-    return server.streamable_http_app(
+def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> ASGIApp:
+    settings = state.settings.server
+    app = server.streamable_http_app(
         host=host,
         transport_security=_security(state, host, port),
         custom_starlette_routes=extra_routes(state),
+        max_sessions=settings.max_sessions,
+        session_idle_timeout=settings.session_idle_timeout_s,
     )
+
+    def live_sessions() -> Any:
+        manager = getattr(server, "_session_manager", None)
+        return getattr(manager, "_server_instances", {})
+
+    return SessionCaps(app, per_peer=settings.max_sessions_per_peer, live_sessions=live_sessions)
 
 
 def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
@@ -142,10 +152,17 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
     return Starlette(routes=routes)
 
 
-async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None) -> None:
+async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None, limits: Any = None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False)
+    http: Any = "auto"
+    if limits is not None:
+        http = guarded_h11(
+            header_timeout_s=limits.header_timeout_s,
+            body_idle_timeout_s=limits.body_idle_timeout_s,
+            max_connections=connection_cap(limits.max_connections),
+        )
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False, http=http)
     server = uvicorn.Server(config)
     if ready is not None:
         async def report() -> None:
@@ -181,4 +198,4 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
                 # One line on stderr that tests and users can read the real port from (--port 0).
                 print(f"offload-mcp: serving {transport} on http://{addr[0]}:{addr[1]}{path}", flush=True, file=__import__("sys").stderr)
 
-    await serve_http(app, host, port, log_level, ready)
+    await serve_http(app, host, port, log_level, ready, limits=state.settings.server)

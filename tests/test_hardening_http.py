@@ -3,6 +3,9 @@
 - 2026-07-28 streamable-HTTP requests are stateless: two `mcp.Client` instances share
   nothing (no dedup history, no ids), and under `ledger.scope: session` they get no ids
   at all and recall/expand refuse clearly (issue 13 #1).
+- /healthz without the token says only the overall status; with it, details with argument
+  values redacted and no stderr; the Bearer scheme is case-insensitive (#2, #10).
+- tools/list comes in pages under the SDK client's message limit, continued by cursors (#8).
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from pathlib import Path
 
 import httpx2
 import pytest
-
 from conftest import ROOT, running_proxy, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
@@ -70,7 +72,7 @@ TOKEN = "tok-healthz-test-0123456789"
 
 
 def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_path: Path) -> None:
-    launcher = "import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path(%r, run_name='__main__')" % HOSTILE[1]
+    launcher = f"import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path({HOSTILE[1]!r}, run_name='__main__')"
     failing = f"import sys; sys.stderr.write('boot failed: api_key={SECRET_ERR}\\n'); sys.exit(3)"
     cfg = write_config(tmp_path, {
         "good": {"command": HOSTILE[0], "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},

@@ -130,7 +130,11 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
     with fixture_over_http("streamable-http" if transport == "json" else transport, *opts) as remote:
         cfg = write_config(
             # The victim echoes through another server: the remote one is busy making 6 MB answers.
-            tmp_path, {"remote": {"url": remote, "type": "sse" if transport == "sse" else "http"}, "local": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
+            tmp_path,
+            {
+                "remote": {"url": remote, "type": "sse" if transport == "sse" else "http"},
+                "local": {"command": HOSTILE[0], "args": HOSTILE[1:]},
+            },
             {"downstream": {"max_result_bytes": limit, "call_timeout_s": 20}}, name=f"{transport}.json",
         )
         with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / f"{transport}.db")]) as proxy:

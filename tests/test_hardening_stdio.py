@@ -72,7 +72,8 @@ def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:
         assert proc.stdin is not None
         proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         depth = 1_000_000
-        nested = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":' + b"[" * depth + b"]" * depth + b"}}}"
+        call = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":'
+        nested = call + b"[" * depth + b"]" * depth + b"}}}"
         reply = _rpc(proc, replies, nested)
         assert reply["id"] == 7 and reply["error"]["code"] == -32700 and "recursion" in reply["error"]["message"], reply
         garbage = _rpc(proc, replies, b"this is not json")

@@ -6,11 +6,13 @@
 - /healthz without the token says only the overall status; with it, details with argument
   values redacted and no stderr; the Bearer scheme is case-insensitive (#2, #10).
 - tools/list comes in pages under the SDK client's message limit, continued by cursors (#8).
+- SSE streams (each one a session) are capped per client address like streamable-HTTP sessions (#6).
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx2
@@ -18,6 +20,7 @@ import pytest
 from conftest import ROOT, running_proxy, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from test_load_http import HOSTILE, TRM
@@ -132,3 +135,17 @@ async def test_tools_list_is_paginated_under_the_clients_message_limit(tmp_path:
             first = [http.post(proxy.url, json={"jsonrpc": "2.0", "id": n, "method": "tools/list"}, headers=headers).text for n in (2, 3)]
             assert first[0].replace('"id":2', '"id":3') == first[1]
             assert 300 * 1024 < len(first[0]) < 600 * 1024
+
+
+async def test_sse_sessions_are_capped_per_peer(tmp_path: Path) -> None:
+    cfg = hostile_config(tmp_path, {"server": {"max_sessions_per_peer": 3}})
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], transport="sse") as proxy:
+        async with httpx2.AsyncClient(timeout=10) as http, AsyncExitStack() as streams:
+            for _ in range(3):
+                held = await streams.enter_async_context(http.stream("GET", proxy.url))
+                assert held.status_code == 200
+            refused = await http.get(proxy.url)
+            assert refused.status_code == 429 and "max_sessions_per_peer" in refused.text
+        # Closed streams free their slots: a real client gets in again.
+        async with Client(sse_client(proxy.url)) as client:
+            assert text_of(await client.call_tool("echo", {"text": "back"})) == "back"

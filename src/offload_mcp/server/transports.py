@@ -24,7 +24,7 @@ from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
@@ -138,10 +138,27 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
     from mcp.server.sse import SseServerTransport
 
     sse = SseServerTransport("/messages/", security_settings=_security(state, host, port))
+    settings = state.settings.server
+    open_streams: dict[str, int] = {}
 
     async def handle_sse(request: Request) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
-            await server.run(read, write, initialization_options(server))
+        # Each SSE stream is a session: the same caps as streamable HTTP (per peer, and overall).
+        peer = request.client.host if request.client else "?"
+        if open_streams.get(peer, 0) >= settings.max_sessions_per_peer or sum(open_streams.values()) >= settings.max_sessions:
+            logger.warning("refused a new SSE session for %s (offload.server.max_sessions_per_peer / max_sessions)", peer)
+            return PlainTextResponse(
+                f"Too many sessions: at most {settings.max_sessions_per_peer} per client address and {settings.max_sessions} "
+                "in all (offload.server.max_sessions_per_peer, max_sessions); close one first\n",
+                status_code=429, headers={"Retry-After": "5"},
+            )
+        open_streams[peer] = open_streams.get(peer, 0) + 1
+        try:
+            async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+                await server.run(read, write, initialization_options(server))
+        finally:
+            open_streams[peer] -= 1
+            if not open_streams[peer]:
+                del open_streams[peer]
         return Response()
 
     routes: list[Any] = [

@@ -265,7 +265,7 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                     except OSError:
                         pass
                     await anyio.sleep(0.005)
-                for _ in range(12):  # 6 s of trickling
+                for _ in range(8):  # 4 s of trickling: past the 2 s header timeout
                     for sock in sockets:
                         try:
                             sock.send(b"X")

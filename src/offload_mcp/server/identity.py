@@ -17,7 +17,8 @@ checks are keyed by:
   unshaped (reason `no_session_identity`, counted in metrics).
 
 When a principal scope (bearer-token identity) lands it belongs here, in
-`scope_key`, so every consumer keeps asking one function.
+`scope_key` (which gets the whole request context, HTTP request included), so
+every consumer keeps asking one function.
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ _stream_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 NO_IDENTITY_REASON = "no_session_identity"
 
 
-def scope_key(connection: Any, *, stateless_wire: bool, process_session: str) -> str:
-    """The identity of the caller behind `connection` (see the module doc).
+def scope_key(ctx: Any, *, stateless_wire: bool, process_session: str) -> str:
+    """The identity of the caller behind a request context (see the module doc).
 
     `stateless_wire` is true on streamable HTTP, where a 2026-era request is its own connection.
+    `ctx.request` (the HTTP request, on HTTP transports) is where a principal would be read from.
     """
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
     if connection is None:
         return process_session
     if connection.session_id:

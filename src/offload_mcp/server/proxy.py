@@ -148,9 +148,7 @@ class ProxyState:
             self._upstream[connection] = ctx.session
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        return scope_key(
-            getattr(ctx.session, "_connection", None), stateless_wire=self.stateless_wire, process_session=self._process_session
-        )
+        return scope_key(ctx, stateless_wire=self.stateless_wire, process_session=self._process_session)
 
     @property
     def session_scoped(self) -> bool:

@@ -292,3 +292,18 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
             )
             assert probe.failures == 0 and probe.p99() < 1.0, sorted(probe.latencies)[-5:]
             assert closed_by_proxy > 0 and recover_s < 5
+
+
+async def test_jsonpath_worker_bounds_end_it_with_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's own bounds (memory cap, match count), in-process: each ends the query with what to do."""
+    from offload_mcp.tools import jsonpath_worker
+
+    doc = json.dumps({"a": list(range(300_000))}).encode()
+    monkeypatch.setattr(jsonpath_worker, "MEMORY_BYTES", 96 * 1024 * 1024)
+    with pytest.raises(jsonpath_worker.JsonPathFailed, match="needed more than 96 MiB; narrow it"):
+        await jsonpath_worker.evaluate("$..*", doc, time_limit_s=10)
+    monkeypatch.setattr(jsonpath_worker, "MEMORY_BYTES", 768 * 1024 * 1024)
+    monkeypatch.setattr(jsonpath_worker, "MAX_MATCHES", 10)
+    with pytest.raises(jsonpath_worker.JsonPathFailed, match="matched more than 10 values; narrow it"):
+        await jsonpath_worker.evaluate("$.a[*]", doc, time_limit_s=10)
+    assert await jsonpath_worker.evaluate("$.a[2]", doc, time_limit_s=10) == (1, "2")

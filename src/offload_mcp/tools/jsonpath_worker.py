@@ -50,19 +50,23 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
     try:
         with anyio.fail_after(time_limit_s):
             async with _limiter():
-                raw = await _run_worker(path.encode() + b"\n" + doc_json)
+                code, raw = await _run_worker(path.encode() + b"\n" + doc_json)
     except TimeoutError:
         raise JsonPathFailed(f"took longer than {time_limit_s:g}s and was stopped; narrow it (avoid `..` on large documents)") from None
     try:
         answer = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise JsonPathFailed("the evaluator ran out of memory and was stopped; narrow it (avoid `..` on large documents)") from None
+        # No answer: the worker died (its memory cap, most likely); the proxy itself lost nothing.
+        raise JsonPathFailed(
+            f"stopped without an answer (evaluator exit code {code}, usually its {MEMORY_BYTES // 2**20} MiB memory cap); "
+            "narrow it (avoid `..` on large documents)"
+        ) from None
     if "error" in answer:
         raise JsonPathFailed(str(answer["error"]))
     return int(answer["count"]), str(answer["text"])
 
 
-async def _run_worker(stdin: bytes) -> bytes:
+async def _run_worker(stdin: bytes) -> tuple[int | None, bytes]:
     process = await anyio.open_process(
         [sys.executable, "-m", "offload_mcp.tools.jsonpath_worker", str(MEMORY_BYTES), str(MAX_MATCHES), str(MAX_CHARS)],
         stdin=-1, stdout=-1, stderr=-3,  # PIPE, PIPE, DEVNULL
@@ -90,7 +94,7 @@ async def _run_worker(stdin: bytes) -> bytes:
             process.kill()
             with anyio.CancelScope(shield=True):
                 await process.wait()
-    return b"".join(chunks)
+    return process.returncode, b"".join(chunks)
 
 
 # ---- the worker side ----------------------------------------------------------

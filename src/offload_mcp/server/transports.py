@@ -200,6 +200,11 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         return
     token = auth_token(state.settings, host)
     state.stateless_wire = transport == "streamable-http"
+    if state.stateless_wire and state.settings.ledger.scope == "session":
+        logger.warning(
+            "ledger.scope is `session`: 2026-07-28 streamable-HTTP requests carry no session, so their results pass "
+            "through unshaped and recall/expand refuse them (handshake-era sessions are unaffected)"
+        )
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(

@@ -52,10 +52,13 @@ def _rpc(proc: subprocess.Popen[bytes], replies: queue.Queue[bytes], line: bytes
     assert proc.stdin is not None
     proc.stdin.write(line + b"\n")
     proc.stdin.flush()
-    try:
-        return json.loads(replies.get(timeout=30))
-    except queue.Empty:
-        raise AssertionError(f"no reply within 30 s to {line[:80]!r}") from None
+    while True:  # skip notifications (a list change as downstream servers finish starting)
+        try:
+            message = json.loads(replies.get(timeout=30))
+        except queue.Empty:
+            raise AssertionError(f"no reply within 30 s to {line[:80]!r}") from None
+        if "id" in message:
+            return message
 
 
 def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:

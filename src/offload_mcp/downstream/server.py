@@ -182,7 +182,7 @@ class DownstreamServer:
             except PermissionError:
                 raise DownstreamDown(f"command not executable: {entry.command}") from None
         else:
-            read, write = await stack.enter_async_context(_remote_transport(entry))
+            read, write = await stack.enter_async_context(_remote_transport(entry, self.settings.max_result_bytes))
         session = ClientSession(read, write, message_handler=self._on_message)
         return await stack.enter_async_context(session)
 
@@ -416,18 +416,25 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 
 @asynccontextmanager
-async def _remote_transport(entry: RemoteServer) -> AsyncIterator[Any]:
+async def _remote_transport(entry: RemoteServer, max_result_bytes: int) -> AsyncIterator[Any]:
+    from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, bounded_client_factory
+
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 
-        async with sse_client(entry.url, headers=entry.headers or None) as streams:
+        # The SDK's SSE client drops the whole connection past 1 MiB per event: refuse first, clearly.
+        factory = bounded_client_factory(min(max_result_bytes, LEGACY_SSE_EVENT_LIMIT))
+        async with sse_client(entry.url, headers=entry.headers or None, httpx_client_factory=factory) as streams:
             yield streams
         return
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=entry.headers or None) as http_client:
-        async with streamable_http_client(entry.url, http_client=http_client) as streams:
+    factory = bounded_client_factory(max_result_bytes)
+    async with factory(headers=entry.headers or None) as http_client:
+        # Our transport bounds each event at max_result_bytes; the SDK's own 1 MiB cap would kill the call instead.
+        async with streamable_http_client(
+            entry.url, http_client=http_client, max_sse_event_size=max_result_bytes + SSE_FRAMING
+        ) as streams:
             yield streams
 
 

@@ -43,12 +43,14 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..catalog.catalog import Catalog, CatalogEntry, build_catalog, server_prefix
+from ..catalog.paging import BadCursor, page
 from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..shaping import CallInfo, build_shaper
-from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
+from .identity import NO_IDENTITY_REASON, is_anonymous, refusal, scope_key
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class ProxyState:
         self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
+        self.stateless_wire = False
+        """True on streamable HTTP, where each 2026-era request is a connection of its own (no identity)."""
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
@@ -190,15 +194,11 @@ class ProxyState:
             self._upstream[connection] = ctx.session
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is None:
-            return self._process_session
-        if connection.session_id:
-            return str(connection.session_id)
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # Stateless wire: every request is its own connection; one session per process.
-            return self._process_session
-        return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
+        return scope_key(ctx, stateless_wire=self.stateless_wire, process_session=self._process_session)
+
+    @property
+    def session_scoped(self) -> bool:
+        return self.settings.ledger.scope == "session"
 
     def memory(self, session_id: str) -> SessionMemory:
         get = getattr(self.shaper, "session_memory", None)
@@ -285,6 +285,8 @@ class ProxyState:
         return message
 
     async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
+        if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
+            return error_result(refusal(own.tool.name))
         env = ToolEnv(
             settings=self.settings,
             ledger=self.ledger,
@@ -337,6 +339,12 @@ class ProxyState:
                 result = _schema_error(entry, result, problem)
                 self._observe(entry, started, None, result, None, arguments)
                 return result
+        if self.session_scoped and is_anonymous(session_id):
+            # No identity to own a body: hand out no id this caller could never read back.
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
+            self._observe(entry, started, None, result, None, arguments)
+            return result
         call = CallInfo(
             server=entry.server,
             tool=entry.name,
@@ -558,9 +566,16 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         await state.wait_for_first_listing()
         state.pool.retry_failed()
-        tools = state.presentation().tools
+        presentation = state.presentation()
         status = state.status_tool()
-        return types.ListToolsResult(tools=[*tools, status] if status is not None else tools)
+        listed = [*presentation.tools, status] if status is not None else presentation.tools
+        try:
+            tools, next_cursor = page(
+                listed, params.cursor if params else None, state.settings.catalog.list_page_bytes, presentation.wire_extras
+            )
+        except BadCursor as err:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(err)) from None
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         return await state.call_tool(
@@ -617,7 +632,8 @@ def build_server(state: ProxyState) -> Server[Any]:
         if ctx.method != "tools/list":
             return await call_next(ctx)
         await state.wait_for_first_listing()  # before the listing is computed: it must include who joined
-        presentation = state.presentation(state.session_id(ctx))
+        session_id = state.session_id(ctx)
+        presentation = state.presentation(None if is_anonymous(session_id) else session_id)
         token = _presentation.set(presentation)
         try:
             result = await call_next(ctx)

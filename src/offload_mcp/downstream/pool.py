@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 
 from ..config import ServerEntry
+from ..relay.router import Relay
 from .server import DownstreamServer
 from .settings import DownstreamSettings
 
@@ -28,9 +29,12 @@ logger = logging.getLogger(__name__)
 class DownstreamPool:
     def __init__(self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None) -> None:
         self.settings = settings or DownstreamSettings()
+        self.relay = Relay(self.settings.call_timeout_s)
         self.servers: dict[str, DownstreamServer] = {
-            name: DownstreamServer(name, entry, self.settings, on_change=self._changed) for name, entry in servers.items()
+            name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay)
+            for name, entry in servers.items()
         }
+        self._redeclaring = anyio.Lock()
         self._listeners: list[Callable[[str, str], Awaitable[None]]] = []
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -90,6 +94,35 @@ class DownstreamPool:
         for server in self.servers.values():
             if server.due_for_retry():
                 self._task_group.start_soon(server.retry)
+
+    async def declare_for(self, capabilities: Any) -> None:
+        """A client declared `capabilities`: when that widens what downstream declares, reconnect every server.
+
+        Serialised, so concurrent first requests of new clients wait for one
+        round of reconnects rather than starting several.
+        """
+        if not self.relay.observe(capabilities) and not self._redeclaring.locked():
+            return
+        async with self._redeclaring:
+            stale = [s for s in self.servers.values() if s.state == "ready" and s.declares() != self.relay.declared]
+            if not stale:
+                return
+            self.relay.stats.redeclared += 1
+            logger.info("client capabilities now %s: reconnecting %d server(s)", self.relay.status()["declared"], len(stale))
+            async with anyio.create_task_group() as tg:
+                for server in stale:
+                    tg.start_soon(server.redeclare)
+
+    async def set_log_level(self, level: Any) -> None:
+        self.relay.log_level = level
+        async with anyio.create_task_group() as tg:
+            for server in self.ready():
+                tg.start_soon(server.set_log_level)
+
+    async def roots_changed(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for server in self.ready():
+                tg.start_soon(server.roots_changed)
 
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]

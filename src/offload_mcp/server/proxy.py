@@ -47,6 +47,9 @@ from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
+from ..relay.listen import ForwardingListenHandler
+from ..relay.parked import TOKEN_PREFIX, ParkedCall, Parking
+from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
 from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
 
@@ -92,6 +95,7 @@ class ProxyState:
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
+        self.parking = Parking()
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
 
@@ -142,6 +146,16 @@ class ProxyState:
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None and connection not in self._upstream:
             self._upstream[connection] = ctx.session
+
+    async def meet_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Fold the client's declared capabilities into what downstream declares (relay/capabilities.py)."""
+        if ctx.method in ("initialize", "server/discover", "ping"):
+            return
+        caps = getattr(ctx.session, "client_capabilities", None)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.pool.relay.connected(connection, ctx.session)
+        await self.pool.declare_for(caps)
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
         connection = getattr(ctx.session, "_connection", None)
@@ -211,6 +225,62 @@ class ProxyState:
             return error_result(self._unknown_tool(name))
         return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
 
+    async def call_tool_rounds(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """A 2026-era call whose server may ask its client something: run it parked (relay/parked.py)."""
+        state_token = params.request_state
+        if state_token is not None:
+            parked = self.parking.get(state_token)
+            if parked is None:
+                return error_result(
+                    "offload-mcp no longer holds the call this input_required answer belongs to (it finished, timed out, "
+                    "or ran on another offload-mcp process); call the tool again."
+                )
+            parked.session = ctx.session
+            unknown = parked.deliver(params.input_responses)
+            if unknown:
+                logger.info("input responses nobody waits for (answered already or timed out): %s", ", ".join(sorted(unknown)))
+            return await self._next_round(parked)
+        entry = self.catalog.lookup(params.name)
+        if entry is None or self._own_tool(params.name) is not None:
+            return await self.call_tool(
+                params.name, dict(params.arguments or {}), session_id=self.session_id(ctx), meta=params.meta, ctx=ctx
+            )
+        parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
+        self.parking.park(parked)
+        progress = None
+        if ctx.meta and ctx.meta.get("progress_token") is not None:
+
+            async def progress(value: float, total: float | None, message: str | None) -> None:
+                # Progress rides the stream of the round in progress.
+                if parked.session is not None:
+                    await parked.session.report_progress(value, total, message)
+
+        session_id = self.session_id(ctx)
+        self.sessions_seen.add(session_id)
+
+        async def run() -> None:
+            try:
+                result = await self._call_downstream(
+                    entry, dict(params.arguments or {}), session_id=session_id, meta=params.meta, upstream=parked, progress=progress
+                )
+            except Exception as err:
+                logger.exception("parked call to %s failed", entry.name)
+                result = error_result(f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}")
+            parked.finish(result)
+
+        if not self.pool.spawn(run):
+            self.parking.release(parked)
+            return await self.call_tool(params.name, dict(params.arguments or {}), session_id=session_id, meta=params.meta, ctx=ctx)
+        return await self._next_round(parked)
+
+    async def _next_round(self, parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
+        outcome = await parked.next_round()
+        if isinstance(outcome, types.CallToolResult):
+            self.parking.release(parked)
+        return outcome
+
     def _own_tool(self, name: str) -> OwnTool | None:
         if name in self.own_always:
             return self.own_always[name]
@@ -263,17 +333,25 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        upstream: Upstream | None = None,
+        progress: Any = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
-        progress = None
-        if ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
+        if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
             async def progress(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
 
+        if upstream is None and ctx is not None:
+            upstream = SessionUpstream(ctx.session, ctx.request_id)
         started = time.perf_counter()
-        result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        if upstream is None:
+            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        else:
+            # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
+            with self.pool.relay.in_flight(entry.server, upstream):
+                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
         if entry.output_schema is not None and not result.is_error:
             problem = self._schema_problem(entry, result)
             if problem is not None:
@@ -478,6 +556,12 @@ def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: st
     )
 
 
+def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """The client declared something a server may ask it for (sampling, elicitation, roots)."""
+    caps = getattr(ctx.session, "client_capabilities", None)
+    return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
+
+
 def _template_matches(template: str, uri: str) -> bool:
     pattern = re.escape(template)
     pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
@@ -502,7 +586,14 @@ def build_server(state: ProxyState) -> Server[Any]:
         state.pool.retry_failed()
         return types.ListToolsResult(tools=state.presentation().tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
+            return await state.call_tool_rounds(ctx, params)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
+            return await state.call_tool_rounds(ctx, params)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),
@@ -535,6 +626,14 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         return await state.complete(params)
 
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        # Applied to every server now and to each one that starts later.
+        await state.pool.set_log_level(params.level)
+        return types.EmptyResult()
+
+    async def roots_list_changed(ctx: Any, params: types.NotificationParams | None) -> None:
+        await state.pool.roots_changed()
+
     server: Server[Any] = Server(
         "offload-mcp",
         version=__version__,
@@ -549,11 +648,14 @@ def build_server(state: ProxyState) -> Server[Any]:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(state.bus),
+        on_subscriptions_listen=ForwardingListenHandler(ListenHandler(state.bus), state.subscribe),
+        on_set_logging_level=set_level,
+        on_roots_list_changed=roots_list_changed,
     )
 
     async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         state.remember_session(ctx)
+        await state.meet_client(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
         presentation = state.presentation(state.session_id(ctx))

@@ -22,12 +22,13 @@ no sampling, elicitation or roots (their calls run inline).
 from __future__ import annotations
 
 import secrets
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 TOKEN_PREFIX = "offload-relay:"
 
@@ -83,7 +84,10 @@ class ParkedCall:
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         if self.session is not None:
-            await self.session.send_log_message(params.level, params.data, params.logger)
+            with warnings.catch_warnings():
+                # Deprecated in the 2026 era, yet the way a request-scoped log reaches a client that opted in.
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await self.session.send_log_message(params.level, params.data, params.logger)
 
     def deliver(self, responses: types.InputResponses | None) -> list[str]:
         """Hand the client's answers to the waiting downstream requests; the keys nobody was waiting for."""
@@ -95,6 +99,8 @@ class ParkedCall:
                 continue
             answer.value = response
             answer.ready.set()
+            # Answered now, not when the asking task next runs: the next round must not ask again.
+            self._pending.pop(key, None)
         return unknown
 
     def finish(self, result: types.CallToolResult) -> None:

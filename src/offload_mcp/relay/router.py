@@ -33,6 +33,7 @@ downstream sessions then declare none, and servers send no such requests
 from __future__ import annotations
 
 import logging
+import warnings
 import weakref
 from collections import Counter
 from collections.abc import Iterator
@@ -43,7 +44,7 @@ from typing import Any, Protocol
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from .capabilities import lacks, relayed_part, union
@@ -87,7 +88,9 @@ class SessionUpstream:
         return await self.session.send_request(request, result_type, request_read_timeout_seconds=timeout_s, metadata=related)
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        await self.session.send_log_message(params.level, params.data, params.logger, related_request_id=self.request_id)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in the 2026 era, live in the handshake era
+            await self.session.send_log_message(params.level, params.data, params.logger, related_request_id=self.request_id)
 
 
 @dataclass

@@ -649,9 +649,11 @@ def build_server(state: ProxyState) -> Server[Any]:
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
         on_subscriptions_listen=ForwardingListenHandler(ListenHandler(state.bus), state.subscribe),
-        on_set_logging_level=set_level,
-        on_roots_list_changed=roots_list_changed,
     )
+    # Registered directly rather than as on_set_logging_level=/on_roots_list_changed=, which warn that the
+    # 2026 era deprecates them: handshake-era clients still send both, and they must reach the servers.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, roots_list_changed)
 
     async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         state.remember_session(ctx)

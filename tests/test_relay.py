@@ -124,16 +124,11 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
             assert text_of(await s.call_tool("roots_changes", {})) == "1"
 
 
-async def test_client_without_capabilities_gets_clear_errors(tmp_path: Path) -> None:
-    async with proxy_session(relay_config(tmp_path)) as s:
-        assert json.loads(text_of(await s.call_tool("declared", {}))) == {}
-        for tool, args, missing in [("sample", {"prompt": "x"}, "sampling"), ("roots", {}, "roots"), ("ask_name", {}, "elicitation")]:
-            assert f"did not declare the {missing} capability" in await failure(s.call_tool(tool, args))
-
-
 async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: Path) -> None:
     answers = Answers("m")
-    async with Client(_params(relay_config(tmp_path), None), mode="2026-07-28", log_level="info", **answers.kwargs()) as c:
+    servers = {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}, "fx": {"command": PYTHON, "args": fixture_cmd()[1:]}}
+    config = ["-c", str(write_config(tmp_path, servers))]
+    async with Client(_params(config, None), mode="2026-07-28", log_level="info", **answers.kwargs()) as c:
         assert text_of(await c.call_tool("sample", {"prompt": "yo"})) == "m:yo (model m)"
         assert text_of(await c.call_tool("ask_name", {})) == "accept Ada-m"
         assert text_of(await c.call_tool("open_url", {"url": "https://example.com/pay"})) == "decline"
@@ -141,12 +136,31 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
         assert text_of(await c.call_tool("chatty", {"n": 2})) == "logged 2"
         await wait_for(lambda: len(answers.logs) >= 2)
         assert [m.logger for m in answers.logs] == ["relay/chat", "relay/chat"]
-    assert answers.seen == ["sampling", "elicitation:form", "elicitation:url", "roots"]
+        assert answers.seen == ["sampling", "elicitation:form", "elicitation:url", "roots"]
+
+        # Subscriptions named on a listen stream reach the server that owns the resource.
+        assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello (not subscribed)"
+        async with c.listen(resource_subscriptions=["fixture://hello"]) as sub:
+            assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello"
+            with anyio.fail_after(10):
+                event = await sub.__anext__()
+            assert getattr(event, "uri", None) == "fixture://hello"
+        # The stream ended: the downstream subscription is released.
+        for _ in range(50):
+            if text_of(await c.call_tool("touch_resource", {})).endswith("(not subscribed)"):
+                break
+            await anyio.sleep(0.05)
+        assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello (not subscribed)"
 
 
 async def test_two_http_clients_never_get_each_others_requests(tmp_path: Path) -> None:
     a, b = Answers("A"), Answers("B")
-    with proxy_http(relay_config(tmp_path)) as url:
+    with proxy_http(relay_config(tmp_path)) as url, anyio.fail_after(120):
+        async with Client(url, mode="legacy") as plain:
+            # A client that declared nothing: downstream declares nothing, and requests to it are refused clearly.
+            assert json.loads(text_of(await plain.call_tool("declared", {}))) == {}
+            for tool, args, missing in [("sample", {"prompt": "x"}, "sampling"), ("roots", {}, "roots"), ("ask_name", {}, "elicitation")]:
+                assert f"did not declare the {missing} capability" in await failure(plain.call_tool(tool, args))
         async with Client(url, mode="legacy", **a.kwargs()) as ca, Client(url, mode="legacy", **b.kwargs()) as cb:
             # One at a time: each request reaches the client whose call caused it.
             assert text_of(await ca.call_tool("sample", {"prompt": "1"})) == "A:1 (model A)"
@@ -195,19 +209,3 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path) ->
         assert str(data) in allowed
         read = await s.call_tool("read_text_file", {"path": str(data / "note.txt")})
         assert not read.is_error and "inside the client's root" in text_of(read)
-
-
-async def test_modern_listen_subscribes_downstream(tmp_path: Path) -> None:
-    async with Client(_params(["--", *fixture_cmd()], None), mode="2026-07-28") as c:
-        assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello (not subscribed)"
-        async with c.listen(resource_subscriptions=["fixture://hello"]) as sub:
-            assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello"
-            with anyio.fail_after(10):
-                event = await sub.__anext__()
-            assert getattr(event, "uri", None) == "fixture://hello"
-        # The stream ended: the downstream subscription is released.
-        for _ in range(50):
-            if text_of(await c.call_tool("touch_resource", {})).endswith("(not subscribed)"):
-                break
-            await anyio.sleep(0.05)
-        assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello (not subscribed)"

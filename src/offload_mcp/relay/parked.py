@@ -51,6 +51,7 @@ class ParkedCall:
         self._asked = 0
         self._changed = anyio.Event()
         self.result: types.CallToolResult | None = None
+        self.claimed = anyio.Event()
 
     @property
     def origin(self) -> object:
@@ -111,6 +112,7 @@ class ParkedCall:
         """Wait for the call's result or its next question(s)."""
         while True:
             if self.result is not None:
+                self.claimed.set()
                 return self.result
             if self._pending:
                 return types.InputRequiredResult(input_requests=dict(self._pending), request_state=self.token)

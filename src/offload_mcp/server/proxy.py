@@ -269,6 +269,10 @@ class ProxyState:
                 logger.exception("parked call to %s failed", entry.name)
                 result = error_result(f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}")
             parked.finish(result)
+            # A client that never comes back for the result (it gave up) must not pin the call forever.
+            with anyio.move_on_after(self.settings.downstream.call_timeout_s):
+                await parked.claimed.wait()
+            self.parking.release(parked)
 
         if not self.pool.spawn(run):
             self.parking.release(parked)

@@ -24,8 +24,8 @@ from offload_mcp.relay.capabilities import DeclaringClientSession
 RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
 
 
-def relay_config(tmp_path: Path) -> list[str]:
-    return ["-c", str(write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}}))]
+def relay_config(tmp_path: Path, offload: dict[str, Any] | None = None) -> list[str]:
+    return ["-c", str(write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}}, offload))]
 
 
 class Answers:
@@ -92,7 +92,8 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
         elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()),
         roots=types.RootsCapability(),
     )
-    async with stdio_client(_params(relay_config(tmp_path), None)) as (read, write):
+    config = relay_config(tmp_path, {"downstream": {"call_timeout_s": 6}})
+    async with stdio_client(_params(config, None)) as (read, write):
         async with DeclaringClientSession(read, write, declared=declared, **answers.kwargs()) as s:
             await s.initialize()
             # Exactly what this client declared: sampling.tools, form-only elicitation, roots without listChanged.
@@ -114,6 +115,13 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
             await s.call_tool("chatty", {"n": 0})
             await wait_for(lambda: len(answers.logs) >= 4)
             assert answers.logs[3].level == "debug" and answers.logs[3].logger == "relay/chat"
+
+            # A client that never answers: bounded by the call timeout, like a tool call.
+            answers.hold = anyio.Event()
+            with anyio.fail_after(30):
+                assert "within 6s" in await failure(s.call_tool("sample", {"prompt": "never"}))
+            answers.hold.set()
+            answers.hold = None
 
             # roots/list_changed is passed on.
             await s.send_roots_list_changed()

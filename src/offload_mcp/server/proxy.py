@@ -48,7 +48,8 @@ from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..relay.listen import ForwardingListenHandler
-from ..relay.parked import TOKEN_PREFIX, ParkedCall, Parking
+from ..relay.parked import TOKEN_PREFIX, Parking
+from ..relay.rounds import call_in_rounds
 from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
 from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
@@ -225,66 +226,6 @@ class ProxyState:
             return error_result(self._unknown_tool(name))
         return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
 
-    async def call_tool_rounds(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        """A 2026-era call whose server may ask its client something: run it parked (relay/parked.py)."""
-        state_token = params.request_state
-        if state_token is not None:
-            parked = self.parking.get(state_token)
-            if parked is None:
-                return error_result(
-                    "offload-mcp no longer holds the call this input_required answer belongs to (it finished, timed out, "
-                    "or ran on another offload-mcp process); call the tool again."
-                )
-            parked.session = ctx.session
-            unknown = parked.deliver(params.input_responses)
-            if unknown:
-                logger.info("input responses nobody waits for (answered already or timed out): %s", ", ".join(sorted(unknown)))
-            return await self._next_round(parked)
-        entry = self.catalog.lookup(params.name)
-        if entry is None or self._own_tool(params.name) is not None:
-            return await self.call_tool(
-                params.name, dict(params.arguments or {}), session_id=self.session_id(ctx), meta=params.meta, ctx=ctx
-            )
-        parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
-        self.parking.park(parked)
-        progress = None
-        if ctx.meta and ctx.meta.get("progress_token") is not None:
-
-            async def progress(value: float, total: float | None, message: str | None) -> None:
-                # Progress rides the stream of the round in progress.
-                if parked.session is not None:
-                    await parked.session.report_progress(value, total, message)
-
-        session_id = self.session_id(ctx)
-        self.sessions_seen.add(session_id)
-
-        async def run() -> None:
-            try:
-                result = await self._call_downstream(
-                    entry, dict(params.arguments or {}), session_id=session_id, meta=params.meta, upstream=parked, progress=progress
-                )
-            except Exception as err:
-                logger.exception("parked call to %s failed", entry.name)
-                result = error_result(f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}")
-            parked.finish(result)
-            # A client that never comes back for the result (it gave up) must not pin the call forever.
-            with anyio.move_on_after(self.settings.downstream.call_timeout_s):
-                await parked.claimed.wait()
-            self.parking.release(parked)
-
-        if not self.pool.spawn(run):
-            self.parking.release(parked)
-            return await self.call_tool(params.name, dict(params.arguments or {}), session_id=session_id, meta=params.meta, ctx=ctx)
-        return await self._next_round(parked)
-
-    async def _next_round(self, parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
-        outcome = await parked.next_round()
-        if isinstance(outcome, types.CallToolResult):
-            self.parking.release(parked)
-        return outcome
-
     def _own_tool(self, name: str) -> OwnTool | None:
         if name in self.own_always:
             return self.own_always[name]
@@ -344,8 +285,10 @@ class ProxyState:
         if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
-            async def progress(value: float, total: float | None, message: str | None) -> None:
+            async def report(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
+
+            progress = report
 
         if upstream is None and ctx is not None:
             upstream = SessionUpstream(ctx.session, ctx.request_id)
@@ -594,10 +537,10 @@ def build_server(state: ProxyState) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
-            return await state.call_tool_rounds(ctx, params)
+            return await call_in_rounds(state, ctx, params)
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
-            return await state.call_tool_rounds(ctx, params)
+            return await call_in_rounds(state, ctx, params)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),

@@ -217,3 +217,27 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path) ->
         assert str(data) in allowed
         read = await s.call_tool("read_text_file", {"path": str(data / "note.txt")})
         assert not read.is_error and "inside the client's root" in text_of(read)
+
+
+def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    from conftest import OFFLOAD_MCP, proxy_env
+
+    script = ROOT / "tests" / "clients" / "ts_relay_client.mjs"
+    run = subprocess.run(
+        [node, str(script), OFFLOAD_MCP, "serve", *relay_config(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=proxy_env(), cwd=str(ROOT),
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["sample"] == "ts:hey (model ts-model)"
+    assert out["ask_name"] == "accept Ada-ts"
+    assert out["open_url"] == "accept"
+    assert out["roots"] == "file:///roots/ts"
+    assert out["chatty"] == "logged 2" and out["logs"] == ["relay/chat", "relay/chat"]
+    assert out["seen"] == ["sampling", "elicitation:form", "elicitation:url", "roots"]

@@ -20,10 +20,9 @@ on that server when it arrives:
 The chosen client must have declared the capability the request needs
 (sampling and its tools/context sub-capabilities, elicitation form/URL,
 roots); otherwise the server gets an error naming the missing capability.
-Log messages follow the same attribution, except that a message no call
-explains goes to every connected handshake-era client (it is the server's
-own news), and one several clients' calls could have caused goes to stderr
-only. Each message is named by its server in the `logger` field.
+Log messages follow the same attribution; one that no single client can be
+told to own stays in offload-mcp's stderr log. Each message is named by its
+server in the `logger` field.
 
 Inert when no upstream client declared sampling, elicitation or roots: the
 downstream sessions then declare none, and servers send no such requests
@@ -221,6 +220,12 @@ class Relay:
             logger.info("server %r log (not relayed: %d clients in flight) [%s]: %s", server, len(origins), params.level, params.data)
             return
         targets = calls[-1:] if calls else self.standalone()
+        if len(targets) > 1:
+            # No call explains it and several clients could see it: a late line of one client's call must not
+            # reach another, so it stays in our own log.
+            self.stats.logs_dropped += 1
+            logger.info("server %r log (not relayed: %d clients connected) [%s]: %s", server, len(targets), params.level, params.data)
+            return
         for target in targets:
             try:
                 with anyio.fail_after(2):

@@ -146,6 +146,15 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
         assert [m.logger for m in answers.logs] == ["relay/chat", "relay/chat"]
         assert answers.seen == ["sampling", "elicitation:form", "elicitation:url", "roots"]
 
+        # Progress of a call that runs parked still reaches the client.
+        steps: list[float] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            steps.append(progress)
+
+        assert text_of(await c.call_tool("progress", {"steps": 2}, progress_callback=on_progress)) == "done"
+        assert steps == [1, 2]
+
         # Subscriptions named on a listen stream reach the server that owns the resource.
         assert text_of(await c.call_tool("touch_resource", {})) == "touched fixture://hello (not subscribed)"
         async with c.listen(resource_subscriptions=["fixture://hello"]) as sub:

@@ -146,6 +146,18 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
         assert [m.logger for m in answers.logs] == ["relay/chat", "relay/chat"]
         assert answers.seen == ["sampling", "elicitation:form", "elicitation:url", "roots"]
 
+        # Bad rounds: a requestState we never issued, and an answer of the wrong kind.
+        stale = await c.session.call_tool("sample", {"prompt": "x"}, request_state="offload-relay:not-ours", allow_input_required=True)
+        assert isinstance(stale, types.CallToolResult) and stale.is_error and "no longer holds the call" in text_of(stale)
+        first = await c.session.call_tool("sample", {"prompt": "manual"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
+        [(key, asked)] = first.input_requests.items()
+        assert isinstance(asked, types.CreateMessageRequest)
+        wrong = {key: types.ListRootsResult(roots=[])}
+        assert "could not relay sampling/createMessage" in await failure(
+            c.session.call_tool("sample", {"prompt": "manual"}, input_responses=wrong, request_state=first.request_state, allow_input_required=True)
+        )
+
         # Progress of a call that runs parked still reaches the client.
         steps: list[float] = []
 

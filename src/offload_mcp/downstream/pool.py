@@ -76,6 +76,8 @@ class DownstreamPool:
     ) -> None:
         for server in self.servers.values():
             await server.stop()
+        if self.relay.stats.relayed or self.relay.stats.refused or self.relay.stats.logs_forwarded:
+            logger.info("relay: %s", self.relay.status())
         assert self._task_group is not None
         await self._task_group.__aexit__(exc_type, exc, tb)
         self._task_group = None

@@ -92,7 +92,7 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
         elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()),
         roots=types.RootsCapability(),
     )
-    config = relay_config(tmp_path, {"downstream": {"call_timeout_s": 6}})
+    config = relay_config(tmp_path, {"downstream": {"call_timeout_s": 3}})
     async with stdio_client(_params(config, None)) as (read, write):
         async with DeclaringClientSession(read, write, declared=declared, **answers.kwargs()) as s:
             await s.initialize()
@@ -119,7 +119,7 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
             # A client that never answers: bounded by the call timeout, like a tool call.
             answers.hold = anyio.Event()
             with anyio.fail_after(30):
-                assert "within 6s" in await failure(s.call_tool("sample", {"prompt": "never"}))
+                assert "within 3s" in await failure(s.call_tool("sample", {"prompt": "never"}))
             answers.hold.set()
             answers.hold = None
 

@@ -4,6 +4,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import {
   CreateMessageRequestSchema,
+  ElicitationCompleteNotificationSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
@@ -29,6 +30,9 @@ client.setRequestHandler(ElicitRequestSchema, async (request) => {
 client.setRequestHandler(ListRootsRequestSchema, async () => {
   seen.push("roots");
   return { roots: [{ uri: "file:///roots/ts", name: "ts" }] };
+});
+client.setNotificationHandler(ElicitationCompleteNotificationSchema, async (n) => {
+  seen.push(`complete:${n.params.elicitationId}`);
 });
 client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
   logs.push(n.params.logger);

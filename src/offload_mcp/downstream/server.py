@@ -367,6 +367,8 @@ class DownstreamServer:
         if kind is not None and self._task_group is not None:
             # Not awaited here: a listing request from inside the notification path could stall the reader.
             self._task_group.start_soon(self._refresh_and_notify, kind)
+        elif isinstance(message, types.ElicitCompleteNotification) and self.relay is not None and self._task_group is not None:
+            self._task_group.start_soon(self.relay.notify, self.name, message)
         elif isinstance(message, types.LoggingMessageNotification):
             logger.info("server %r log [%s]: %s", self.name, message.params.level, message.params.data)
 

@@ -90,6 +90,10 @@ class ParkedCall:
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 await self.session.send_log_message(params.level, params.data, params.logger)
 
+    async def notify(self, notification: types.ServerNotification) -> None:
+        # The 2026 era has no notifications/elicitation/complete: the retried call itself is the signal.
+        return None
+
     def deliver(self, responses: types.InputResponses | None) -> list[str]:
         """Hand the client's answers to the waiting downstream requests; the keys nobody was waiting for."""
         unknown = []

@@ -66,6 +66,8 @@ class Upstream(Protocol):
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
 
+    async def notify(self, notification: types.ServerNotification) -> None: ...
+
 
 @dataclass(eq=False)
 class SessionUpstream:
@@ -90,6 +92,9 @@ class SessionUpstream:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in the 2026 era, live in the handshake era
             await self.session.send_log_message(params.level, params.data, params.logger, related_request_id=self.request_id)
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        await self.session.send_notification(notification, related_request_id=self.request_id)
 
 
 @dataclass
@@ -234,6 +239,19 @@ class Relay:
             except Exception as err:
                 self.stats.logs_dropped += 1
                 logger.debug("log from %r not delivered: %r", server, err)
+
+    async def notify(self, server: str, notification: types.ServerNotification) -> None:
+        """A notification meant for one client (notifications/elicitation/complete), routed like a log line."""
+        calls = self._in_flight.get(server, [])
+        targets = calls[-1:] if len({id(u.origin) for u in calls}) == 1 else ([] if calls else self.standalone())
+        if len(targets) != 1:
+            logger.info("server %r %s not relayed: no single client owns it", server, notification.method)
+            return
+        try:
+            with anyio.fail_after(2):
+                await targets[0].notify(notification)
+        except Exception as err:
+            logger.debug("%s from %r not delivered: %r", notification.method, server, err)
 
     # ---- the downstream session's callbacks --------------------------------
 

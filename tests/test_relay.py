@@ -13,9 +13,19 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from conftest import NPM_BIN, PYTHON, ROOT, _params, fixture_cmd, proxy_http, proxy_session, text_of, write_config
+from conftest import (
+    NPM_BIN,
+    PYTHON,
+    ROOT,
+    _params,
+    fixture_cmd,
+    proxy_http,
+    proxy_session,
+    text_of,
+    write_config,
+)
 from mcp import Client
-from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 

@@ -285,10 +285,10 @@ class ProxyState:
         if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
-            async def report(value: float, total: float | None, message: str | None) -> None:
+            async def pass_progress(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
 
-            progress = report
+            progress = pass_progress
 
         if upstream is None and ctx is not None:
             upstream = SessionUpstream(ctx.session, ctx.request_id)

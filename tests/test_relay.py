@@ -228,7 +228,8 @@ async def test_two_http_clients_never_get_each_others_requests(tmp_path: Path) -
             assert (a.seen, b.seen) == (["sampling", "sampling"], ["sampling"])
 
 
-async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path) -> None:
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path, era: str) -> None:
     data = tmp_path / "project"
     data.mkdir()
     (data / "note.txt").write_text("inside the client's root")
@@ -237,7 +238,12 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path) ->
         return types.ListRootsResult(roots=[types.Root(uri=data.as_uri(), name="project")])
 
     config = write_config(tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem")}}, {"mode": "observe"})
-    async with proxy_session(["-c", str(config)], list_roots_callback=roots) as s:
+    if era == "handshake":
+        connect = proxy_session(["-c", str(config)], list_roots_callback=roots)
+    else:
+        # A 2026-era client cannot be asked at the server's start-up: its first call brings the roots.
+        connect = Client(_params(["-c", str(config)], None), mode="2026-07-28", list_roots_callback=roots)
+    async with connect as s:
         # The server asks for roots right after its (re)start; give it that moment.
         allowed = ""
         for _ in range(100):

@@ -25,6 +25,9 @@ from .settings import DownstreamSettings
 
 logger = logging.getLogger(__name__)
 
+ROOTS_PRIME_S = 2.0
+"""How long a call waits for a server to fetch the roots it could not get at start-up."""
+
 
 class DownstreamPool:
     def __init__(self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None) -> None:
@@ -125,6 +128,25 @@ class DownstreamPool:
         async with anyio.create_task_group() as tg:
             for server in self.ready():
                 tg.start_soon(server.roots_changed)
+
+    async def prime_roots(self, name: str, capabilities: Any) -> None:
+        """Before a call: a server whose roots/list went unanswered asks again, now that a client can answer.
+
+        A server asks for roots right after it starts, often before any client
+        is there to answer (always so for 2026-era clients, which cannot be
+        asked outside a call). When a call from a client that declared roots
+        reaches such a server, the proxy sends it notifications/roots/list_changed
+        and holds the call (at most `ROOTS_PRIME_S`) until its roots/list has
+        been answered, so the call already runs with the client's roots.
+        Inert for servers that never asked, or were answered.
+        """
+        server = self.servers.get(name)
+        if name not in self.relay.roots_unanswered or server is None or getattr(capabilities, "roots", None) is None:
+            return
+        answered = self.relay.roots_answered(name)
+        await server.roots_changed()
+        with anyio.move_on_after(ROOTS_PRIME_S):
+            await answered.wait()
 
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]

@@ -305,8 +305,8 @@ class DownstreamServer:
 
     async def roots_changed(self) -> None:
         """Pass a client's notifications/roots/list_changed on (the server then asks roots/list again)."""
-        caps_declared = self.relay.declared.roots if self.relay is not None else None
-        if self.state == "ready" and self.session is not None and caps_declared is not None:
+        declared = self.declares()
+        if self.state == "ready" and self.session is not None and declared is not None and declared.roots is not None:
             try:
                 await self.session.send_notification(types.RootsListChangedNotification())
             except Exception as err:

@@ -124,6 +124,9 @@ class Relay:
         self.log_level: types.LoggingLevel | None = None
         self.stats = RelayStats()
         self._in_flight: dict[str, list[Upstream]] = {}
+        self.roots_unanswered: set[str] = set()
+        """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
+        self._roots_answered: dict[str, anyio.Event] = {}
         self._connected: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     # ---- clients ---------------------------------------------------------
@@ -152,6 +155,10 @@ class Relay:
             yield
         finally:
             calls.remove(upstream)
+
+    def roots_answered(self, server: str) -> anyio.Event:
+        """Set when `server` next gets an answer to roots/list."""
+        return self._roots_answered.setdefault(server, anyio.Event())
 
     # ---- routing ---------------------------------------------------------
 
@@ -266,7 +273,13 @@ class Relay:
             return await self.relay(server, types.ElicitRequest(params=params), types.ElicitResult)
 
         async def list_roots(context: ClientRequestContext) -> Any:
-            return await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
+            result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
+            if isinstance(result, types.ErrorData):
+                self.roots_unanswered.add(server)
+            else:
+                self.roots_unanswered.discard(server)
+                self._roots_answered.pop(server, anyio.Event()).set()
+            return result
 
         async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
             await self.log(server, params)

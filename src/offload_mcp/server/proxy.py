@@ -298,6 +298,7 @@ class ProxyState:
         else:
             # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
             with self.pool.relay.in_flight(entry.server, upstream):
+                await self.pool.prime_roots(entry.server, upstream.capabilities)
                 result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
         if entry.output_schema is not None and not result.is_error:
             problem = self._schema_problem(entry, result)

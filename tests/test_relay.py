@@ -193,18 +193,23 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
 
 
 async def test_two_http_clients_never_get_each_others_requests(tmp_path: Path) -> None:
-    a, b = Answers("A"), Answers("B")
+    a, b, m = Answers("A"), Answers("B"), Answers("M")
     with proxy_http(relay_config(tmp_path)) as url, anyio.fail_after(120):
         async with Client(url, mode="legacy") as plain:
             # A client that declared nothing: downstream declares nothing, and requests to it are refused clearly.
             assert json.loads(text_of(await plain.call_tool("declared", {}))) == {}
             for tool, args, missing in [("sample", {"prompt": "x"}, "sampling"), ("roots", {}, "roots"), ("ask_name", {}, "elicitation")]:
                 assert f"did not declare the {missing} capability" in await failure(plain.call_tool(tool, args))
-        async with Client(url, mode="legacy", **a.kwargs()) as ca, Client(url, mode="legacy", **b.kwargs()) as cb:
-            # One at a time: each request reaches the client whose call caused it.
+        async with (
+            Client(url, mode="legacy", **a.kwargs()) as ca,
+            Client(url, mode="legacy", **b.kwargs()) as cb,
+            Client(url, mode="2026-07-28", **m.kwargs()) as cm,
+        ):
+            # One at a time: each request reaches the client whose call caused it, in either era.
             assert text_of(await ca.call_tool("sample", {"prompt": "1"})) == "A:1 (model A)"
             assert text_of(await cb.call_tool("sample", {"prompt": "2"})) == "B:2 (model B)"
-            assert (a.seen, b.seen) == (["sampling"], ["sampling"])
+            assert text_of(await cm.call_tool("sample", {"prompt": "5"})) == "M:5 (model M)"
+            assert (a.seen, b.seen, m.seen) == (["sampling"], ["sampling"], ["sampling"])
 
             # At once: A's request is held in A's callback while B calls. B's server request
             # could be either's, so it goes to neither; A's still completes.
@@ -222,10 +227,12 @@ async def test_two_http_clients_never_get_each_others_requests(tmp_path: Path) -
                 with anyio.fail_after(20):
                     await a.holding.wait()
                 await call("B", cb, "4")
+                results["M"] = await failure(cm.call_tool("sample", {"prompt": "6"}))
                 a.hold.set()
             assert text_of(results["A"]) == "A:3 (model A)"
             assert "calls of 2 clients are in flight" in results["B"]
-            assert (a.seen, b.seen) == (["sampling", "sampling"], ["sampling"])
+            assert "calls of 2 clients are in flight" in results["M"]
+            assert (a.seen, b.seen, m.seen) == (["sampling", "sampling"], ["sampling"], ["sampling"])
 
 
 @pytest.mark.parametrize("era", ["handshake", "modern"])

@@ -47,12 +47,17 @@ class Answers:
         self.logs: list[types.LoggingMessageNotificationParams] = []
         self.hold: anyio.Event | None = None
         self.holding = anyio.Event()
+        self.cancelled = anyio.Event()
 
     async def sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         self.seen.append("sampling")
         if self.hold is not None:
             self.holding.set()
-            await self.hold.wait()
+            try:
+                await self.hold.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled.set()
+                raise
         prompt = getattr(params.messages[0].content, "text", "")
         return types.CreateMessageResult(role="assistant", content=types.TextContent(text=f"{self.tag}:{prompt}"), model=self.tag)
 
@@ -131,6 +136,16 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
             with anyio.fail_after(30):
                 assert "within 3s" in await failure(s.call_tool("sample", {"prompt": "never"}))
             answers.hold.set()
+
+            # The client gives up on its call: the cancellation travels down and the relayed request comes back cancelled.
+            answers.hold, answers.holding = anyio.Event(), anyio.Event()
+            with anyio.move_on_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(s.call_tool, "sample", {"prompt": "abandoned"})
+                    await answers.holding.wait()
+                    tg.cancel_scope.cancel()
+            with anyio.fail_after(10):
+                await answers.cancelled.wait()
             answers.hold = None
 
             # roots/list_changed is passed on.

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-import weakref
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -108,6 +107,9 @@ class RelayStats:
     redeclared: int = 0
 
 
+MAX_CONNECTED = 64
+"""Handshake-era connections remembered for requests outside a call (more than one means: refuse)."""
+
 REFUSED_AMBIGUOUS = "ambiguous"
 REFUSED_NO_CLIENT = "no_client"
 REFUSED_CAPABILITY = "capability"
@@ -127,7 +129,9 @@ class Relay:
         self.roots_unanswered: set[str] = set()
         """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
         self._roots_answered: dict[str, anyio.Event] = {}
-        self._connected: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        # Bounded, newest last: a session holds its connection, so weak keys would never be freed, and a
+        # closed HTTP session has no flag to read. Stale entries only ever make routing refuse, never misdeliver.
+        self._connected: dict[Any, Any] = {}
 
     # ---- clients ---------------------------------------------------------
 
@@ -143,6 +147,12 @@ class Relay:
         """A handshake-era client connection that can take requests outside a call."""
         if connection is not None and connection not in self._connected:
             self._connected[connection] = session
+            while len(self._connected) > MAX_CONNECTED:
+                del self._connected[next(iter(self._connected))]
+
+    def gone(self, upstream: Upstream) -> None:
+        """A standalone client that could not be reached is no longer counted as connected."""
+        self._connected.pop(upstream.origin, None)
 
     def standalone(self) -> list[Upstream]:
         return [SessionUpstream(session) for session in list(self._connected.values())]
@@ -204,6 +214,8 @@ class Relay:
             result = await target.ask(request, result_type, self.timeout_s)
         except MCPError as err:
             self.stats.refused[REFUSED_UPSTREAM_ERROR] += 1
+            if err.error.code == types.CONNECTION_CLOSED:
+                self.gone(target)
             if err.error.code == types.REQUEST_TIMEOUT:
                 self.stats.refused[REFUSED_TIMEOUT] += 1
                 message = (
@@ -218,6 +230,8 @@ class Relay:
             return types.ErrorData(code=types.REQUEST_TIMEOUT, message=message)
         except Exception as err:  # a broken upstream must not take the downstream session down
             self.stats.refused[REFUSED_UPSTREAM_ERROR] += 1
+            if isinstance(err, anyio.ClosedResourceError | anyio.BrokenResourceError):
+                self.gone(target)
             logger.warning("relaying %s from %r failed: %r", request.method, server, err)
             return types.ErrorData(code=types.INTERNAL_ERROR, message=f"offload-mcp could not relay {request.method}: {err}")
         self.stats.relayed[request.method] += 1
@@ -245,6 +259,8 @@ class Relay:
                 self.stats.logs_forwarded += 1
             except Exception as err:
                 self.stats.logs_dropped += 1
+                if isinstance(err, anyio.ClosedResourceError | anyio.BrokenResourceError):
+                    self.gone(target)
                 logger.debug("log from %r not delivered: %r", server, err)
 
     async def notify(self, server: str, notification: types.ServerNotification) -> None:

@@ -126,6 +126,7 @@ class Relay:
         self.log_level: types.LoggingLevel | None = None
         self.stats = RelayStats()
         self._in_flight: dict[str, list[Upstream]] = {}
+        self._last_observed: types.ClientCapabilities | None = None
         self.roots_unanswered: set[str] = set()
         """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
         self._roots_answered: dict[str, anyio.Event] = {}
@@ -137,6 +138,9 @@ class Relay:
 
     def observe(self, caps: types.ClientCapabilities | None) -> bool:
         """Fold one client's declaration into what downstream declares; True when it grew."""
+        if caps is self._last_observed:
+            return False  # the same connection's declaration again: the common case, kept off the hot path
+        self._last_observed = caps
         grown = union(self.declared, relayed_part(caps))
         if grown == self.declared:
             return False

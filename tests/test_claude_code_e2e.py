@@ -223,3 +223,19 @@ def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:
     assert "mcp__proxy__offload_mcp_status" in api.tools_seen[0]
     (status,) = results_of(api, "offload_mcp_status")
     assert "Servers not serving: broken (server 'broken'" in status and "ghost (server 'ghost'" in status
+
+
+@pytest.mark.skipif(not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed")
+def test_filesystem_in_roots_mode_reads_under_claude_codes_directory(tmp_path: Path) -> None:
+    # Issue 15: no directory arguments, so server-filesystem takes Claude Code's roots (its working directory).
+    (tmp_path / "note.txt").write_text("read through the client's root")
+    servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem")}}
+    # Known gap (issue 15 report): the very first call can reach the server before it has applied the roots
+    # it fetched for that call, so the read is the second call here.
+    api, _ = run_claude(tmp_path, servers, [
+        tool_use("mcp__proxy__list_allowed_directories"),
+        tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
+        {"text": "done"},
+    ], {"mode": "observe"})
+    (read,) = results_of(api, "read_text_file")
+    assert "read through the client's root" in read, read

@@ -48,6 +48,10 @@ from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
+from ..relay.listen import ForwardingListenHandler
+from ..relay.parked import TOKEN_PREFIX, Parking
+from ..relay.rounds import call_in_rounds
+from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
 from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
 from .identity import NO_IDENTITY_REASON, is_anonymous, refusal, scope_key
@@ -99,6 +103,7 @@ class ProxyState:
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
+        self.parking = Parking()
         self._first_list_waited = False
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
@@ -192,6 +197,16 @@ class ProxyState:
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None and connection not in self._upstream:
             self._upstream[connection] = ctx.session
+
+    async def meet_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Fold the client's declared capabilities into what downstream declares (relay/capabilities.py)."""
+        if ctx.method in ("initialize", "server/discover", "ping"):
+            return
+        caps = getattr(ctx.session, "client_capabilities", None)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.pool.relay.connected(connection, ctx.session)
+        await self.pool.declare_for(caps)
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
         return scope_key(ctx, stateless_wire=self.stateless_wire, process_session=self._process_session)
@@ -322,17 +337,28 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        upstream: Upstream | None = None,
+        progress: Any = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
-        progress = None
-        if ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
+        if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
-            async def progress(value: float, total: float | None, message: str | None) -> None:
+            async def pass_progress(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
 
+            progress = pass_progress
+
+        if upstream is None and ctx is not None:
+            upstream = SessionUpstream(ctx.session, ctx.request_id)
         started = time.perf_counter()
-        result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        if upstream is None:
+            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        else:
+            # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
+            with self.pool.relay.in_flight(entry.server, upstream):
+                await self.pool.prime_roots(entry.server, upstream.capabilities)
+                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
         if entry.output_schema is not None and not result.is_error:
             problem = self._schema_problem(entry, result)
             if problem is not None:
@@ -543,6 +569,12 @@ def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: st
     )
 
 
+def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """The client declared something a server may ask it for (sampling, elicitation, roots)."""
+    caps = getattr(ctx.session, "client_capabilities", None)
+    return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
+
+
 def _template_matches(template: str, uri: str) -> bool:
     pattern = re.escape(template)
     pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
@@ -577,7 +609,14 @@ def build_server(state: ProxyState) -> Server[Any]:
             raise MCPError(code=types.INVALID_PARAMS, message=str(err)) from None
         return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
+            return await call_in_rounds(state, ctx, params)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
+            return await call_in_rounds(state, ctx, params)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),
@@ -610,6 +649,14 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         return await state.complete(params)
 
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        # Applied to every server now and to each one that starts later.
+        await state.pool.set_log_level(params.level)
+        return types.EmptyResult()
+
+    async def roots_list_changed(ctx: Any, params: types.NotificationParams | None) -> None:
+        await state.pool.roots_changed()
+
     server: Server[Any] = Server(
         "offload-mcp",
         version=__version__,
@@ -624,11 +671,16 @@ def build_server(state: ProxyState) -> Server[Any]:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(state.bus),
+        on_subscriptions_listen=ForwardingListenHandler(ListenHandler(state.bus), state.subscribe),
     )
+    # Registered directly rather than as on_set_logging_level=/on_roots_list_changed=, which warn that the
+    # 2026 era deprecates them: handshake-era clients still send both, and they must reach the servers.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, roots_list_changed)
 
     async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         state.remember_session(ctx)
+        await state.meet_client(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
         await state.wait_for_first_listing()  # before the listing is computed: it must include who joined

@@ -48,6 +48,7 @@ from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..shaping import CallInfo, build_shaper
+from ..store import Ledger
 from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
 
 logger = logging.getLogger(__name__)
@@ -98,8 +99,8 @@ class ProxyState:
     # ---- catalog -----------------------------------------------------------
 
     @property
-    def ledger(self) -> Any | None:
-        return getattr(self.shaper, "ledger", None)
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
 
     def rebuild(self, *, strict: bool = False) -> None:
         server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}

@@ -19,6 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -80,7 +81,7 @@ class SqliteBackend:
             raise LedgerUnavailable(f"cannot open ledger {path}: {err}") from None
         writable = True
         try:
-            _set_up(conn)
+            _set_up_waiting(conn, settings.busy_timeout_s)
         except sqlite3.DatabaseError as err:
             # A lock held by a peer at open time is transient: stay writable; commits will wait or fail alone.
             writable = "locked" in str(err).lower() or "busy" in str(err).lower()
@@ -441,6 +442,21 @@ def _set_up(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     create_sqlite_schema(sqlite_utils.Database(conn))
+
+
+def _set_up_waiting(conn: sqlite3.Connection, wait_s: float) -> None:
+    """Set up, retrying while a peer holds the lock: two proxies opening a new file at the same
+    moment race to create its schema, and switching to WAL does not wait on the busy handler."""
+    deadline = time.monotonic() + max(wait_s, 0.5)
+    while True:
+        try:
+            _set_up(conn)
+            return
+        except sqlite3.OperationalError as err:
+            low = str(err).lower()
+            if not ("locked" in low or "busy" in low) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _merge(old: sqlite3.Connection, new: sqlite3.Connection) -> int:

@@ -41,7 +41,7 @@ from .policy.describe import parse_json_text
 from .policy.stub import build_stub, stub_object, text_blocks
 from .reducers.base import ReduceContext, SessionMemory
 from .server.identity import is_anonymous
-from .store.ledger import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
+from .store import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from .tools.registry import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)

@@ -53,6 +53,7 @@ from ..relay.parked import TOKEN_PREFIX, Parking
 from ..relay.rounds import call_in_rounds
 from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
+from ..store import Ledger
 from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
 from .identity import NO_IDENTITY_REASON, is_anonymous, refusal, scope_key
 
@@ -111,8 +112,8 @@ class ProxyState:
     # ---- catalog -----------------------------------------------------------
 
     @property
-    def ledger(self) -> Any | None:
-        return getattr(self.shaper, "ledger", None)
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
 
     def rebuild(self, *, strict: bool = False) -> None:
         server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}

@@ -6,18 +6,45 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 
+logger = logging.getLogger(__name__)
+
+LEDGER_PROBE_TIMEOUT_S = 2.0
+"""A probe slower than this counts as unreachable: a health check must answer while the ledger hangs."""
+
+
+async def ledger_health(ledger: Any | None) -> str:
+    """`ok`, `unreachable` (the error goes to the log, not to an unauthenticated caller) or `none`.
+
+    One cheap read through the same interface recall uses (a backend may offer `ping()`).
+    """
+    if ledger is None:
+        return "none"
+    probe = getattr(ledger, "ping", None) or (lambda: ledger.has_body("trm_healthz"))
+    try:
+        with anyio.fail_after(LEDGER_PROBE_TIMEOUT_S):
+            await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
+    except Exception as err:
+        logger.warning("healthz: ledger unreachable: %s", err)
+        return "unreachable"
+    return "ok"
+
+
 def extra_routes(state: Any) -> list[Route]:
     async def healthz(request: Request) -> JSONResponse:
         servers = state.pool.status()
-        ok = all(s["state"] == "ready" for s in servers)
-        body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "servers": servers}
+        ledger = await ledger_health(getattr(state, "ledger", None))
+        ok = all(s["state"] == "ready" for s in servers) and ledger != "unreachable"
+        body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "ledger": ledger, "servers": servers}
         return JSONResponse(body, status_code=200)
 
     async def expand(request: Request) -> Response:

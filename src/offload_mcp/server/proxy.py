@@ -49,6 +49,7 @@ from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..shaping import CallInfo, build_shaper
 from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+from .identity import owner_key, principal_of
 
 logger = logging.getLogger(__name__)
 
@@ -144,6 +145,10 @@ class ProxyState:
             self._upstream[connection] = ctx.session
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        if self.settings.server.stateless:
+            # Replicas without stickiness: no history may live in this process, so each request is
+            # its own session (dedup history and learned hot sets start empty: same bytes on any replica).
+            return "stateless:" + uuid.uuid4().hex
         connection = getattr(ctx.session, "_connection", None)
         if connection is None:
             return self._process_session
@@ -153,6 +158,10 @@ class ProxyState:
             # Stateless wire: every request is its own connection; one session per process.
             return self._process_session
         return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
+
+    def owner(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> str:
+        """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
+        return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
     def memory(self, session_id: str) -> SessionMemory:
         get = getattr(self.shaper, "session_memory", None)
@@ -201,15 +210,17 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        owner: str | None = None,
     ) -> types.CallToolResult:
-        self.sessions_seen.add(session_id)
+        if not self.settings.server.stateless:  # stateless: one id per request, nothing to summarise
+            self.sessions_seen.add(session_id)
         own = self._own_tool(name)
         if own is not None:
-            return await self._call_own(own, arguments, session_id)
+            return await self._call_own(own, arguments, session_id, owner)
         entry = self.catalog.lookup(name)
         if entry is None:
             return error_result(self._unknown_tool(name))
-        return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
+        return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx, owner=owner)
 
     def _own_tool(self, name: str) -> OwnTool | None:
         if name in self.own_always:
@@ -227,14 +238,15 @@ class ProxyState:
             message += " Servers not serving: " + "; ".join(f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down)
         return message
 
-    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
+    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None) -> types.CallToolResult:
         env = ToolEnv(
             settings=self.settings,
             ledger=self.ledger,
             session_id=session_id,
             session=self.memory(session_id),
-            forward=lambda tool, args: self.forward(tool, args, session_id=session_id),
+            forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner),
             catalog=self.catalog,
+            owner=owner,
         )
         try:
             result = await own.handle(arguments, env)
@@ -248,12 +260,12 @@ class ProxyState:
                 self.metrics.observe_expand(not result.is_error, "tool")
         return result
 
-    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str) -> types.CallToolResult:
+    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None) -> types.CallToolResult:
         """Call a downstream tool by its catalog name through the same shaping as a direct call."""
         entry = self.catalog.lookup(name)
         if entry is None:
             return error_result(self._unknown_tool(name))
-        return await self._call_downstream(entry, arguments, session_id=session_id)
+        return await self._call_downstream(entry, arguments, session_id=session_id, owner=owner)
 
     async def _call_downstream(
         self,
@@ -263,6 +275,7 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        owner: str | None = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
         progress = None
@@ -287,6 +300,7 @@ class ProxyState:
             arguments=arguments,
             session_id=session_id,
             output_schema=entry.output_schema,
+            owner=owner,
         )
         shape_started = time.perf_counter()
         report = None
@@ -503,12 +517,14 @@ def build_server(state: ProxyState) -> Server[Any]:
         return types.ListToolsResult(tools=state.presentation().tools)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        session_id = state.session_id(ctx)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),
-            session_id=state.session_id(ctx),
+            session_id=session_id,
             meta=params.meta,
             ctx=ctx,
+            owner=state.owner(ctx, session_id),
         )
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:

@@ -25,11 +25,13 @@ import hmac
 import logging
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .identity import DEFAULT_PRINCIPAL, STATE_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -69,11 +71,23 @@ def _matches(value: str, patterns: Iterable[str]) -> bool:
 class Guard:
     """ASGI middleware: Host/Origin allow-lists on every request, then the bearer token."""
 
-    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None = None, tokens: Mapping[str, str] | None = None) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
-        self.expected = f"Bearer {token}".encode() if token else None
+        table = dict(tokens or {})
+        if token:
+            table.setdefault(token, DEFAULT_PRINCIPAL)
+        # Authorization header value -> principal; empty: no authentication.
+        self.expected = {f"Bearer {t}".encode(): principal for t, principal in table.items()}
+
+    def _principal(self, given: bytes) -> str | None:
+        """The principal whose token was sent; every entry is compared (constant time per token)."""
+        found = None
+        for header, principal in self.expected.items():
+            if hmac.compare_digest(given, header):
+                found = principal
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,10 +101,13 @@ class Guard:
             problem = (421, "Invalid Host header")
         elif origin and not _matches(origin, self.origins):
             problem = (403, "Invalid Origin header")
-        elif self.expected is not None and scope.get("path") not in OPEN_PATHS:
-            given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token)")
+        elif self.expected and scope.get("path") not in OPEN_PATHS:
+            principal = self._principal(headers.get(b"authorization", b""))
+            if principal is None:
+                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)")
+            else:
+                # Who is calling, for principal-scoped ledger access (server/identity.py reads it back).
+                scope = {**scope, "state": {**(scope.get("state") or {}), STATE_KEY: principal}}
         if problem is not None:
             status, text = problem
             logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), text)
@@ -100,8 +117,8 @@ class Guard:
         await self.app(scope, receive, send)
 
 
-def guard(app: ASGIApp, *, bind_host: str, token: str | None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
-    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token)
+def guard(app: ASGIApp, *, bind_host: str, token: str | None = None, tokens: Mapping[str, str] | None = None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
+    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token, tokens=tokens)
 
 
 # ---- the ledger on disk ----------------------------------------------------

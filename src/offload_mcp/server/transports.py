@@ -28,13 +28,13 @@ from starlette.types import ASGIApp
 
 from ..config import ConfigError
 from .http_extras import extra_routes
+from .identity import AUTH_ENV_VAR, token_table
 from .proxy import ProxyState, initialization_options
 from .security import guard
 
 logger = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -54,18 +54,28 @@ def _security(state: ProxyState, host: str, port: int) -> TransportSecuritySetti
 
 
 def auth_token(settings: Any, host: str) -> str | None:
-    """The bearer token HTTP requests must carry; refuses a non-loopback bind without one."""
-    token = settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
-    if token is None and host not in LOOPBACK:
+    """The single bearer token (if any); refuses a non-loopback bind without any token."""
+    auth_tokens(settings, host)
+    return settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
+
+
+def auth_tokens(settings: Any, host: str) -> dict[str, str]:
+    """token -> principal for every accepted bearer token; refuses a non-loopback bind without one."""
+    table = token_table(settings.server)
+    if not table and host not in LOOPBACK:
         raise ConfigError(
-            f"--host {host}: binding a non-loopback address needs offload.server.auth_token (or {AUTH_ENV_VAR})"
+            f"--host {host}: binding a non-loopback address needs offload.server.auth_token, auth_tokens (or {AUTH_ENV_VAR})"
         )
-    return token
+    if settings.ledger.scope == "principal" and not table:
+        logger.warning("offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`")
+    return table
 
 
 def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
     return server.streamable_http_app(
         host=host,
+        # Replicas without stickiness: no protocol session may live in one process's memory.
+        stateless_http=state.settings.server.stateless,
         transport_security=_security(state, host, port),
         custom_starlette_routes=extra_routes(state),
     )
@@ -111,11 +121,11 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
     if transport == "stdio":
         await serve_stdio(server)
         return
-    token = auth_token(state.settings, host)
+    tokens = auth_tokens(state.settings, host)
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(
-        app, bind_host=host, token=token,
+        app, bind_host=host, tokens=tokens,
         extra_hosts=state.settings.server.allowed_hosts, extra_origins=state.settings.server.allowed_origins,
     )
     path = "/mcp" if transport == "streamable-http" else "/sse"

@@ -48,6 +48,8 @@ _ZSTD_LEVEL = 3
 # and decompresses in 2 ms (zlib: ~40 ms). The commit sits between the downstream answer and the client's stub.
 _FLUSH_INTERVAL_S = 0.25
 _MAX_PENDING_EVENTS = 10_000
+OWNED_SCOPES = ("session", "principal")
+"""Ledger scopes under which reading a body or stash checks its owner (a session, or a principal)."""
 _codecs = threading.local()
 
 
@@ -300,8 +302,13 @@ class Ledger:
         bodies: Iterable[BodyRecord] = (),
         stash: Mapping[str, str] | None = None,
         events: Iterable[LedgerEvent] = (),
+        owner: str | None = None,
     ) -> None:
-        """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError."""
+        """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError.
+
+        `owner` is the caller's ownership key (a principal under scope `principal`); without
+        it the bodies' and events' sessions own what this commit hands out.
+        """
         now = time.time()
         body_rows = [
             {
@@ -326,12 +333,12 @@ class Ledger:
             for h, text in (stash or {}).items()
         ]
         call_rows = [
-            {"trm_id": b.trm_id, "session_id": b.session_id, "server": b.server, "tool": b.tool, "at": now} for b in bodies
+            {"trm_id": b.trm_id, "session_id": owner or b.session_id, "server": b.server, "tool": b.tool, "at": now} for b in bodies
         ]
         queued = self._take_pending()
         event_rows = [_event_row(e, at) for e, at in queued] + [_event_row(e, now) for e in events]
         # Who was shown each marker: the sessions of this commit's bodies and events (for scope `session`).
-        owners = sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
+        owners = [owner] if owner else sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
         owner_rows = [(h, owner) for h in (stash or {}) for owner in owners]
         try:
             self._commit_rows(body_rows, stash_rows, call_rows, owner_rows, event_rows)
@@ -388,12 +395,12 @@ class Ledger:
             row = self._conn.execute("SELECT body, codec FROM bodies WHERE id = ?", (trm_id,)).fetchone()
             if row is None:
                 self._raise_missing(trm_id)
-            if self.settings.scope == "session" and session_id is not None:
+            if self.settings.scope in OWNED_SCOPES and session_id is not None:
                 owned = self._conn.execute(
                     "SELECT 1 FROM calls WHERE trm_id = ? AND session_id = ? LIMIT 1", (trm_id, session_id)
                 ).fetchone()
                 if owned is None:
-                    raise UnknownId(trm_id, f"{trm_id} belongs to another session (ledger scope is `session`)")
+                    raise UnknownId(trm_id, f"{trm_id} belongs to another {self.settings.scope} (ledger scope is `{self.settings.scope}`)")
             self._touch("bodies", "id", trm_id)
         return _decompress(row[0], row[1])
 
@@ -414,18 +421,19 @@ class Ledger:
     def get_stash(self, cg_hash: str, *, session_id: str | None = None) -> str:
         """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted.
 
-        With scope `session` and a `session_id`, only a session that was shown the marker may read it.
+        With scope `session` (or `principal`) and a `session_id` (the caller's ownership key), only
+        an owner that was shown the marker may read it.
         """
         with self._lock:
             row = self._conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (cg_hash,)).fetchone()
             if row is None:
                 self._raise_missing(cg_hash)
-            if self.settings.scope == "session" and session_id is not None:
+            if self.settings.scope in OWNED_SCOPES and session_id is not None:
                 owned = self._conn.execute(
                     "SELECT 1 FROM stash_owners WHERE hash = ? AND session_id = ? LIMIT 1", (cg_hash, session_id)
                 ).fetchone()
                 if owned is None:
-                    raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another session (ledger scope is `session`)")
+                    raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.settings.scope} (ledger scope is `{self.settings.scope}`)")
             self._touch("stash", "hash", cg_hash)
         return _decompress(row[0], row[1]).decode("utf-8", "surrogatepass")
 

@@ -17,4 +17,4 @@ class LedgerSettings(BaseModel):
     max_total_bytes: int | None = Field(default=None, ge=0, description="Evict least recently used bodies past this stored size; null keeps everything.")
     max_age_days: float | None = Field(default=None, gt=0, description="Evict bodies not used for this many days; null keeps everything.")
     busy_timeout_s: float = Field(default=2.0, ge=0, description="How long a write waits on a locked database before the result passes through unmodified.")
-    scope: Literal["global", "session"] = Field(default="global", description="`session` makes ids recallable only from the session that produced them.")
+    scope: Literal["global", "session", "principal"] = Field(default="global", description="`session` makes ids recallable only from the session that produced them; `principal` only by the authenticated caller (bearer token, `offload.server.auth_tokens`) they were handed to, on any replica.")

@@ -103,7 +103,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     from ..store import UnknownId
 
     try:
-        original = env.ledger.get_stash(hash_, session_id=env.session_id)
+        original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     except UnknownId as err:
         _record(env, hash_, ok=False, chars=0)
         return error_result(
@@ -148,11 +148,18 @@ async def http_expand(request: Any, state: Any) -> Any:
     ledger = getattr(state, "ledger", None)
     if ledger is None:
         return answer(503, "no ledger is open in this offload-mcp process\n")
-    if getattr(getattr(ledger, "settings", None), "scope", "global") == "session":
+    scope = getattr(getattr(ledger, "settings", None), "scope", "global")
+    if scope == "session":
         # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
         return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
+    owner = None
+    if scope == "principal":
+        from ..server.identity import owner_key, principal_of
+
+        # The bearer token names the caller: only markers handed to that principal are readable.
+        owner = owner_key(scope, principal=principal_of(request), session_id="")
     try:
-        original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
+        original = await anyio.to_thread.run_sync(lambda: ledger.get_stash(hash_, session_id=owner))
     except UnknownId as err:
         return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
     return answer(200, original)

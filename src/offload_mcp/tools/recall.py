@@ -146,7 +146,7 @@ class _Body:
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
     key = (str(getattr(env.ledger, "path", "")), mem_id)
-    scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") == "session"
+    scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") != "global"
     with _CACHE_LOCK:
         cached = None if scoped else _CACHE.get(key)
     if cached is not None:
@@ -155,7 +155,7 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return cached
-    body = _Body(env.ledger.get_body_json(mem_id, session_id=env.session_id))
+    body = _Body(env.ledger.get_body_json(mem_id, session_id=env.ledger_owner))
     with _CACHE_LOCK:
         _CACHE[key] = body
         while len(_CACHE) > _CACHE_ENTRIES:

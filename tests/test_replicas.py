@@ -1,0 +1,175 @@
+"""Three stateless replicas behind a real nginx (round-robin, no stickiness) on one shared ledger.
+
+The deployment is the README's example (docs/deploy/offload.json + docs/deploy/nginx.conf),
+rendered with test tokens, a fixture server and the shared ledger. One replica set and two
+balancers (over 2 and over 3 replicas) serve the whole module.
+
+- Offload through one replica; recall, expand and GET /expand through each of the others
+  and through both balancers, byte for byte, in both protocol eras (the handshake-era
+  `ClientSession` and the 2026-era `mcp.Client`).
+- The same call gives the same bytes on every replica (stub, markers, ids).
+- A tenant's ids and markers are refused to another tenant on every replica.
+- /healthz reports the shared ledger's reachability.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from cluster import DEPLOY, LoadBalancer, bearer_client, host_port, load_balancer, needs_nginx, render, replicas
+from conftest import ROOT, RunningProxy, recall_whole, text_of
+from mcp import Client
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from test_load_http import HOSTILE, TRM
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import hostile_server  # noqa: E402
+
+pytestmark = needs_nginx
+
+ALICE, BOB = "alice-token-0123456789", "bob-token-9876543210"
+MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
+LONG_LINES = "\n".join(f"row {i}: " + " ".join(f"tok{(i * 7 + k) % 89}" for k in range(130)) for i in range(30))
+"""Lines far over linecap's limit: the answer carries markers to the exact originals."""
+
+
+def deployment_config(tmp: Path, ledger: str) -> Path:
+    """The README's example config with test tokens, the shared ledger and the fixture server."""
+    text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=ALICE, BOB_TOKEN=BOB, LEDGER_URL=ledger)
+    config = json.loads(text)
+    config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
+    path = tmp / "offload.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+@dataclass
+class Deployment:
+    replicas: list[RunningProxy]
+    lb2: LoadBalancer
+    lb3: LoadBalancer
+    ledger: str
+
+    @property
+    def urls(self) -> list[str]:
+        return [r.url for r in self.replicas]
+
+
+@pytest.fixture(scope="module")
+def shared_ledger(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The ledger every replica shares: one SQLite file in WAL mode."""
+    return str(tmp_path_factory.mktemp("ledger") / "shared.db")
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, shared_ledger: str) -> Iterator[Deployment]:
+    tmp = tmp_path_factory.mktemp("deploy")
+    config = deployment_config(tmp, shared_ledger)
+    with replicas(3, ["-c", str(config)]) as procs:
+        backends = [host_port(p.url) for p in procs]
+        with load_balancer(tmp / "lb2", backends[:2]) as lb2, load_balancer(tmp / "lb3", backends) as lb3:
+            yield Deployment(procs, lb2, lb3, shared_ledger)
+
+
+@asynccontextmanager
+async def handshake(url: str, token: str) -> AsyncIterator[ClientSession]:
+    async with bearer_client(token) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+@asynccontextmanager
+async def modern(url: str, token: str) -> AsyncIterator[Any]:
+    async with bearer_client(token) as http:
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+def era(name: str, url: str, token: str) -> Any:
+    return handshake(url, token) if name == "handshake" else modern(url, token)
+
+
+def base(url: str) -> str:
+    return url.rsplit("/mcp", 1)[0]
+
+
+@pytest.mark.parametrize("protocol", ["handshake", "modern"])
+async def test_offload_through_one_replica_recall_and_expand_through_the_others(deployment: Deployment, protocol: str) -> None:
+    seed = 11 if protocol == "handshake" else 12
+    expected = "\n".join(hostile_server.chunk_blocks(120_000, seed))
+    first, *others = deployment.urls
+    async with era(protocol, first, ALICE) as a:
+        stub = text_of(await a.call_tool("chunks", {"size": 120_000, "seed": seed}))
+        cut = text_of(await a.call_tool("echo", {"text": LONG_LINES + protocol}))
+    trm_id = TRM.search(stub).group(0)  # type: ignore[union-attr]
+    hashes = MARKER.findall(cut)
+    assert hashes, cut[:300]
+
+    # Each other replica directly, then both balancers (round-robin: consecutive requests alternate).
+    for url in [*others, deployment.lb2.url, deployment.lb3.url]:
+        async with era(protocol, url, ALICE) as client:
+            assert await recall_whole(client, trm_id, max_chars=50_000) == expected
+            for hash_ in hashes:
+                page = await client.call_tool("context_guru_expand", {"marker": f"<<cg:{hash_}>>"})
+                assert not page.is_error, text_of(page)
+                assert text_of(page) in LONG_LINES + protocol
+    for url in [*others, deployment.lb3.url]:
+        with httpx2.Client(base_url=base(url), headers={"Authorization": f"Bearer {ALICE}"}, timeout=10) as http:
+            for _ in range(3):
+                got = http.get(f"/expand/{hashes[0]}")
+                assert got.status_code == 200 and got.text in LONG_LINES + protocol
+
+
+async def test_the_same_call_gives_the_same_bytes_on_every_replica(deployment: Deployment) -> None:
+    answers = []
+    for url in deployment.urls:
+        async with handshake(url, ALICE) as session:
+            stub = await session.call_tool("chunks", {"size": 90_000, "seed": 21})
+            cut = await session.call_tool("echo", {"text": LONG_LINES})
+            # Twice in one session: a stateless replica keeps no dedup history, so the repeat is identical too.
+            again = await session.call_tool("echo", {"text": LONG_LINES})
+            answers.append((stub.model_dump_json(), cut.model_dump_json(), again.model_dump_json()))
+    assert answers[0][1] == answers[0][2]
+    assert all(a == answers[0] for a in answers), "replicas disagree on the bytes of the same call"
+
+
+@pytest.mark.parametrize("protocol", ["handshake", "modern"])
+async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(deployment: Deployment, protocol: str) -> None:
+    seed = 31 if protocol == "handshake" else 32
+    async with era(protocol, deployment.lb3.url, ALICE) as alice:
+        stub = text_of(await alice.call_tool("chunks", {"size": 100_000, "seed": seed}))
+        cut = text_of(await alice.call_tool("echo", {"text": LONG_LINES + f"tenant {seed}"}))
+    trm_id = TRM.search(stub).group(0)  # type: ignore[union-attr]
+    hash_ = MARKER.findall(cut)[0]
+    for url in [*deployment.urls, deployment.lb3.url]:
+        async with era(protocol, url, BOB) as bob:
+            theirs = await bob.call_tool("recall_tool_result", {"mem_id": trm_id})
+            assert theirs.is_error and "belongs to another principal" in text_of(theirs), text_of(theirs)
+            assert hostile_server.chunk_blocks(100_000, seed)[0][:200] not in text_of(theirs)
+            theirs_cut = await bob.call_tool("context_guru_expand", {"marker": f"<<cg:{hash_}>>"})
+            assert theirs_cut.is_error and "belongs to another principal" in text_of(theirs_cut)
+        with httpx2.Client(base_url=base(url), timeout=10) as http:
+            refused = http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {BOB}"})
+            assert refused.status_code == 404 and "belongs to another principal" in refused.text
+            assert http.get(f"/expand/{hash_}").status_code == 401
+            assert http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
+        async with era(protocol, url, ALICE) as alice:
+            assert not (await alice.call_tool("recall_tool_result", {"mem_id": trm_id})).is_error
+
+
+def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:
+    for url in [*deployment.urls, deployment.lb2.url]:
+        health = httpx2.get(base(url) + "/healthz", timeout=10).json()
+        assert health["ledger"] == "ok" and health["status"] == "ok", health

@@ -173,3 +173,53 @@ def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:
     for url in [*deployment.urls, deployment.lb2.url]:
         health = httpx2.get(base(url) + "/healthz", timeout=10).json()
         assert health["ledger"] == "ok" and health["status"] == "ok", health
+
+
+async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path: Path, shared_ledger: str) -> None:
+    """Six clients offload through the balancer; one replica dies (SIGKILL) midway. Calls in flight
+    on it may fail; every id any client was handed reads back byte for byte from the survivor."""
+    import os
+    import signal
+
+    import anyio
+
+    config = deployment_config(tmp_path, shared_ledger)
+    with replicas(2, ["-c", str(config)]) as (doomed, survivor):
+        with load_balancer(tmp_path / "lb", [host_port(doomed.url), host_port(survivor.url)]) as lb:
+            handed: dict[str, tuple[int, int]] = {}
+            failures: list[str] = []
+            done = anyio.Event()
+            calls = 0
+
+            async def client(n: int) -> None:
+                nonlocal calls
+                async with handshake(lb.url, ALICE) as session:
+                    for i in range(8):
+                        size, seed = 60_000 + 1_000 * n, 1_000 + n * 100 + i
+                        try:
+                            with anyio.fail_after(30):
+                                result = await session.call_tool("chunks", {"size": size, "seed": seed})
+                        except Exception as err:  # the replica died under this call: the client sees an error
+                            failures.append(f"{type(err).__name__}: {err}"[:200])
+                            continue
+                        calls += 1
+                        if calls == 16:
+                            done.set()
+                        found = TRM.search(text_of(result))
+                        if found:
+                            handed[found.group(0)] = (size, seed)
+
+            async def killer() -> None:
+                await done.wait()
+                os.kill(doomed.pid, signal.SIGKILL)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(killer)
+                for n in range(6):
+                    tg.start_soon(client, n)
+            assert doomed.proc.wait(5) == -signal.SIGKILL
+            assert len(handed) >= 36, (len(handed), failures)
+            assert len(failures) <= 6, failures  # at most the calls in flight on the killed replica
+            async with handshake(survivor.url, ALICE) as session:
+                for trm_id, (size, seed) in handed.items():
+                    assert await recall_whole(session, trm_id) == "\n".join(hostile_server.chunk_blocks(size, seed))

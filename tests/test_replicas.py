@@ -223,3 +223,9 @@ async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path:
             async with handshake(survivor.url, ALICE) as session:
                 for trm_id, (size, seed) in handed.items():
                     assert await recall_whole(session, trm_id) == "\n".join(hostile_server.chunk_blocks(size, seed))
+
+
+def test_the_readme_shows_the_deployment_example_the_tests_run() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert (DEPLOY / "offload.json").read_text().rstrip("\n") in readme
+    assert "docs/deploy/nginx.conf" in readme

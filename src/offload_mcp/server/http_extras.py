@@ -25,16 +25,26 @@ LEDGER_PROBE_TIMEOUT_S = 2.0
 async def ledger_health(ledger: Any | None) -> str:
     """`ok`, `unreachable` (the error goes to the log, not to an unauthenticated caller) or `none`.
 
-    One cheap read through the same interface recall uses (a backend may offer `ping()`).
+    The ledger's own `reachable()` (a trivial query) where it has one, else one cheap read
+    through the same interface recall uses.
     """
     if ledger is None:
         return "none"
-    probe = getattr(ledger, "ping", None) or (lambda: ledger.has_body("trm_healthz"))
+
+    def probe() -> tuple[bool, str]:
+        reachable = getattr(ledger, "reachable", None)
+        if callable(reachable):
+            return reachable()  # type: ignore[no-any-return]
+        ledger.has_body("trm_healthz")
+        return True, ""
+
     try:
         with anyio.fail_after(LEDGER_PROBE_TIMEOUT_S):
-            await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
+            ok, why = await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
     except Exception as err:
-        logger.warning("healthz: ledger unreachable: %s", err)
+        ok, why = False, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    if not ok:
+        logger.warning("healthz: ledger unreachable: %s", why)
         return "unreachable"
     return "ok"
 

@@ -65,9 +65,21 @@ class Deployment:
         return [r.url for r in self.replicas]
 
 
+def postgres_server(request: pytest.FixtureRequest) -> Any | None:
+    """The session's real PostgreSQL (conftest `postgres`), or None where it cannot run here."""
+    try:
+        return request.getfixturevalue("postgres")
+    except (pytest.FixtureLookupError, pytest.skip.Exception):
+        return None
+
+
 @pytest.fixture(scope="module")
-def shared_ledger(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The ledger every replica shares: one SQLite file in WAL mode."""
+def shared_ledger(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The ledger every replica shares: a schema of its own on the real PostgreSQL; where PostgreSQL
+    is not installed, one SQLite file in WAL mode (the same harness, a weaker sharing)."""
+    server = postgres_server(request)
+    if server is not None:
+        return str(server.url(server.new_schema()))
     return str(tmp_path_factory.mktemp("ledger") / "shared.db")
 
 
@@ -229,3 +241,46 @@ def test_the_readme_shows_the_deployment_example_the_tests_run() -> None:
     readme = (ROOT / "README.md").read_text()
     assert (DEPLOY / "offload.json").read_text().rstrip("\n") in readme
     assert "docs/deploy/nginx.conf" in readme
+
+
+async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recover(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """PostgreSQL stops mid-load: results pass through untouched (never a stub without a stored body),
+    recall says the ledger cannot be read, /healthz says unreachable; PostgreSQL starts again and
+    every replica offloads and recalls again, without being restarted."""
+    import anyio
+
+    server = postgres_server(request)
+    if server is None:
+        pytest.skip("PostgreSQL is not installed here (.ci/run installs it)")
+    config = deployment_config(tmp_path, str(server.url(server.new_schema())))
+    with replicas(2, ["-c", str(config)]) as procs:
+        with load_balancer(tmp_path / "lb", [host_port(p.url) for p in procs]) as lb:
+            async with handshake(lb.url, ALICE) as session:
+                earlier = TRM.search(text_of(await session.call_tool("chunks", {"size": 60_000, "seed": 41}))).group(0)  # type: ignore[union-attr]
+                server.stop()
+                try:
+                    for seed in range(50, 54):
+                        with anyio.fail_after(60):
+                            result = await session.call_tool("chunks", {"size": 60_000, "seed": seed})
+                        assert not result.is_error and TRM.search(text_of(result)) is None
+                        assert text_of(result) == "".join(hostile_server.chunk_blocks(60_000, seed))
+                    with anyio.fail_after(60):
+                        recall = await session.call_tool("recall_tool_result", {"mem_id": earlier})
+                    assert recall.is_error and "ledger" in text_of(recall).lower(), text_of(recall)
+                    for proc in procs:
+                        health = httpx2.get(base(proc.url) + "/healthz", timeout=30).json()
+                        assert health["ledger"] == "unreachable" and health["status"] == "degraded", health
+                finally:
+                    server.start()
+                # Recovery: every replica offloads again by itself within a bounded time.
+                for proc in procs:
+                    async with handshake(proc.url, ALICE) as direct:
+                        with anyio.fail_after(60):
+                            while True:
+                                result = await direct.call_tool("chunks", {"size": 60_000, "seed": 60})
+                                if TRM.search(text_of(result)):
+                                    break
+                                await anyio.sleep(0.5)
+                        assert await recall_whole(direct, earlier) == "\n".join(hostile_server.chunk_blocks(60_000, 41))
+                    assert httpx2.get(base(proc.url) + "/healthz", timeout=30).json()["ledger"] == "ok"
+            assert all(p.proc.poll() is None for p in procs), "a replica had to restart"

@@ -183,8 +183,10 @@ async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(depl
 
 def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:
     for url in [*deployment.urls, deployment.lb2.url]:
-        health = httpx2.get(base(url) + "/healthz", timeout=10).json()
+        health = httpx2.get(base(url) + "/healthz", headers={"Authorization": f"Bearer {BOB}"}, timeout=10).json()
         assert health["ledger"] == "ok" and health["status"] == "ok", health
+        # Without a token: the overall status only (a balancer's health check needs no more).
+        assert httpx2.get(base(url) + "/healthz", timeout=10).json() == {"status": "ok"}
 
 
 async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path: Path, shared_ledger: str) -> None:
@@ -268,7 +270,7 @@ async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recov
                         recall = await session.call_tool("recall_tool_result", {"mem_id": earlier})
                     assert recall.is_error and "ledger" in text_of(recall).lower(), text_of(recall)
                     for proc in procs:
-                        health = httpx2.get(base(proc.url) + "/healthz", timeout=30).json()
+                        health = httpx2.get(base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30).json()
                         assert health["ledger"] == "unreachable" and health["status"] == "degraded", health
                 finally:
                     server.start()
@@ -282,5 +284,5 @@ async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recov
                                     break
                                 await anyio.sleep(0.5)
                         assert await recall_whole(direct, earlier) == "\n".join(hostile_server.chunk_blocks(60_000, 41))
-                    assert httpx2.get(base(proc.url) + "/healthz", timeout=30).json()["ledger"] == "ok"
+                    assert httpx2.get(base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30).json()["ledger"] == "ok"
             assert all(p.proc.poll() is None for p in procs), "a replica had to restart"

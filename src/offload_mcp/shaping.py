@@ -38,6 +38,7 @@ import mcp_types as types
 from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.stub import build_stub, structured_stand_in, text_blocks
 from .reducers.base import ReduceContext, SessionMemory
+from .server.identity import is_anonymous
 from .store.ledger import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from .tools.registry import ALWAYS_LISTED
 
@@ -180,6 +181,9 @@ class ResultShaper:
 
     def session_memory(self, session_id: str) -> SessionMemory:
         """Dedup history of one client session (bounded: the least recent sessions are forgotten)."""
+        if is_anonymous(session_id):
+            # A stateless request has no history to share and none to keep (and must not evict real sessions').
+            return SessionMemory()
         with self._lock:
             memory = self._sessions.get(session_id)
             if memory is None:

@@ -51,10 +51,15 @@ async def ledger_health(ledger: Any | None) -> str:
 
 def extra_routes(state: Any) -> list[Route]:
     async def healthz(request: Request) -> JSONResponse:
+        from .security import is_authorized, public_server_status
+
         servers = state.pool.status()
         ledger = await ledger_health(getattr(state, "ledger", None))
         ok = all(s["state"] == "ready" for s in servers) and ledger != "unreachable"
-        body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "ledger": ledger, "servers": servers}
+        body: dict[str, Any] = {"status": "ok" if ok else "degraded"}
+        if is_authorized(request.scope):
+            # Details only for a token holder (or a loopback bind without a token), redacted even then.
+            body.update(tools=len(state.catalog), ledger=ledger, servers=[public_server_status(s) for s in servers])
         return JSONResponse(body, status_code=200)
 
     async def expand(request: Request) -> Response:

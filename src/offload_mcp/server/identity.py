@@ -1,30 +1,54 @@
-"""Who is calling: bearer token -> principal, and the key the ledger checks ownership by.
+"""Who is asking: the one place that derives a request's identity and the keys state is kept under.
 
-How it works: `token_table(settings)` maps each configured bearer token to the
-principal it names (`offload.server.auth_tokens: {principal: token}`; the single
-`auth_token`, or OFFLOAD_MCP_AUTH_TOKEN, is the principal `default`). The HTTP
-guard (server/security.py) checks a request's token against that table and
-writes the principal into the ASGI scope's `state`; `principal_of(...)` reads it
-back from an MCP request context or a plain starlette request, so MCP calls and
-GET /expand see the same caller. `owner_key(...)` is the one place that turns a
-caller into the ledger's ownership key:
+How it works:
 
-- scope `session`: the protocol session id (2025-era clients);
-- scope `principal`: `principal:<name>`, the same on every replica, so a body
-  offloaded through one replica is readable by its owner through any other and
-  by nobody else;
-- scope `global`: the session id (the ledger does not check it).
+`scope_key(connection, ...)` returns the session identity a request's dedup history, ledger
+ownership under `ledger.scope: session`, and recall/expand checks are keyed by:
 
-When it is inert: stdio and a proxy without tokens have no authenticated caller;
-they are the principal `anonymous` (one tenant).
+- a handshake-era streamable-HTTP session: its `Mcp-Session-Id`;
+- an SSE or stdio connection (either era): one id per connection, which
+  lives as long as the client's stream;
+- a 2026-07-28 client on streamable HTTP: nobody. That wire is stateless and the spec gives
+  no per-client identity (clientInfo names a program, not an instance), so each
+  request gets its own throwaway key (`stateless:` + random), which is never
+  shared: its dedup history is its own, and it owns nothing another request can
+  name. Under `ledger.scope: session` such a request can neither read bodies
+  back nor be handed ids it could never read, so the proxy refuses
+  recall/expand with a clear reason and passes downstream results through
+  unshaped (reason `no_session_identity`, counted in metrics).
+- with `offload.server.stateless` (replicas behind a balancer) handshake-era requests are
+  connections of their own too (the SDK's stateless mode), so each gets a fresh key as well.
+
+The principal is the authenticated caller: `token_table(settings)` maps each configured bearer
+token to the principal it names (`offload.server.auth_tokens: {principal: token}`; the single
+`auth_token`, or OFFLOAD_MCP_AUTH_TOKEN, is the principal `default`). The HTTP guard
+(server/security.py) checks a request's token against that table and writes the principal into
+the ASGI scope's `state`; `principal_of(...)` reads it back from an MCP request context or a
+plain starlette request, so MCP calls and GET /expand see the same caller. `owner_key(...)`
+turns a caller into the ledger's ownership key:
+
+- scope `session`: the session identity above (2025-era clients);
+- scope `principal`: `principal:<name>`, the same on every replica, so a body offloaded
+  through one replica is readable by its owner through any other and by nobody else;
+- scope `global`: the session identity (the ledger does not check it).
+
+When it is inert: stdio and a proxy without tokens have no authenticated caller; they are the
+principal `anonymous` (one tenant).
 """
 
 from __future__ import annotations
 
 import os
+import uuid
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+ANONYMOUS_PREFIX = "stateless:"
+_stream_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+NO_IDENTITY_REASON = "no_session_identity"
 AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
 DEFAULT_PRINCIPAL = "default"
 """The principal of the single `auth_token`."""
@@ -32,6 +56,40 @@ ANONYMOUS = "anonymous"
 """The caller when no token is configured (stdio, a loopback proxy without tokens)."""
 STATE_KEY = "offload_mcp.principal"
 """Where the guard leaves the authenticated principal in the ASGI scope's `state`."""
+
+
+def scope_key(connection: Any, *, stateless_wire: bool, process_session: str) -> str:
+    """The identity of the caller behind `connection` (see the module doc).
+
+    `stateless_wire` is true on streamable HTTP, where a 2026-era request is its own connection.
+    """
+    if connection is None:
+        return process_session
+    if connection.session_id:
+        return str(connection.session_id)
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if stateless_wire:
+            return ANONYMOUS_PREFIX + uuid.uuid4().hex
+        # On a stream (SSE, stdio) each 2026-era request gets a fresh Connection, but all share the stream's outbound.
+        try:
+            return _stream_ids.setdefault(connection.outbound, uuid.uuid4().hex)
+        except TypeError:  # not weak-referenceable: the stream is the process's only one (stdio)
+            return process_session
+    return str(connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex))
+
+
+def is_anonymous(session_id: str) -> bool:
+    """True for a stateless HTTP request that carries no identity of its own."""
+    return session_id.startswith(ANONYMOUS_PREFIX)
+
+
+def refusal(tool: str) -> str:
+    return (
+        f"{tool}: ledger scope is `session` but this request has no session: 2026-07-28 streamable-HTTP requests "
+        "are stateless and carry no per-client identity, so nothing stored can be proven to be yours. "
+        "Results on this connection are passed through unshaped (no ids are handed out); connect with a "
+        "handshake-era session (Mcp-Session-Id) or use `ledger.scope: global`."
+    )
 
 
 def token_table(server_settings: Any, environ: Mapping[str, str] | None = None) -> dict[str, str]:

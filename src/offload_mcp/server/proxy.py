@@ -48,8 +48,8 @@ from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..shaping import CallInfo, build_shaper
-from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
-from .identity import owner_key, principal_of
+from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
+from .identity import NO_IDENTITY_REASON, is_anonymous, owner_key, principal_of, refusal, scope_key
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +90,8 @@ class ProxyState:
         self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
+        self.stateless_wire = False
+        """True on streamable HTTP, where each 2026-era request is a connection of its own (no identity)."""
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
@@ -145,19 +147,15 @@ class ProxyState:
             self._upstream[connection] = ctx.session
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        if self.settings.server.stateless:
-            # Replicas without stickiness: no history may live in this process, so each request is
-            # its own session (dedup history and learned hot sets start empty: same bytes on any replica).
-            return "stateless:" + uuid.uuid4().hex
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is None:
-            return self._process_session
-        if connection.session_id:
-            return str(connection.session_id)
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # Stateless wire: every request is its own connection; one session per process.
-            return self._process_session
-        return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
+        # With offload.server.stateless every request is a connection of its own (the SDK's stateless
+        # mode), so scope_key gives each a fresh key: no history lives in one replica's memory.
+        return scope_key(
+            getattr(ctx.session, "_connection", None), stateless_wire=self.stateless_wire, process_session=self._process_session
+        )
+
+    @property
+    def session_scoped(self) -> bool:
+        return self.settings.ledger.scope == "session"
 
     def owner(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> str:
         """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
@@ -239,6 +237,8 @@ class ProxyState:
         return message
 
     async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None) -> types.CallToolResult:
+        if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
+            return error_result(refusal(own.tool.name))
         env = ToolEnv(
             settings=self.settings,
             ledger=self.ledger,
@@ -293,6 +293,12 @@ class ProxyState:
                 result = _schema_error(entry, result, problem)
                 self._observe(entry, started, None, result, None, arguments)
                 return result
+        if self.session_scoped and is_anonymous(session_id):
+            # No identity to own a body: hand out no id this caller could never read back.
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
+            self._observe(entry, started, None, result, None, arguments)
+            return result
         call = CallInfo(
             server=entry.server,
             tool=entry.name,
@@ -572,7 +578,8 @@ def build_server(state: ProxyState) -> Server[Any]:
         state.remember_session(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
-        presentation = state.presentation(state.session_id(ctx))
+        session_id = state.session_id(ctx)
+        presentation = state.presentation(None if is_anonymous(session_id) else session_id)
         token = _presentation.set(presentation)
         try:
             result = await call_next(ctx)

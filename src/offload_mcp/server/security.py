@@ -6,8 +6,11 @@ How it works:
   routes beside it: /expand, /metrics, /healthz) in one ASGI middleware. It
   checks Host and Origin on every request (DNS-rebinding protection: a web
   page that re-points its own domain at 127.0.0.1 must not read /expand), and
-  with a token, requires `Authorization: Bearer <token>` on everything except
-  /healthz. The SDK's own Host/Origin check covers only the MCP endpoint;
+  with a token, requires `Authorization: Bearer <token>` (scheme in any case)
+  on everything except /healthz, and marks each request authorized or not.
+- /healthz tells an unauthorized caller only the overall status; a token
+  holder gets per-server details with argument values redacted and no stderr
+  (`public_server_status`). The SDK's own Host/Origin check covers only the MCP endpoint;
   this one covers the routes the SDK does not know about.
 - `secure_ledger_files(path)` runs at start: the ledger file (and its -wal,
   -shm) should be 0600 and its directory 0700. Where the user owns them and
@@ -24,6 +27,8 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import re
+import shlex
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -38,6 +43,80 @@ logger = logging.getLogger(__name__)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 OPEN_PATHS = ("/healthz",)
 """Paths served without a token (liveness probes); Host/Origin are still checked."""
+AUTHORIZED_KEY = "offload_mcp.authorized"
+_SCHEME = b"bearer"
+
+
+def _bearer_matches(header: bytes, token: bytes) -> bool:
+    """`Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 7235 section 2.1)."""
+    scheme, _, given = header.strip().partition(b" ")
+    return scheme.lower() == _SCHEME and hmac.compare_digest(given.strip(), token)
+
+
+def is_authorized(scope: Scope) -> bool:
+    """Whether the Guard saw the bearer token on this request (always true when none is configured)."""
+    return bool((scope.get("state") or {}).get(AUTHORIZED_KEY, False))
+
+
+# ---- what /healthz may show ------------------------------------------------
+
+REDACTED = "<redacted>"
+_SECRETISH = re.compile(
+    r"(?i)(\b[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|credential|cookie|session)[\w.-]*\s*[=:]\s*)(\S+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+")
+_URL_SECRETS = re.compile(r"(?i)(\w+://)[^/@\s]+@|([?&][^=&\s]+=)[^&\s]+")
+
+
+def redact_command(command: str) -> str:
+    """A downstream command line with every argument value replaced: the program and flag names stay."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return REDACTED
+    if not words:
+        return ""
+    if len(words) == 2 and "://" in words[1]:  # a remote server: `http URL`, `sse URL`
+        return f"{words[0]} {redact_text(words[1])}"
+    shown = [words[0]]
+    for word in words[1:]:
+        if word.startswith("-") and "=" in word:
+            shown.append(word.split("=", 1)[0] + "=" + REDACTED)
+        elif word.startswith("-") and len(word) < 64:
+            shown.append(word)
+        else:
+            shown.append(REDACTED)
+    return shlex.join(shown)
+
+
+def redact_text(text: str) -> str:
+    """Best-effort scrub of free text (an error line): key=value secrets, bearer tokens, URL credentials."""
+    text = _SECRETISH.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    return _URL_SECRETS.sub(lambda m: (m.group(1) + REDACTED + "@") if m.group(1) else (m.group(2) + REDACTED), text)
+
+
+def public_server_status(status: dict[str, object]) -> dict[str, object]:
+    """One downstream server's /healthz entry for a token holder: argument values redacted, no stderr."""
+    command = str(status.get("command") or "")
+    shown = dict(status)
+    shown["command"] = redact_command(command)
+    failure = status.get("failure")
+    if isinstance(failure, str) and failure:
+        # The first line only: stderr tails stay in the proxy's own log (stderr), which may hold anything.
+        first = failure.splitlines()[0].replace(command, shown["command"] if isinstance(shown["command"], str) else "")
+        for word in _words(command)[1:]:
+            if len(word) >= 4:
+                first = first.replace(word, REDACTED)
+        shown["failure"] = redact_text(first) + " (details in the proxy's log)"
+    return shown
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
 
 
 def is_loopback(host: str) -> bool:
@@ -78,14 +157,14 @@ class Guard:
         table = dict(tokens or {})
         if token:
             table.setdefault(token, DEFAULT_PRINCIPAL)
-        # Authorization header value -> principal; empty: no authentication.
-        self.expected = {f"Bearer {t}".encode(): principal for t, principal in table.items()}
+        # token -> principal; empty: no authentication.
+        self.expected = {t.encode(): principal for t, principal in table.items()}
 
-    def _principal(self, given: bytes) -> str | None:
+    def _principal(self, header: bytes) -> str | None:
         """The principal whose token was sent; every entry is compared (constant time per token)."""
         found = None
-        for header, principal in self.expected.items():
-            if hmac.compare_digest(given, header):
+        for token, principal in self.expected.items():
+            if _bearer_matches(header, token):
                 found = principal
         return found
 
@@ -101,13 +180,17 @@ class Guard:
             problem = (421, "Invalid Host header")
         elif origin and not _matches(origin, self.origins):
             problem = (403, "Invalid Origin header")
-        elif self.expected and scope.get("path") not in OPEN_PATHS:
-            principal = self._principal(headers.get(b"authorization", b""))
-            if principal is None:
-                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)")
-            else:
+        else:
+            principal = self._principal(headers.get(b"authorization", b"")) if self.expected else None
+            authorized = not self.expected or principal is not None
+            state = scope.setdefault("state", {})
+            # Open paths answer anyone, but say more only to a caller holding a token (see `is_authorized`).
+            state[AUTHORIZED_KEY] = authorized
+            if principal is not None:
                 # Who is calling, for principal-scoped ledger access (server/identity.py reads it back).
-                scope = {**scope, "state": {**(scope.get("state") or {}), STATE_KEY: principal}}
+                state[STATE_KEY] = principal
+            if not authorized and scope.get("path") not in OPEN_PATHS:
+                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)")
         if problem is not None:
             status, text = problem
             logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), text)

@@ -122,6 +122,7 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         await serve_stdio(server)
         return
     tokens = auth_tokens(state.settings, host)
+    state.stateless_wire = transport == "streamable-http"
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(

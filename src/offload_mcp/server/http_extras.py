@@ -15,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-
 logger = logging.getLogger(__name__)
 
 LEDGER_PROBE_TIMEOUT_S = 2.0

@@ -16,7 +16,11 @@ class ServerSettings(BaseModel):
         description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`). "
         "The principal names the caller for `offload.ledger.scope: principal`. `auth_token` alone is the principal `default`.",
     )
-    stateless: bool = Field(default=False, description="Streamable HTTP without protocol sessions, for replicas behind a load balancer without stickiness: every request is served on its own (2026-era requests are always so).")
+    stateless: bool = Field(
+        default=False,
+        description="Streamable HTTP without protocol sessions, for replicas behind a load balancer without stickiness: "
+        "every request is served on its own (2026-era requests are always so).",
+    )
     allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values accepted on HTTP transports (DNS-rebinding protection).")
     allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin header values accepted on HTTP transports.")
     log_bodies: bool = Field(default=False, description="Log result bodies and argument values (debug only).")

@@ -1,6 +1,7 @@
 """`offload-mcp ledger migrate --from SQLITE --to TARGET`, run as the real command.
 
-A source ledger with bodies, stash entries, ownership under two principals and events is
+The target is a fresh schema on a real PostgreSQL (and, for the same checks, another SQLite
+file). A source ledger with bodies, stash entries, ownership under two principals and events is
 copied; the target serves the same bytes, keeps who owns what, holds the same events, and
 the command refuses a non-empty target without --merge, a missing source and an unknown
 URL scheme with a clear message, changing nothing.
@@ -40,8 +41,11 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([OFFLOAD_MCP, "ledger", "migrate", *args], capture_output=True, text=True, env=proxy_env(), timeout=120)
 
 
-@pytest.fixture
-def target(tmp_path: Path) -> str:
+@pytest.fixture(params=["postgresql", "sqlite"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The ledger to copy into: a fresh schema on the real PostgreSQL (conftest), or another file."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
     return str(tmp_path / "target.db")
 
 
@@ -70,7 +74,7 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
 
     # A second run into the now non-empty target is refused unless --merge; --merge is idempotent for bodies.
     again = run("--from", str(source), "--to", target)
-    assert again.returncode == 1 and "the target ledger is not empty (30 bodies" in again.stderr and "--merge" in again.stderr
+    assert again.returncode == 1 and "the target ledger is not empty (30 bodies, 30 stash entries)" in again.stderr and "--merge" in again.stderr
     merged = run("--from", str(source), "--to", target, "--merge")
     assert merged.returncode == 0 and "verified 60 entries" in merged.stdout, merged.stderr
 
@@ -84,4 +88,5 @@ def test_migrate_refuses_bad_input_clearly(tmp_path: Path, target: str) -> None:
     assert bad_url.returncode == 1 and "mysql" in bad_url.stderr, bad_url.stderr
     same = run("--from", str(source), "--to", str(source))
     assert same.returncode == 1 and "same ledger" in same.stderr
-    assert not Path(target).exists()
+    if "://" not in target:
+        assert not Path(target).exists()

@@ -39,7 +39,7 @@ from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.stub import build_stub, structured_stand_in, text_blocks
 from .reducers.base import ReduceContext, SessionMemory
 from .server.identity import is_anonymous
-from .store.ledger import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
+from .store import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from .tools.registry import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)

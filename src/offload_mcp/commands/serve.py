@@ -103,7 +103,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
         except CatalogCollision as err:
             problem = f"{args.config or 'config'}: offload.catalog.prefix: {err}"
         else:
-            if state.ledger is not None:
+            if state.ledger is not None and state.ledger.path is not None:  # a local file, not a database server
                 from ..server.security import secure_ledger_files
 
                 secure_ledger_files(state.ledger.path)

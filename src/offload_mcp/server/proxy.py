@@ -48,6 +48,7 @@ from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..shaping import CallInfo, build_shaper
+from ..store import Ledger
 from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
 from .identity import NO_IDENTITY_REASON, is_anonymous, owner_key, principal_of, refusal, scope_key
 
@@ -101,8 +102,8 @@ class ProxyState:
     # ---- catalog -----------------------------------------------------------
 
     @property
-    def ledger(self) -> Any | None:
-        return getattr(self.shaper, "ledger", None)
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
 
     def rebuild(self, *, strict: bool = False) -> None:
         server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}

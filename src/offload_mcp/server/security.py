@@ -15,9 +15,10 @@ How it works:
 - `secure_ledger_files(path)` runs at start: the ledger file (and its -wal,
   -shm) should be 0600 and its directory 0700. Where the user owns them and
   they are wider, it narrows them and logs a warning; where it cannot, it
-  warns and carries on. The directory is narrowed only when it holds nothing
-  but the ledger (the default state directory), never a project folder that
-  happens to hold a `--ledger` file.
+  warns and carries on. The directory is narrowed only when offload-mcp
+  created it (the ledger marks a directory it creates; the default state
+  directory is ours), never a project folder or a shared mount point (mode
+  1777) that happens to hold a `--ledger` file.
 
 When it is inert: stdio has no network face, so only the ledger check applies.
 """
@@ -215,8 +216,9 @@ def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
     target = Path(path)
     findings: list[str] = []
     candidates = [(Path(f"{target}{suffix}"), LEDGER_FILE_MODE) for suffix in ("", "-wal", "-shm", "-journal")]
-    if _dedicated_directory(target):
-        # Only a directory that holds nothing but the ledger is ours to narrow (not a project folder).
+    if _created_by_us(target):
+        # Only a directory offload-mcp created is ours to narrow: not a project folder, not a shared
+        # mount point (mode 1777) that happens to hold nothing but the ledger.
         candidates.insert(0, (target.parent, LEDGER_DIR_MODE))
     for item, wanted in candidates:
         try:
@@ -244,9 +246,13 @@ def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
     return findings
 
 
-def _dedicated_directory(target: Path) -> bool:
+def _created_by_us(target: Path) -> bool:
+    """The ledger marks a directory it creates; the default state directory is ours by definition."""
+    from ..store import created_by_offload_mcp, default_ledger_path
+
     try:
-        names = {p.name for p in target.parent.iterdir()}
+        if target.parent.resolve() == default_ledger_path().parent.resolve():
+            return True
     except OSError:
         return False
-    return all(name.startswith(target.name) for name in names)
+    return created_by_offload_mcp(target.parent)

@@ -22,8 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .ledger import Ledger, LedgerError, LedgerUnavailable
+from .errors import LedgerError, LedgerUnavailable
+from .interfaces import BodyRow, CallRow, CommitRows, EventRow, StashRow
+from .ledger import Ledger
+from .location import is_url
 from .settings import LedgerSettings
+from .sqlite import SqliteBackend
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +60,8 @@ def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batc
     source_path = Path(source).expanduser()
     if not source_path.is_file():
         raise MigrationError(f"--from {source}: no such ledger file")
-    if str(target) == str(source) or (not _is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()):
+    if str(target) == str(source) or (not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()):
         raise MigrationError("--from and --to name the same ledger")
-    if _is_url(str(target)) and not str(target).lower().startswith(("postgresql://", "postgres://")):
-        raise MigrationError(f"--to {str(target).split('://', 1)[0]}://...: unsupported ledger URL; use postgresql://user@host/db or a file path")
     try:
         src = Ledger.open(LedgerSettings(), path=source_path)
     except LedgerUnavailable as err:
@@ -77,91 +79,77 @@ def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batc
         src.close()
 
 
-def _is_url(value: str) -> bool:
-    return "://" in value
-
-
 def _copy(src: Ledger, dst: Ledger, *, merge: bool, batch: int) -> MigrationReport:
-    counts = {**dst.counts(), "events": _count(dst, "events")}
-    if not merge and (counts.get("bodies") or counts.get("stash") or counts.get("events")):
+    counts = dst.counts()
+    if not merge and (counts.get("bodies") or counts.get("stash")):
         raise MigrationError(
-            f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash entries, "
-            f"{counts.get('events', 0)} events): pass --merge to copy into it anyway (events copied twice count twice)"
+            f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash entries): "
+            "pass --merge to copy into it anyway (events copied twice count twice)"
         )
+    source = src.sqlite
     report = MigrationReport()
     try:
-        for table, rows in _source_rows(src, batch):
-            _write(dst, table, rows)
-            setattr(report, table, getattr(report, table) + len(rows))
-        report.tombstones_skipped = _count(src, "tombstones")
+        for rows in _source_rows(source, batch):
+            dst.backend.write(rows)
+            report.bodies += len(rows.bodies)
+            report.stash += len(rows.stash)
+            report.calls += len(rows.calls)
+            report.stash_owners += len(rows.stash_owners)
+            report.events += len(rows.events)
+        report.tombstones_skipped = src.counts().get("tombstones", 0)
     except LedgerError as err:
-        raise MigrationError(f"writing the target failed: {getattr(err, 'cause', err)} (nothing is lost: the source is unchanged; run again with --merge)") from err
-    _verify(src, dst, report)
+        raise MigrationError(f"writing the target failed: {err} (the source is unchanged; run again with --merge)") from err
+    _verify(src, dst, report, batch)
     if report.mismatches:
         raise MigrationError(f"{len(report.mismatches)} entries differ after the copy: " + ", ".join(report.mismatches[:5]))
     return report
 
 
-_COLUMNS = {
-    "bodies": "id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at",
-    "stash": "hash, original, codec, chars, created_at, last_used_at",
-    "calls": "trm_id, session_id, server, tool, at",
-    "stash_owners": "hash, session_id",
-    "events": "at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail",
-}
-_ORDER = {"bodies": "id", "stash": "hash", "calls": "trm_id, session_id", "stash_owners": "hash, session_id", "events": "id"}
+def _page(source: SqliteBackend, sql: str, batch: int, start: Any = "") -> Iterator[list[tuple[Any, ...]]]:
+    """Rows of `sql` (ending in `WHERE key > ? ORDER BY key`, the key first) in batches, by keyset."""
+    last = start
+    while True:
+        rows = source._all(sql + " LIMIT ?", (last, batch))  # store-internal: migrate reads the file row by row
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
 
 
-def _source_rows(src: Ledger, batch: int) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    for table, columns in _COLUMNS.items():
-        names = [c.strip() for c in columns.split(",")]
-        offset = 0
-        while True:
-            with src._lock:
-                fetched = src._conn.execute(
-                    f"SELECT {columns} FROM {table} ORDER BY {_ORDER[table]} LIMIT ? OFFSET ?", (batch, offset)
-                ).fetchall()
-            if not fetched:
-                break
-            offset += len(fetched)
-            yield table, [dict(zip(names, row, strict=True)) for row in fetched]
+def _source_rows(source: SqliteBackend, batch: int) -> Iterator[CommitRows]:
+    """One CommitRows per batch: bodies with who made their calls, stash with who was shown it, events.
+
+    Ownership rows travel with their entries because a backend writes nothing for a commit that
+    holds neither bodies, stash nor events.
+    """
+    for rows in _page(source, "SELECT id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at"
+                      " FROM bodies WHERE id > ? ORDER BY id", batch):
+        bodies = [BodyRow(*row) for row in rows]
+        ids = [b.id for b in bodies]
+        marks = ",".join("?" * len(ids))
+        calls = [CallRow(*row) for row in source._all(f"SELECT trm_id, session_id, server, tool, at FROM calls WHERE trm_id IN ({marks})", ids)]
+        yield CommitRows(bodies=bodies, calls=calls)
+    for rows in _page(source, "SELECT hash, original, codec, chars, created_at, last_used_at FROM stash WHERE hash > ? ORDER BY hash", batch):
+        stash = [StashRow(*row) for row in rows]
+        hashes = [s.hash for s in stash]
+        marks = ",".join("?" * len(hashes))
+        owners = [(h, o) for h, o in source._all(f"SELECT hash, session_id FROM stash_owners WHERE hash IN ({marks})", hashes)]
+        yield CommitRows(stash=stash, stash_owners=owners)
+    for rows in _page(source, "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+                      " FROM events WHERE id > ? ORDER BY id", batch, start=-1):
+        yield CommitRows(events=[EventRow(*row[1:]) for row in rows])
 
 
-def _count(src: Ledger, table: str) -> int:
-    with src._lock:
-        return int(src._conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
-
-
-def _write(dst: Ledger, table: str, rows: list[dict[str, Any]]) -> None:
-    empty: list[Any] = []
-    if table == "bodies":
-        dst._commit_rows(rows, empty, empty, empty, empty)
-    elif table == "stash":
-        dst._commit_rows(empty, rows, empty, empty, empty)
-    elif table == "calls":
-        with dst._write() as conn:
-            conn.executemany(
-                "INSERT OR IGNORE INTO calls (trm_id, session_id, server, tool, at) VALUES (:trm_id, :session_id, :server, :tool, :at)", rows
-            )
-    elif table == "stash_owners":
-        with dst._write() as conn:
-            conn.executemany("INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (:hash, :session_id)", rows)
-    else:
-        dst._commit_rows(empty, empty, empty, empty, rows)
-
-
-def _verify(src: Ledger, dst: Ledger, report: MigrationReport) -> None:
+def _verify(src: Ledger, dst: Ledger, report: MigrationReport, batch: int) -> None:
     """Every body and stash entry of the source reads back from the target with the same bytes."""
-    for table, rows in _source_rows(src, 200):
-        if table == "bodies":
-            for row in rows:
-                same = dst.get_body_json(row["id"]) == src.get_body_json(row["id"])
-                report.verified += 1
-                if not same:
-                    report.mismatches.append(row["id"])
-        elif table == "stash":
-            for row in rows:
-                same = dst.get_stash(row["hash"]) == src.get_stash(row["hash"])
-                report.verified += 1
-                if not same:
-                    report.mismatches.append(f"<<cg:{row['hash']}>>")
+    source = src.sqlite
+    for rows in _page(source, "SELECT id FROM bodies WHERE id > ? ORDER BY id", batch):
+        for (trm_id,) in rows:
+            report.verified += 1
+            if dst.get_body_json(trm_id) != src.get_body_json(trm_id):
+                report.mismatches.append(trm_id)
+    for rows in _page(source, "SELECT hash FROM stash WHERE hash > ? ORDER BY hash", batch):
+        for (hash_,) in rows:
+            report.verified += 1
+            if dst.get_stash(hash_) != src.get_stash(hash_):
+                report.mismatches.append(f"<<cg:{hash_}>>")

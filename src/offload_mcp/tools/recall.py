@@ -33,7 +33,7 @@ import anyio
 import mcp_types as types
 import orjson
 
-from ..store.ledger import Evicted, UnknownId
+from ..store import Evicted, LedgerError, UnknownId
 from .registry import RECALL, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
@@ -145,17 +145,20 @@ class _Body:
 
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
-    key = (str(getattr(env.ledger, "path", "")), mem_id)
-    scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") != "global"
+    ledger = env.ledger
+    if ledger is None:
+        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+    key = (ledger.location, mem_id)
+    scoped = ledger.scope != "global"
     with _CACHE_LOCK:
         cached = None if scoped else _CACHE.get(key)
     if cached is not None:
-        env.ledger.body_info(mem_id)  # still there? raises UnknownId / Evicted like a full read
+        ledger.body_info(mem_id)  # still there? raises UnknownId / Evicted like a full read
         with _CACHE_LOCK:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return cached
-    body = _Body(env.ledger.get_body_json(mem_id, session_id=env.ledger_owner))
+    body = _Body(ledger.get_body_json(mem_id, session_id=env.ledger_owner))
     with _CACHE_LOCK:
         _CACHE[key] = body
         while len(_CACHE) > _CACHE_ENTRIES:
@@ -247,6 +250,8 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput(f"{err}; call the original tool again for a fresh result") from None
     except UnknownId as err:
         raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
+    except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
+        raise _BadInput(f"the ledger cannot be read right now ({err}); try the recall again shortly") from None
 
     limit = min(max_chars or cap, cap)
     capped_note = f" (max_chars capped at {cap:,})" if max_chars is not None and max_chars > cap else ""

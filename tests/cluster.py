@@ -113,8 +113,17 @@ def host_port(url: str) -> str:
 
 @contextmanager
 def replicas(n: int, args: list[str], env: dict[str, str] | None = None) -> Iterator[list[RunningProxy]]:
+    """n replicas, started at once (each takes seconds to come up on a busy machine), all stopped after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    managers = [running_proxy(args, "streamable-http", env) for _ in range(n)]
     with ExitStack() as stack:
-        yield [stack.enter_context(running_proxy(args, "streamable-http", env)) for _ in range(n)]
+        with ThreadPoolExecutor(n) as pool:
+            futures = [pool.submit(m.__enter__) for m in managers]
+        for manager, future in zip(managers, futures, strict=True):
+            if future.exception() is None:
+                stack.push(manager.__exit__)  # stop every one that started, even when another failed
+        yield [f.result() for f in futures]
 
 
 def bearer_client(token: str | None, **kw: Any) -> httpx2.AsyncClient:

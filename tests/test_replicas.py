@@ -43,11 +43,12 @@ LONG_LINES = "\n".join(f"row {i}: " + " ".join(f"tok{(i * 7 + k) % 89}" for k in
 """Lines far over linecap's limit: the answer carries markers to the exact originals."""
 
 
-def deployment_config(tmp: Path, ledger: str) -> Path:
+def deployment_config(tmp: Path, ledger: str, **ledger_settings: Any) -> Path:
     """The README's example config with test tokens, the shared ledger and the fixture server."""
     text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=ALICE, BOB_TOKEN=BOB, LEDGER_URL=ledger)
     config = json.loads(text)
     config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
+    config["offload"]["ledger"].update(ledger_settings)
     path = tmp / "offload.json"
     path.write_text(json.dumps(config, indent=2))
     return path
@@ -190,7 +191,7 @@ def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:
 
 
 async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path: Path, shared_ledger: str) -> None:
-    """Six clients offload through the balancer; one replica dies (SIGKILL) midway. Calls in flight
+    """Five clients offload through the balancer; one replica dies (SIGKILL) midway. Calls in flight
     on it may fail; every id any client was handed reads back byte for byte from the survivor."""
     import os
     import signal
@@ -208,7 +209,7 @@ async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path:
             async def client(n: int) -> None:
                 nonlocal calls
                 async with handshake(lb.url, ALICE) as session:
-                    for i in range(8):
+                    for i in range(6):
                         size, seed = 60_000 + 1_000 * n, 1_000 + n * 100 + i
                         try:
                             with anyio.fail_after(30):
@@ -217,7 +218,7 @@ async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path:
                             failures.append(f"{type(err).__name__}: {err}"[:200])
                             continue
                         calls += 1
-                        if calls == 16:
+                        if calls == 10:
                             done.set()
                         found = TRM.search(text_of(result))
                         if found:
@@ -229,11 +230,11 @@ async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(killer)
-                for n in range(6):
+                for n in range(5):
                     tg.start_soon(client, n)
             assert doomed.proc.wait(5) == -signal.SIGKILL
-            assert len(handed) >= 36, (len(handed), failures)
-            assert len(failures) <= 6, failures  # at most the calls in flight on the killed replica
+            assert len(handed) >= 20, (len(handed), failures)
+            assert len(failures) <= 5, failures  # at most the calls in flight on the killed replica
             async with handshake(survivor.url, ALICE) as session:
                 for trm_id, (size, seed) in handed.items():
                     assert await recall_whole(session, trm_id) == "\n".join(hostile_server.chunk_blocks(size, seed))
@@ -254,14 +255,15 @@ async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recov
     server = postgres_server(request)
     if server is None:
         pytest.skip("PostgreSQL is not installed here (.ci/run installs it)")
-    config = deployment_config(tmp_path, str(server.url(server.new_schema())))
+    # A short wait for a connection: each call during the outage passes through after it.
+    config = deployment_config(tmp_path, str(server.url(server.new_schema())), busy_timeout_s=0.5)
     with replicas(2, ["-c", str(config)]) as procs:
         with load_balancer(tmp_path / "lb", [host_port(p.url) for p in procs]) as lb:
             async with handshake(lb.url, ALICE) as session:
                 earlier = TRM.search(text_of(await session.call_tool("chunks", {"size": 60_000, "seed": 41}))).group(0)  # type: ignore[union-attr]
                 server.stop()
                 try:
-                    for seed in range(50, 54):
+                    for seed in range(50, 52):
                         with anyio.fail_after(60):
                             result = await session.call_tool("chunks", {"size": 60_000, "seed": seed})
                         assert not result.is_error and TRM.search(text_of(result)) is None

@@ -1,6 +1,7 @@
 """Load through a load balancer: N replicas x C clients x K mixed calls, beside one replica on SQLite.
 
     python bench/bench_replicas.py                       # 3 replicas, 50 clients, 200 calls, shared SQLite (WAL)
+    python bench/bench_replicas.py --ledger postgres          # a throwaway PostgreSQL (tests/pg.py: initdb + pg_ctl)
     python bench/bench_replicas.py --ledger postgresql://user@127.0.0.1:5432/db
     python bench/bench_replicas.py --replicas 3 --clients 10 --calls 40     # a quick look
 
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--ledger", help="Shared ledger (postgresql://...); default a shared SQLite file (WAL).")
+    parser.add_argument("--ledger", help="Shared ledger: postgresql://..., or `postgres` for a throwaway server; default a shared SQLite file (WAL).")
     parser.add_argument("--no-baseline", action="store_true", help="Skip the one-replica SQLite baseline.")
     args = parser.parse_args(argv)
 
@@ -182,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-replicas-") as tmp_name, ExitStack() as stack:
         tmp = Path(tmp_name)
         shared = args.ledger or str(tmp / "shared.db")
+        if shared == "postgres":
+            from pg import start_server
+
+            server = start_server()
+            stack.callback(server.destroy)
+            shared = server.url()
         config = write_config(tmp, shared)
         procs = stack.enter_context(replicas(args.replicas, ["-c", str(config)]))
         lb = stack.enter_context(load_balancer(tmp / "lb", [host_port(p.url) for p in procs]))

@@ -211,7 +211,9 @@ class ProxyState:
         ctx: ServerRequestContext[Any, Any] | None = None,
         owner: str | None = None,
     ) -> types.CallToolResult:
-        if not self.settings.server.stateless:  # stateless: one id per request, nothing to summarise
+        if not (self.settings.server.stateless or is_anonymous(session_id)):
+            # A stateless request's key is its own and never comes back: nothing to summarise, and
+            # remembering each would grow without bound.
             self.sessions_seen.add(session_id)
         own = self._own_tool(name)
         if own is not None:

@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         procs = stack.enter_context(replicas(args.replicas, ["-c", str(config)]))
         lb = stack.enter_context(load_balancer(tmp / "lb", [host_port(p.url) for p in procs]))
         run, seconds = anyio.run(load, lb.url, args.clients, args.calls)
+        if run.errors:  # what the balancer saw (a replica's 5xx, a closed upstream connection)
+            print("  nginx:", *lb.log.read_text(errors="replace").splitlines()[-5:], sep="\n    ", file=sys.stderr)
         checked, bad = verify(shared, run)
         kind = "PostgreSQL" if shared.startswith("postgres") else "shared SQLite"
         rows.append(report(f"{args.replicas} replicas + nginx, {kind}", run, seconds, checked, bad))

@@ -177,27 +177,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--ledger", help="Shared ledger: postgresql://..., or `postgres` for a throwaway server; default a shared SQLite file (WAL).")
     parser.add_argument("--no-baseline", action="store_true", help="Skip the one-replica SQLite baseline.")
+    parser.add_argument("--only-baseline", action="store_true", help="Run only the one-replica SQLite baseline.")
     args = parser.parse_args(argv)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-replicas-") as tmp_name, ExitStack() as stack:
         tmp = Path(tmp_name)
-        shared = args.ledger or str(tmp / "shared.db")
-        if shared == "postgres":
-            from pg import start_server
+        if not args.only_baseline:
+            shared = args.ledger or str(tmp / "shared.db")
+            if shared == "postgres":
+                from pg import start_server
 
-            server = start_server()
-            stack.callback(server.destroy)
-            shared = server.url()
-        config = write_config(tmp, shared)
-        procs = stack.enter_context(replicas(args.replicas, ["-c", str(config)]))
-        lb = stack.enter_context(load_balancer(tmp / "lb", [host_port(p.url) for p in procs]))
-        run, seconds = anyio.run(load, lb.url, args.clients, args.calls)
-        if run.errors:  # what the balancer saw (a replica's 5xx, a closed upstream connection)
-            print("  nginx:", *lb.log.read_text(errors="replace").splitlines()[-5:], sep="\n    ", file=sys.stderr)
-        checked, bad = verify(shared, run)
-        kind = "PostgreSQL" if shared.startswith("postgres") else "shared SQLite"
-        rows.append(report(f"{args.replicas} replicas + nginx, {kind}", run, seconds, checked, bad))
+                server = start_server()
+                stack.callback(server.destroy)
+                shared = server.url()
+            config = write_config(tmp, shared)
+            procs = stack.enter_context(replicas(args.replicas, ["-c", str(config)]))
+            lb = stack.enter_context(load_balancer(tmp / "lb", [host_port(p.url) for p in procs]))
+            run, seconds = anyio.run(load, lb.url, args.clients, args.calls)
+            if run.errors:  # what the balancer saw (a replica's 5xx, a closed upstream connection)
+                print("  nginx:", *lb.log.read_text(errors="replace").splitlines()[-5:], sep="\n    ", file=sys.stderr)
+            checked, bad = verify(shared, run)
+            kind = "PostgreSQL" if shared.startswith("postgres") else "shared SQLite"
+            rows.append(report(f"{args.replicas} replicas + nginx, {kind}", run, seconds, checked, bad))
         stack.close()
         if not args.no_baseline:
             (tmp / "one").mkdir()

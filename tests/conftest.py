@@ -68,7 +68,7 @@ def write_config(tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any
 
 
 def proxy_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OFFLOAD_MCP_CONFIG"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OFFLOAD_MCP_CONFIG", "OFFLOAD_MCP_LEDGER")}
     env.setdefault("OFFLOAD_MCP_TEST", "1")
     if extra:
         env.update(extra)

@@ -213,7 +213,9 @@ def test_persistent_across_processes(where):
         "Ledger.open(None, sys.argv[1]).commit(bodies=[r]); print(r.trm_id)"
     )
     trm = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True).stdout.strip()
-    assert Ledger.open(None, path).get_body(trm)["content"][0]["text"] == "persist"
+    led = Ledger.open(None, path)
+    assert led.get_body(trm)["content"][0]["text"] == "persist"
+    led.close()
 
 
 def test_reads_refresh_recency_at_most_once_a_minute(ledger):
@@ -244,6 +246,7 @@ def test_max_age_evicts_and_leaves_a_tombstone(where):
         led.get_stash("0123456789abcdef")
     led.commit(bodies=[rec])  # storing it again revives it
     assert led.get_body(rec.trm_id) == BODY
+    led.close()
 
 
 def test_max_total_bytes_evicts_least_recently_used(where):
@@ -261,6 +264,7 @@ def test_max_total_bytes_evicts_least_recently_used(where):
     with pytest.raises(Evicted, match="max_total_bytes"):
         led.get_body(recs[1].trm_id)
     assert led.get_body(recs[0].trm_id)
+    led.close()
 
 
 def test_call_counts_for_hot_tool_learning(ledger):
@@ -284,6 +288,7 @@ def test_session_scope(where):
     assert led.get_body(rec.trm_id, session_id="mine") == BODY
     with pytest.raises(UnknownId, match="another session"):
         led.get_body(rec.trm_id, session_id="theirs")
+    led.close()
 
 
 def test_concurrent_commits_from_threads(ledger):

@@ -115,3 +115,20 @@ def test_an_outage_passes_results_through_and_the_pool_recovers_by_itself(postgr
     assert ledger.get_body(report.trm_id)["content"][0]["text"] == big_result(3).content[0].text
     assert ledger.get_body(kept)["content"][0]["text"] == big_result(1).content[0].text
     ledger.close()
+
+
+def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    ledger = Ledger.open(LedgerSettings(), pg_url)
+    ledger.commit(events=[LedgerEvent("decision", session_id="a", server="git", tool="git_log", verdict="keep", reason="small", chars_in=10, chars_out=10)])
+    ledger.close()
+    env = {**os.environ, ENV_VAR: pg_url}
+    done = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--json"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["ledger"].startswith("postgresql://") and data["totals"]["results"] == 1
+    assert list(tmp_path.iterdir()) == []  # nothing local was created

@@ -10,7 +10,7 @@ live in `Ledger` and `retention`, beside it, so SQLite and PostgreSQL behave the
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -180,7 +180,6 @@ class Counts:
     stored_bytes: int = 0
     stash: int = 0
     tombstones: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, int]:
         return {"bodies": self.bodies, "stored_bytes": self.stored_bytes, "stash": self.stash, "tombstones": self.tombstones}

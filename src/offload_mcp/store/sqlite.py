@@ -19,6 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,20 +27,18 @@ from typing import Any, Literal
 import orjson
 import sqlite_utils
 
-from .codec import LEGACY_CODEC
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Counts, Entry, EntryKind, Stored, Tombstone
 from .records import BodyInfo
+from .schema import create_sqlite_schema
 from .settings import LedgerSettings
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
 CREATED_MARKER = ".offload-mcp-created"
 """Left in a directory the ledger created, so the start-up permission check knows it is ours."""
 
 _TABLES = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
-_ADDED_COLUMNS = {("bodies", "codec"): LEGACY_CODEC, ("stash", "codec"): LEGACY_CODEC}
 _KEYED_TABLES = ("bodies", "stash", "calls", "stash_owners", "tombstones")
 _Ident = tuple[int, int]
 
@@ -82,7 +81,7 @@ class SqliteBackend:
             raise LedgerUnavailable(f"cannot open ledger {path}: {err}") from None
         writable = True
         try:
-            _set_up(conn)
+            _set_up_waiting(conn, settings.busy_timeout_s)
         except sqlite3.DatabaseError as err:
             # A lock held by a peer at open time is transient: stay writable; commits will wait or fail alone.
             writable = "locked" in str(err).lower() or "busy" in str(err).lower()
@@ -442,7 +441,22 @@ def created_by_offload_mcp(directory: Path) -> bool:
 def _set_up(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    _create_schema(sqlite_utils.Database(conn))
+    create_sqlite_schema(sqlite_utils.Database(conn))
+
+
+def _set_up_waiting(conn: sqlite3.Connection, wait_s: float) -> None:
+    """Set up, retrying while a peer holds the lock: two proxies opening a new file at the same
+    moment race to create its schema, and switching to WAL does not wait on the busy handler."""
+    deadline = time.monotonic() + max(wait_s, 0.5)
+    while True:
+        try:
+            _set_up(conn)
+            return
+        except sqlite3.OperationalError as err:
+            low = str(err).lower()
+            if not ("locked" in low or "busy" in low) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _merge(old: sqlite3.Connection, new: sqlite3.Connection) -> int:
@@ -463,41 +477,3 @@ def _merge(old: sqlite3.Connection, new: sqlite3.Connection) -> int:
         _rollback(new)
         raise
     return copied
-
-
-def _create_schema(db: sqlite_utils.Database) -> None:
-    db.table("meta").create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db.table("bodies").create(
-        {
-            "id": str, "server": str, "tool": str, "arguments": str, "session_id": str, "body": bytes, "codec": str,
-            "raw_bytes": int, "stored_bytes": int, "chars": int, "created_at": float, "last_used_at": float,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db.table("stash").create(
-        {"hash": str, "original": bytes, "codec": str, "chars": int, "created_at": float, "last_used_at": float}, pk="hash", if_not_exists=True
-    )
-    db.table("calls").create(
-        {"trm_id": str, "session_id": str, "server": str, "tool": str, "at": float}, pk=("trm_id", "session_id"), if_not_exists=True
-    )
-    db.table("stash_owners").create({"hash": str, "session_id": str}, pk=("hash", "session_id"), if_not_exists=True)
-    db.table("tombstones").create({"id": str, "kind": str, "evicted_at": float, "reason": str}, pk="id", if_not_exists=True)
-    db.table("events").create(
-        {
-            "id": int, "at": float, "kind": str, "session_id": str, "server": str, "tool": str, "verdict": str,
-            "reason": str, "ref_id": str, "chars_in": int, "chars_out": int, "detail": str,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    # Columns added after ledgers were first written, filled with what their old rows imply:
-    # before `codec` existed every body and stash entry was zlib-compressed.
-    for (table, column), default in _ADDED_COLUMNS.items():
-        if column not in db.table(table).columns_dict:
-            db.table(table).add_column(column, str, not_null_default=default)
-    db.table("bodies").create_index(["last_used_at"], if_not_exists=True)
-    db.table("stash").create_index(["last_used_at"], if_not_exists=True)
-    db.table("events").create_index(["at"], if_not_exists=True)
-    db.table("events").create_index(["kind", "at"], if_not_exists=True)
-    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])

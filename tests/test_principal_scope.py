@@ -113,3 +113,28 @@ def test_stateless_with_session_scope_is_refused_at_start(tmp_path: Path) -> Non
     args.config = str(config)  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="scope `session` could never match a caller"):
         resolve_config(args, {})  # type: ignore[arg-type]
+
+
+async def test_principal_scope_on_sse(tmp_path: Path) -> None:
+    """SSE carries the principal on each POSTed message: the same separation as streamable HTTP."""
+    from mcp.client.sse import sse_client
+
+    config = write_config(
+        tmp_path,
+        {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
+        {"server": {"auth_tokens": [{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}]}, "ledger": {"scope": "principal"}},
+    )
+
+    async def calls(url: str, token: str, *todo: tuple[str, dict[str, object]]) -> list[object]:
+        async with sse_client(url, headers={"Authorization": f"Bearer {token}"}) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return [await session.call_tool(name, args) for name, args in todo]
+
+    with running_proxy(["-c", str(config), "--ledger", str(tmp_path / "l.db")], transport="sse") as proxy:
+        (stub,) = await calls(proxy.url, ALICE, ("chunks", {"size": 120_000, "seed": 9}))
+        trm_id = TRM.search(text_of(stub)).group(0)  # type: ignore[union-attr]
+        (theirs,) = await calls(proxy.url, BOB, ("recall_tool_result", {"mem_id": trm_id}))
+        assert theirs.is_error and "belongs to another principal" in text_of(theirs)  # type: ignore[attr-defined]
+        (own,) = await calls(proxy.url, ALICE, ("recall_tool_result", {"mem_id": trm_id}))
+        assert not own.is_error  # type: ignore[attr-defined]

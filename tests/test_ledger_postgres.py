@@ -12,15 +12,19 @@ import re
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env, proxy_session, recall_whole, text_of
 from pg import free_port
 from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
 from offload_mcp.config import OffloadSettings
+from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from offload_mcp.store.location import redact, resolve
 from offload_mcp.store.settings import LedgerSettings
+from offload_mcp.tools import recall
+from offload_mcp.tools.registry import ToolEnv
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 
@@ -103,6 +107,8 @@ def test_an_outage_passes_results_through_and_the_pool_recovers_by_itself(postgr
             assert time.monotonic() - started < 10  # bounded by busy_timeout_s, not hung
         with pytest.raises(LedgerUnavailable, match="unreachable"):
             ledger.get_body(kept)  # a clear error, not "unknown id"
+        answer = anyio.run(recall.handle, {"mem_id": kept, "max_chars": 100}, ToolEnv(settings=settings, ledger=ledger, session_id="s1", session=SessionMemory()))
+        assert answer.is_error and "cannot be read right now" in text_of(answer) and "not in the ledger" not in text_of(answer)
     finally:
         postgres.start()  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30

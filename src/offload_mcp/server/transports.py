@@ -3,9 +3,11 @@
 HTTP transports bind 127.0.0.1 by default and keep the SDK's DNS-rebinding
 protection (Host/Origin checks), extended by `offload.server.allowed_hosts`
 and `allowed_origins`. With `offload.server.auth_token` (or the
-OFFLOAD_MCP_AUTH_TOKEN environment variable) every request except /healthz
-must carry `Authorization: Bearer <token>`; binding a non-loopback address
-without a token is refused.
+OFFLOAD_MCP_AUTH_TOKEN environment variable), or several `auth_tokens` (one
+per principal, server/identity.py), every request except /healthz must carry
+`Authorization: Bearer <token>`; binding a non-loopback address without a
+token is refused. `offload.server.stateless` serves streamable HTTP without
+protocol sessions (replicas behind a balancer without stickiness).
 
 The SSE transport's per-connection `server.run` enters the server lifespan
 per connection; nothing process-wide lives there (the pool is in ProxyState).

@@ -68,8 +68,6 @@ def auth_tokens(settings: Any, host: str) -> dict[str, str]:
         raise ConfigError(
             f"--host {host}: binding a non-loopback address needs offload.server.auth_token, auth_tokens (or {AUTH_ENV_VAR})"
         )
-    if settings.ledger.scope == "principal" and not table:
-        logger.warning("offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`")
     return table
 
 
@@ -124,6 +122,8 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         await serve_stdio(server)
         return
     tokens = auth_tokens(state.settings, host)
+    if state.settings.ledger.scope == "principal" and not tokens:
+        logger.warning("offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`")
     state.stateless_wire = transport == "streamable-http"
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.

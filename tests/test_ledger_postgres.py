@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env, proxy_session, recall_whole, text_of
+from conftest import OFFLOAD_MCP, fixture_cmd, fixture_entry, proxy_env, proxy_session, recall_whole, text_of, write_config
 from pg import free_port
 from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
@@ -51,8 +51,11 @@ async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_pa
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     url = f"postgresql://nobody:pw@127.0.0.1:{free_port()}/nowhere"
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {"ledger": {"busy_timeout_s": 0.5}})
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
     params = StdioServerParameters(
-        command=OFFLOAD_MCP, args=["serve", "--ledger", url, "--", *fixture_cmd()], env=proxy_env({"XDG_STATE_HOME": str(tmp_path / "xdg")}), cwd=str(tmp_path)
+        command=OFFLOAD_MCP, args=["serve", "-c", str(config), "--ledger", url], env=proxy_env({"XDG_STATE_HOME": str(tmp_path / "xdg")}), cwd=str(cwd)
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
@@ -60,7 +63,7 @@ async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_pa
             await s.initialize()
             result = await s.call_tool("make_text", {"size": 200_000})
             assert text_of(result) == make_text(200_000)  # untouched: never a stub without a stored body
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.log"]  # no `postgresql:` folder, no xdg ledger
+    assert list(cwd.iterdir()) == [] and not (tmp_path / "xdg").exists()  # no `postgresql:` folder, no local ledger
     text = log.read_text()
     assert "PostgreSQL is unreachable" in text and "pw@" not in text  # named, password redacted
 

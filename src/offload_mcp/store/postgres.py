@@ -78,14 +78,18 @@ class PostgresBackend:
 
     @classmethod
     def open(cls, url: str, settings: LedgerSettings) -> PostgresBackend:
-        """Open the pool and migrate the schema. An unreachable server does not fail the open: the
-        proxy starts, passes results through, and the schema is checked on first use."""
+        """Open the pool and start migrating the schema in the background: the proxy's start-up
+        never waits on the database. Every operation waits for the schema (or checks it again if
+        the server was unreachable), so nothing is written before the tables are right."""
         backend = cls(url, settings)
+        threading.Thread(target=backend._warm_up, name="ledger-schema", daemon=True).start()
+        return backend
+
+    def _warm_up(self) -> None:
         try:
-            backend._ensure_schema()
+            self._ensure_schema()
         except LedgerUnavailable as err:
             log.warning("%s: results pass through unmodified until it answers", err)
-        return backend
 
     def close(self) -> None:
         self._pool.close(timeout=2.0)

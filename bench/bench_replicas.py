@@ -51,7 +51,7 @@ HOSTILE = [sys.executable, str(ROOT / "tests" / "fixtures" / "hostile_server.py"
 
 
 def long_lines(n: int) -> str:
-    return "\n".join(f"client {n} row {i}: " + " ".join(f"tok{(i * 7 + k + n) % 89}" for k in range(130)) for i in range(12))
+    return "\n".join(f"client {n} row {i} - " + " ".join(f"tok{(i * 7 + k + n) % 89}" for k in range(130)) for i in range(12))
 
 
 def write_config(tmp: Path, ledger: str) -> Path:

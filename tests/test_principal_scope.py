@@ -25,7 +25,7 @@ from offload_mcp.server.identity import DEFAULT_PRINCIPAL, owner_key, token_tabl
 
 ALICE, BOB = "alice-secret-token", "bob-secret-token"
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
-LONG_LINES = "\n".join(f"line {i}: " + " ".join(f"word{(i * 11 + k) % 97}" for k in range(130)) for i in range(30))
+LONG_LINES = "\n".join(f"line {i} - " + " ".join(f"word{(i * 11 + k) % 97}" for k in range(130)) for i in range(30))
 
 
 def test_auth_tokens_accept_a_mapping_or_a_list_and_refuse_ambiguity() -> None:

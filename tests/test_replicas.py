@@ -39,7 +39,7 @@ pytestmark = needs_nginx
 
 ALICE, BOB = "alice-token-0123456789", "bob-token-9876543210"
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
-LONG_LINES = "\n".join(f"row {i}: " + " ".join(f"tok{(i * 7 + k) % 89}" for k in range(130)) for i in range(30))
+LONG_LINES = "\n".join(f"row {i} - " + " ".join(f"tok{(i * 7 + k) % 89}" for k in range(130)) for i in range(30))
 """Lines far over linecap's limit: the answer carries markers to the exact originals."""
 
 
@@ -173,6 +173,9 @@ async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(depl
             assert hostile_server.chunk_blocks(100_000, seed)[0][:200] not in text_of(theirs)
             theirs_cut = await bob.call_tool("context_guru_expand", {"marker": f"<<cg:{hash_}>>"})
             assert theirs_cut.is_error and "belongs to another principal" in text_of(theirs_cut)
+            # recall_tool_result takes a marker too: the same owner check.
+            theirs_marker = await bob.call_tool("recall_tool_result", {"mem_id": f"<<cg:{hash_}>>"})
+            assert theirs_marker.is_error and "belongs to another principal" in text_of(theirs_marker), text_of(theirs_marker)
         with httpx2.Client(base_url=base(url), timeout=10) as http:
             refused = http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {BOB}"})
             assert refused.status_code == 404 and "belongs to another principal" in refused.text
@@ -180,6 +183,7 @@ async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(depl
             assert http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
         async with era(protocol, url, ALICE) as alice:
             assert not (await alice.call_tool("recall_tool_result", {"mem_id": trm_id})).is_error
+            assert not (await alice.call_tool("recall_tool_result", {"mem_id": f"<<cg:{hash_}>>"})).is_error
 
 
 def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:

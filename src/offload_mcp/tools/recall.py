@@ -159,11 +159,11 @@ class _Body:
 
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
+    if not mem_id.startswith("trm_"):
+        return _load_marker(env, mem_id)
     ledger = env.ledger
     if ledger is None:
         raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
-    if not mem_id.startswith("trm_"):
-        return _load_marker(env, mem_id)
     key = (ledger.location, mem_id)
     scoped = ledger.scope != "global"
     with _CACHE_LOCK:
@@ -188,6 +188,8 @@ def _load_marker(env: ToolEnv, marker: str) -> _Body:
 
     hash_ = parse_hash(marker)
     assert hash_ is not None
+    if env.ledger is None:
+        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
     original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
     return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))

@@ -14,7 +14,7 @@ import sys
 
 from . import __version__
 
-COMMANDS = ("serve", "demo", "replay", "stats", "catalog", "toolset_config", "init")
+COMMANDS = ("serve", "demo", "replay", "stats", "catalog", "toolset_config", "init", "ledger")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,6 +60,8 @@ class CallInfo:
     arguments: dict[str, Any] = field(default_factory=dict)
     session_id: str = "default"
     output_schema: dict[str, Any] | None = None
+    owner: str | None = None
+    """The ledger ownership key of the caller (server/identity.py); None: the session id."""
 
 
 @dataclass
@@ -435,7 +437,7 @@ class ResultShaper:
             self.ledger.record_later(event)  # guards no bytes: written off the call path
             return True
         try:
-            self.ledger.commit(bodies=bodies, stash=stash, events=[event])
+            self.ledger.commit(bodies=bodies, stash=stash, events=[event], owner=call.owner)
             return True
         except LedgerError as err:
             cause = err.cause if isinstance(err, LedgerWriteError) else str(err)

@@ -37,6 +37,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--ledger", metavar="PATH", help="Ledger file or postgresql:// URL (overrides OFFLOAD_MCP_LEDGER and offload.ledger).")
     parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
     parser.add_argument("--auth-token", metavar="TOKEN", help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.")
+    parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without protocol sessions (overrides offload.server.stateless): for replicas behind a load balancer without stickiness.")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
     parser.add_argument("--observe", action="store_true", help="Observe mode (overrides offload.mode): pass every result through unchanged and record what would have been saved; read it with `offload-mcp stats`.")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
@@ -64,6 +65,13 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
         config.offload.catalog.deferral = args.deferral
     if getattr(args, "observe", False):
         config.offload.mode = "observe"
+    if getattr(args, "stateless", False):
+        config.offload.server.stateless = True
+    if config.offload.server.stateless and config.offload.ledger.scope == "session":
+        raise ConfigError(
+            f"{path or 'config'}: offload.server.stateless has no protocol sessions, so offload.ledger.scope `session` "
+            "could never match a caller; use `principal` (one bearer token per caller) or `global`"
+        )
     return config
 
 

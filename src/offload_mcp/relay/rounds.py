@@ -44,9 +44,10 @@ async def call_in_rounds(
 
     arguments = dict(params.arguments or {})
     session_id = state.session_id(ctx)
+    owner = state.owner(ctx, session_id)
     entry = state.catalog.lookup(params.name)
     if entry is None or state._own_tool(params.name) is not None:
-        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx)
+        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner)
 
     parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
     progress = None
@@ -62,7 +63,7 @@ async def call_in_rounds(
     async def run() -> None:
         try:
             result = await state._call_downstream(
-                entry, arguments, session_id=session_id, meta=params.meta, upstream=parked, progress=progress
+                entry, arguments, session_id=session_id, meta=params.meta, upstream=parked, progress=progress, owner=owner
             )
         except Exception as err:
             logger.exception("parked call to %s failed", entry.name)
@@ -77,7 +78,7 @@ async def call_in_rounds(
     state.parking.park(parked)
     if not state.pool.spawn(run):
         state.parking.release(parked)
-        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx)
+        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner)
     return await _next_round(state, parked)
 
 

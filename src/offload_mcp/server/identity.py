@@ -1,8 +1,9 @@
-"""Who is asking: the one place that derives the key session-scoped state is kept under.
+"""Who is asking: the one place that derives a request's identity and the keys state is kept under.
 
-How it works: `scope_key(connection, ...)` returns the identity a request's
-dedup history, ledger ownership (`ledger.scope: session`) and recall/expand
-checks are keyed by:
+How it works:
+
+`scope_key(connection, ...)` returns the session identity a request's dedup history, ledger
+ownership under `ledger.scope: session`, and recall/expand checks are keyed by:
 
 - a handshake-era streamable-HTTP session: its `Mcp-Session-Id`;
 - an SSE or stdio connection (either era): one id per connection, which
@@ -15,16 +16,32 @@ checks are keyed by:
   back nor be handed ids it could never read, so the proxy refuses
   recall/expand with a clear reason and passes downstream results through
   unshaped (reason `no_session_identity`, counted in metrics).
+- with `offload.server.stateless` (replicas behind a balancer) handshake-era requests are
+  connections of their own too (the SDK's stateless mode), so each gets a fresh key as well.
 
-When a principal scope (bearer-token identity) lands it belongs here, in
-`scope_key` (which gets the whole request context, HTTP request included), so
-every consumer keeps asking one function.
+The principal is the authenticated caller: `token_table(settings)` maps each configured bearer
+token to the principal it names (`offload.server.auth_tokens: {principal: token}`; the single
+`auth_token`, or OFFLOAD_MCP_AUTH_TOKEN, is the principal `default`). The HTTP guard
+(server/security.py) checks a request's token against that table and writes the principal into
+the ASGI scope's `state`; `principal_of(...)` reads it back from an MCP request context or a
+plain starlette request, so MCP calls and GET /expand see the same caller. `owner_key(...)`
+turns a caller into the ledger's ownership key:
+
+- scope `session`: the session identity above (2025-era clients);
+- scope `principal`: `principal:<name>`, the same on every replica, so a body offloaded
+  through one replica is readable by its owner through any other and by nobody else;
+- scope `global`: the session identity (the ledger does not check it).
+
+When it is inert: stdio and a proxy without tokens have no authenticated caller; they are the
+principal `anonymous` (one tenant).
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -32,13 +49,20 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 ANONYMOUS_PREFIX = "stateless:"
 _stream_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 NO_IDENTITY_REASON = "no_session_identity"
+AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
+DEFAULT_PRINCIPAL = "default"
+"""The principal of the single `auth_token`."""
+ANONYMOUS = "anonymous"
+"""The caller when no token is configured (stdio, a loopback proxy without tokens)."""
+STATE_KEY = "offload_mcp.principal"
+"""Where the guard leaves the authenticated principal in the ASGI scope's `state`."""
 
 
 def scope_key(ctx: Any, *, stateless_wire: bool, process_session: str) -> str:
     """The identity of the caller behind a request context (see the module doc).
 
     `stateless_wire` is true on streamable HTTP, where a 2026-era request is its own connection.
-    `ctx.request` (the HTTP request, on HTTP transports) is where a principal would be read from.
+    The principal (`principal_of`) is a separate question: one caller may hold many sessions.
     """
     connection = getattr(getattr(ctx, "session", None), "_connection", None)
     if connection is None:
@@ -68,3 +92,37 @@ def refusal(tool: str) -> str:
         "Results on this connection are passed through unshaped (no ids are handed out); connect with a "
         "handshake-era session (Mcp-Session-Id) or use `ledger.scope: global`."
     )
+
+
+def token_table(server_settings: Any, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """token -> principal for every configured token (empty: no authentication)."""
+    env = os.environ if environ is None else environ
+    table = {token: principal for principal, token in (server_settings.auth_tokens or {}).items()}
+    single = server_settings.auth_token or env.get(AUTH_ENV_VAR) or None
+    if single is not None:
+        table.setdefault(single, DEFAULT_PRINCIPAL)
+    return table
+
+
+def principal_from_asgi(scope: Mapping[str, Any] | None) -> str | None:
+    if not scope:
+        return None
+    state = scope.get("state")
+    if isinstance(state, Mapping):
+        value = state.get(STATE_KEY)
+        return value if isinstance(value, str) else None
+    return None
+
+
+def principal_of(request_or_ctx: Any) -> str:
+    """The authenticated principal of an MCP request context or a starlette request; `anonymous` without one."""
+    request = getattr(request_or_ctx, "request", request_or_ctx)
+    scope = getattr(request, "scope", None)
+    return principal_from_asgi(scope if isinstance(scope, Mapping) else None) or ANONYMOUS
+
+
+def owner_key(ledger_scope: str, *, principal: str, session_id: str) -> str:
+    """The ledger ownership key of a caller under `offload.ledger.scope`."""
+    if ledger_scope == "principal":
+        return f"principal:{principal}"
+    return session_id

@@ -55,7 +55,7 @@ from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
 from ..store import Ledger
 from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
-from .identity import NO_IDENTITY_REASON, is_anonymous, refusal, scope_key
+from .identity import NO_IDENTITY_REASON, is_anonymous, owner_key, principal_of, refusal, scope_key
 
 logger = logging.getLogger(__name__)
 
@@ -210,11 +210,17 @@ class ProxyState:
         await self.pool.declare_for(caps)
 
     def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        # With offload.server.stateless every request is a connection of its own (the SDK's stateless
+        # mode), so scope_key gives each a fresh key: no history lives in one replica's memory.
         return scope_key(ctx, stateless_wire=self.stateless_wire, process_session=self._process_session)
 
     @property
     def session_scoped(self) -> bool:
         return self.settings.ledger.scope == "session"
+
+    def owner(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> str:
+        """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
+        return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
     def memory(self, session_id: str) -> SessionMemory:
         get = getattr(self.shaper, "session_memory", None)
@@ -263,11 +269,15 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        owner: str | None = None,
     ) -> types.CallToolResult:
-        self.sessions_seen.add(session_id)
+        if not (self.settings.server.stateless or is_anonymous(session_id)):
+            # A stateless request's key is its own and never comes back: nothing to summarise, and
+            # remembering each would grow without bound.
+            self.sessions_seen.add(session_id)
         own = self._own_tool(name)
         if own is not None:
-            return await self._call_own(own, arguments, session_id)
+            return await self._call_own(own, arguments, session_id, owner)
         if name == STATUS_TOOL and self.catalog.lookup(name) is None:
             return error_result(
                 ("offload-mcp: " + self.not_serving()) if self.status_tool() else "offload-mcp: every wrapped server is serving."
@@ -279,7 +289,7 @@ class ProxyState:
             entry = self.catalog.lookup(name)
         if entry is None:
             return error_result(self._unknown_tool(name))
-        return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
+        return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx, owner=owner)
 
     def _own_tool(self, name: str) -> OwnTool | None:
         if name in self.own_always:
@@ -300,7 +310,7 @@ class ProxyState:
             message += " Still starting (their tools join when ready): " + ", ".join(starting) + "."
         return message
 
-    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
+    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None) -> types.CallToolResult:
         if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
             return error_result(refusal(own.tool.name))
         env = ToolEnv(
@@ -308,8 +318,9 @@ class ProxyState:
             ledger=self.ledger,
             session_id=session_id,
             session=self.memory(session_id),
-            forward=lambda tool, args: self.forward(tool, args, session_id=session_id),
+            forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner),
             catalog=self.catalog,
+            owner=owner,
         )
         try:
             result = await own.handle(arguments, env)
@@ -323,12 +334,12 @@ class ProxyState:
                 self.metrics.observe_expand(not result.is_error, "tool")
         return result
 
-    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str) -> types.CallToolResult:
+    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None) -> types.CallToolResult:
         """Call a downstream tool by its catalog name through the same shaping as a direct call."""
         entry = self.catalog.lookup(name)
         if entry is None:
             return error_result(self._unknown_tool(name))
-        return await self._call_downstream(entry, arguments, session_id=session_id)
+        return await self._call_downstream(entry, arguments, session_id=session_id, owner=owner)
 
     async def _call_downstream(
         self,
@@ -340,6 +351,7 @@ class ProxyState:
         ctx: ServerRequestContext[Any, Any] | None = None,
         upstream: Upstream | None = None,
         progress: Any = None,
+        owner: str | None = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
         if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
@@ -379,6 +391,7 @@ class ProxyState:
             arguments=arguments,
             session_id=session_id,
             output_schema=entry.output_schema,
+            owner=owner,
         )
         shape_started = time.perf_counter()
         report = None
@@ -618,12 +631,14 @@ def build_server(state: ProxyState) -> Server[Any]:
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
             return await call_in_rounds(state, ctx, params)
+        session_id = state.session_id(ctx)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),
-            session_id=state.session_id(ctx),
+            session_id=session_id,
             meta=params.meta,
             ctx=ctx,
+            owner=state.owner(ctx, session_id),
         )
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:

@@ -31,11 +31,13 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .identity import DEFAULT_PRINCIPAL, STATE_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -149,11 +151,23 @@ def _matches(value: str, patterns: Iterable[str]) -> bool:
 class Guard:
     """ASGI middleware: Host/Origin allow-lists on every request, then the bearer token."""
 
-    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None = None, tokens: Mapping[str, str] | None = None) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
-        self.expected = token.encode() if token else None
+        table = dict(tokens or {})
+        if token:
+            table.setdefault(token, DEFAULT_PRINCIPAL)
+        # token -> principal; empty: no authentication.
+        self.expected = {t.encode(): principal for t, principal in table.items()}
+
+    def _principal(self, header: bytes) -> str | None:
+        """The principal whose token was sent; every entry is compared (constant time per token)."""
+        found = None
+        for token, principal in self.expected.items():
+            if _bearer_matches(header, token):
+                found = principal
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -168,11 +182,16 @@ class Guard:
         elif origin and not _matches(origin, self.origins):
             problem = (403, "Invalid Origin header")
         else:
-            authorized = self.expected is None or _bearer_matches(headers.get(b"authorization", b""), self.expected)
-            # Open paths answer anyone, but say more only to a caller holding the token (see `is_authorized`).
-            scope.setdefault("state", {})[AUTHORIZED_KEY] = authorized
+            principal = self._principal(headers.get(b"authorization", b"")) if self.expected else None
+            authorized = not self.expected or principal is not None
+            state = scope.setdefault("state", {})
+            # Open paths answer anyone, but say more only to a caller holding a token (see `is_authorized`).
+            state[AUTHORIZED_KEY] = authorized
+            if principal is not None:
+                # Who is calling, for principal-scoped ledger access (server/identity.py reads it back).
+                state[STATE_KEY] = principal
             if not authorized and scope.get("path") not in OPEN_PATHS:
-                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token)")
+                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)")
         if problem is not None:
             status, text = problem
             logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), text)
@@ -182,8 +201,8 @@ class Guard:
         await self.app(scope, receive, send)
 
 
-def guard(app: ASGIApp, *, bind_host: str, token: str | None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
-    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token)
+def guard(app: ASGIApp, *, bind_host: str, token: str | None = None, tokens: Mapping[str, str] | None = None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
+    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token, tokens=tokens)
 
 
 # ---- the ledger on disk ----------------------------------------------------

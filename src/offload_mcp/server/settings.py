@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     auth_token: str | None = Field(default=None, description="Bearer token required on HTTP transports (also OFFLOAD_MCP_AUTH_TOKEN); required when binding a non-loopback address.")
+    auth_tokens: dict[str, str] = Field(
+        default_factory=dict,
+        description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`). "
+        "The principal names the caller for `offload.ledger.scope: principal`. `auth_token` alone is the principal `default`.",
+    )
+    stateless: bool = Field(
+        default=False,
+        description="Streamable HTTP without protocol sessions, for replicas behind a load balancer without stickiness: "
+        "every request is served on its own (2026-era requests are always so).",
+    )
     allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values accepted on HTTP transports (DNS-rebinding protection).")
     allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin header values accepted on HTTP transports.")
     max_sessions: int = Field(default=1000, ge=1, description="Most streamable-HTTP sessions open at once (the SDK's default is 10,000).")
@@ -18,3 +30,27 @@ class ServerSettings(BaseModel):
     header_timeout_s: float = Field(default=10.0, gt=0, description="A connection must send complete request headers within this long (slow-client defence).")
     body_idle_timeout_s: float = Field(default=30.0, gt=0, description="A request body that sends nothing for this long is dropped with its connection.")
     log_bodies: bool = Field(default=False, description="Log result bodies and argument values (debug only).")
+
+    @field_validator("auth_tokens", mode="before")
+    @classmethod
+    def _tokens_as_mapping(cls, value: Any) -> Any:
+        """Accept `[{principal, token}, ...]` as well as `{principal: token}`; refuse a token used twice."""
+        if isinstance(value, list):
+            mapping: dict[str, Any] = {}
+            for i, item in enumerate(value):
+                if not isinstance(item, dict) or set(item) != {"principal", "token"}:
+                    raise ValueError(f"item {i}: expected an object with exactly `principal` and `token`, got {item!r:.80}")
+                if item["principal"] in mapping:
+                    raise ValueError(f"item {i}: principal {item['principal']!r} is named twice")
+                mapping[item["principal"]] = item["token"]
+            value = mapping
+        if isinstance(value, dict):
+            tokens = [t for t in value.values() if isinstance(t, str)]
+            for principal, token in value.items():
+                if not isinstance(principal, str) or not principal.strip():
+                    raise ValueError("a principal name must be a non-empty string")
+                if not isinstance(token, str) or len(token) < 8:
+                    raise ValueError(f"principal {principal!r}: the token must be a string of at least 8 characters")
+            if len(set(tokens)) != len(tokens):
+                raise ValueError("two principals share one token: each caller needs its own")
+        return value

@@ -3,9 +3,11 @@
 HTTP transports bind 127.0.0.1 by default and keep the SDK's DNS-rebinding
 protection (Host/Origin checks), extended by `offload.server.allowed_hosts`
 and `allowed_origins`. With `offload.server.auth_token` (or the
-OFFLOAD_MCP_AUTH_TOKEN environment variable) every request except /healthz
-must carry `Authorization: Bearer <token>`; binding a non-loopback address
-without a token is refused.
+OFFLOAD_MCP_AUTH_TOKEN environment variable), or several `auth_tokens` (one
+per principal, server/identity.py), every request except /healthz must carry
+`Authorization: Bearer <token>`; binding a non-loopback address without a
+token is refused. `offload.server.stateless` serves streamable HTTP without
+protocol sessions (replicas behind a balancer without stickiness).
 
 The SSE transport's per-connection `server.run` enters the server lifespan
 per connection; nothing process-wide lives there (the pool is in ProxyState).
@@ -31,13 +33,13 @@ from starlette.types import ASGIApp
 from ..config import ConfigError
 from .http_extras import extra_routes
 from .http_limits import SessionCaps, connection_cap, guarded_h11
+from .identity import AUTH_ENV_VAR, token_table
 from .proxy import ProxyState, initialization_options
 from .security import guard
 
 logger = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
 
 
 async def serve_stdio(server: Server[Any]) -> None:
@@ -108,19 +110,27 @@ def _security(state: ProxyState, host: str, port: int) -> TransportSecuritySetti
 
 
 def auth_token(settings: Any, host: str) -> str | None:
-    """The bearer token HTTP requests must carry; refuses a non-loopback bind without one."""
-    token = settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
-    if token is None and host not in LOOPBACK:
+    """The single bearer token (if any); refuses a non-loopback bind without any token."""
+    auth_tokens(settings, host)
+    return settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
+
+
+def auth_tokens(settings: Any, host: str) -> dict[str, str]:
+    """token -> principal for every accepted bearer token; refuses a non-loopback bind without one."""
+    table = token_table(settings.server)
+    if not table and host not in LOOPBACK:
         raise ConfigError(
-            f"--host {host}: binding a non-loopback address needs offload.server.auth_token (or {AUTH_ENV_VAR})"
+            f"--host {host}: binding a non-loopback address needs offload.server.auth_token, auth_tokens (or {AUTH_ENV_VAR})"
         )
-    return token
+    return table
 
 
 def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> ASGIApp:
     settings = state.settings.server
     app = server.streamable_http_app(
         host=host,
+        # Replicas without stickiness: no protocol session may live in one process's memory.
+        stateless_http=state.settings.server.stateless,
         transport_security=_security(state, host, port),
         custom_starlette_routes=extra_routes(state),
         max_sessions=settings.max_sessions,
@@ -198,7 +208,9 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
     if transport == "stdio":
         await serve_stdio(server)
         return
-    token = auth_token(state.settings, host)
+    tokens = auth_tokens(state.settings, host)
+    if state.settings.ledger.scope == "principal" and not tokens:
+        logger.warning("offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`")
     state.stateless_wire = transport == "streamable-http"
     if state.stateless_wire and state.settings.ledger.scope == "session":
         logger.warning(
@@ -208,7 +220,7 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(
-        app, bind_host=host, token=token,
+        app, bind_host=host, tokens=tokens,
         extra_hosts=state.settings.server.allowed_hosts, extra_origins=state.settings.server.allowed_origins,
     )
     path = "/mcp" if transport == "streamable-http" else "/sse"

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 from .records import BodyInfo, BodyRecord, LedgerEvent
 
-Scope = Literal["global", "session"]
+Scope = Literal["global", "session", "principal"]
 EntryKind = Literal["body", "stash"]
 
 # ---- what callers use ---------------------------------------------------------------------
@@ -70,7 +70,9 @@ class CallHistory(Protocol):
 class LedgerWriter(Protocol):
     """One transaction of bodies, stash entries and events (the shaper's commit-before-show)."""
 
-    def commit(self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = ()) -> None: ...
+    def commit(
+        self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = (), owner: str | None = None
+    ) -> None: ...
 
     def record_later(self, event: LedgerEvent) -> None: ...
 

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 _FLUSH_INTERVAL_S = 0.25
 _MAX_PENDING_EVENTS = 10_000
+OWNED_SCOPES = ("session", "principal")
+"""Ledger scopes under which reading a body or stash checks its owner (a session, or a principal)."""
 _TOUCH_EVERY_S = 60.0
 """Minute granularity is plenty for LRU and keeps paging through one body from writing on every page."""
 
@@ -184,11 +186,15 @@ class Ledger:
 
     # ---------------------------------------------------------------- writing
 
-    def commit(self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = ()) -> None:
+    def commit(
+        self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = (), owner: str | None = None
+    ) -> None:
         """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError.
 
         `bodies` and `events` are read more than once: any iterable given is taken whole first,
         so a generator cannot silently drop the rows that record who made each call.
+        `owner` is the caller's ownership key (`principal:<name>` under scope `principal`,
+        server/identity.py); without it the bodies' and events' sessions own what this commit hands out.
         """
         bodies = tuple(bodies)
         events = tuple(events)
@@ -206,11 +212,11 @@ class Ledger:
         stash_rows = [
             StashRow(h, codec.compress(text.encode("utf-8", "surrogatepass")), codec.CODEC, len(text), now, now) for h, text in stash.items()
         ]
-        call_rows = [CallRow(b.trm_id, b.session_id, b.server, b.tool, now) for b in bodies]
+        call_rows = [CallRow(b.trm_id, owner or b.session_id, b.server, b.tool, now) for b in bodies]
         queued = self._take_pending()
         event_rows = [_event_row(e, at) for e, at in queued] + [_event_row(e, now) for e in events]
-        # Who was shown each marker: the sessions of this commit's bodies and events (for scope `session`).
-        owners = sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
+        # Who was shown each marker: the caller's owner key, else the sessions of this commit's bodies and events.
+        owners = [owner] if owner else sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
         owner_rows = [(h, owner) for h in stash for owner in owners]
         try:
             self.backend.write(CommitRows(body_rows, stash_rows, call_rows, owner_rows, event_rows))
@@ -239,8 +245,8 @@ class Ledger:
         stored = self.backend.read_body(trm_id)
         if stored is None:
             self._raise_missing(trm_id)
-        if self.scope == "session" and session_id is not None and not self.backend.seen_by("body", trm_id, session_id):
-            raise UnknownId(trm_id, f"{trm_id} belongs to another session (ledger scope is `session`)")
+        if self.scope in OWNED_SCOPES and session_id is not None and not self.backend.seen_by("body", trm_id, session_id):
+            raise UnknownId(trm_id, f"{trm_id} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
         self._touch("body", trm_id)
         return codec.decompress(stored.data, stored.codec)
 
@@ -258,13 +264,14 @@ class Ledger:
     def get_stash(self, cg_hash: str, *, session_id: str | None = None) -> str:
         """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted.
 
-        With scope `session` and a `session_id`, only a session that was shown the marker may read it.
+        With scope `session` (or `principal`) and a `session_id` (the caller's ownership key), only an
+        owner that was shown the marker may read it.
         """
         stored = self.backend.read_stash(cg_hash)
         if stored is None:
             self._raise_missing(cg_hash)
-        if self.scope == "session" and session_id is not None and not self.backend.seen_by("stash", cg_hash, session_id):
-            raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another session (ledger scope is `session`)")
+        if self.scope in OWNED_SCOPES and session_id is not None and not self.backend.seen_by("stash", cg_hash, session_id):
+            raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.scope} (ledger scope is `{self.scope}`)")
         self._touch("stash", cg_hash)
         return codec.decompress(stored.data, stored.codec).decode("utf-8", "surrogatepass")
 

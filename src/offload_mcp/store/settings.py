@@ -29,7 +29,7 @@ class LedgerSettings(BaseModel):
     max_age_days: float | None = Field(default=None, gt=0, description="Evict bodies not used for this many days; null keeps everything.")
     busy_timeout_s: float = Field(default=2.0, ge=0, description="How long a write waits on a locked database (or for a PostgreSQL connection) before the result passes through unmodified.")
     pool_size: int = Field(default=4, ge=1, le=100, description="PostgreSQL only: most connections one process keeps open.")
-    scope: Literal["global", "session"] = Field(default="global", description="`session` makes ids recallable only from the session that produced them.")
+    scope: Literal["global", "session", "principal"] = Field(default="global", description="`session` makes ids recallable only from the session that produced them; `principal` only by the authenticated caller (bearer token, `offload.server.auth_tokens`) they were handed to, on any replica.")
 
     @field_validator("path", mode="after")
     @classmethod

@@ -147,7 +147,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     if env.ledger is None:
         return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
     try:
-        original = env.ledger.get_stash(hash_, session_id=env.session_id)
+        original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the marker may be fine
         return error_result(f"context_guru_expand: the ledger cannot be read right now ({err}); try again shortly.")
     except UnknownId as err:
@@ -196,11 +196,18 @@ async def http_expand(request: Any, state: Any) -> Any:
     ledger: StashStore | None = state.ledger
     if ledger is None:
         return answer(503, "no ledger is open in this offload-mcp process\n")
-    if ledger.scope == "session":
+    scope = ledger.scope
+    if scope == "session":
         # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
         return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
+    owner = None
+    if scope == "principal":
+        from ..server.identity import owner_key, principal_of
+
+        # The bearer token names the caller: only markers handed to that principal are readable.
+        owner = owner_key(scope, principal=principal_of(request), session_id="")
     try:
-        original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
+        original = await anyio.to_thread.run_sync(lambda: ledger.get_stash(hash_, session_id=owner))
     except UnknownId as err:
         return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
     except LedgerError as err:

@@ -179,7 +179,7 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
     if ledger is None:
         raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
     key = (ledger.location, mem_id)
-    scoped = ledger.scope == "session"
+    scoped = ledger.scope != "global"
     with _CACHE_LOCK:
         cached = None if scoped else _CACHE.get(key)
     if cached is not None:
@@ -188,7 +188,7 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return cached
-    body = _Body(ledger.get_body_json(mem_id, session_id=env.session_id))
+    body = _Body(ledger.get_body_json(mem_id, session_id=env.ledger_owner))
     with _CACHE_LOCK:
         _CACHE[key] = body
         while len(_CACHE) > _CACHE_ENTRIES:
@@ -212,7 +212,7 @@ def _load_marker(env: ToolEnv, marker: str) -> _Body:
     assert hash_ is not None
     if env.ledger is None:
         raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
-    original = env.ledger.get_stash(hash_, session_id=env.session_id)
+    original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
     return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))
 

@@ -36,6 +36,12 @@ class ToolEnv:
     forward: Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]] | None = None
     """Call a catalog tool by its listed name, through the same shaping as a direct call."""
     catalog: Any | None = None
+    owner: str | None = None
+    """The caller's ledger ownership key (server/identity.py); None: the session id."""
+
+    @property
+    def ledger_owner(self) -> str:
+        return self.owner or self.session_id
 
 
 def error_result(message: str) -> types.CallToolResult:

@@ -1,0 +1,155 @@
+"""Copy a local SQLite ledger into another ledger (a shared PostgreSQL one), byte for byte.
+
+How it works: the source is opened like any ledger (so an old schema is brought up to date
+first), its rows are read in batches of `batch` and written to the target in one transaction
+per batch, as stored: compressed bodies and stash entries keep their codec and bytes, and
+their creation and last-use times; ownership rows (who was shown which id or marker) and
+statistics events come along. Then every body and stash entry is read back from the target
+and compared with the source's bytes; any difference is an error.
+
+Writes are idempotent for bodies, stash entries and ownership (content-hash ids), so
+copying into a ledger other replicas already use is safe (`merge=True`); events are not
+(copying twice counts them twice), which is why a non-empty target needs `merge=True`.
+Tombstones (ids retention removed) are not copied: the target answers "not in the ledger"
+for them rather than "evicted at ...".
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import LedgerError, LedgerUnavailable
+from .interfaces import BodyRow, CallRow, CommitRows, EventRow, StashRow
+from .ledger import Ledger
+from .location import is_url
+from .settings import LedgerSettings
+from .sqlite import SqliteBackend
+
+log = logging.getLogger(__name__)
+
+
+class MigrationError(Exception):
+    """The copy could not be made or does not match its source; says why."""
+
+
+@dataclass
+class MigrationReport:
+    bodies: int = 0
+    stash: int = 0
+    calls: int = 0
+    stash_owners: int = 0
+    events: int = 0
+    tombstones_skipped: int = 0
+    verified: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"copied {self.bodies} bodies, {self.stash} stash entries, {self.calls + self.stash_owners} ownership rows, "
+            f"{self.events} events; verified {self.verified} entries byte for byte"
+            + (f"; {self.tombstones_skipped} tombstones not copied" if self.tombstones_skipped else "")
+        )
+
+
+def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batch: int = 500) -> MigrationReport:
+    """Copy the SQLite ledger at `source` into the ledger at `target` (a path or a postgresql:// URL)."""
+    source_path = Path(source).expanduser()
+    if not source_path.is_file():
+        raise MigrationError(f"--from {source}: no such ledger file")
+    if str(target) == str(source) or (not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()):
+        raise MigrationError("--from and --to name the same ledger")
+    try:
+        src = Ledger.open(LedgerSettings(), path=source_path)
+    except LedgerUnavailable as err:
+        raise MigrationError(f"--from {source}: {err}") from err
+    try:
+        try:
+            dst = Ledger.open(LedgerSettings(), path=target)
+        except LedgerUnavailable as err:
+            raise MigrationError(f"--to {target}: {err}") from err
+        try:
+            return _copy(src, dst, merge=merge, batch=batch)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def _copy(src: Ledger, dst: Ledger, *, merge: bool, batch: int) -> MigrationReport:
+    counts = dst.counts()
+    if not merge and (counts.get("bodies") or counts.get("stash")):
+        raise MigrationError(
+            f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash entries): "
+            "pass --merge to copy into it anyway (events copied twice count twice)"
+        )
+    source = src.sqlite
+    report = MigrationReport()
+    try:
+        for rows in _source_rows(source, batch):
+            dst.backend.write(rows)
+            report.bodies += len(rows.bodies)
+            report.stash += len(rows.stash)
+            report.calls += len(rows.calls)
+            report.stash_owners += len(rows.stash_owners)
+            report.events += len(rows.events)
+        report.tombstones_skipped = src.counts().get("tombstones", 0)
+    except LedgerError as err:
+        raise MigrationError(f"writing the target failed: {err} (the source is unchanged; run again with --merge)") from err
+    _verify(src, dst, report, batch)
+    if report.mismatches:
+        raise MigrationError(f"{len(report.mismatches)} entries differ after the copy: " + ", ".join(report.mismatches[:5]))
+    return report
+
+
+def _page(source: SqliteBackend, sql: str, batch: int, start: Any = "") -> Iterator[list[tuple[Any, ...]]]:
+    """Rows of `sql` (ending in `WHERE key > ? ORDER BY key`, the key first) in batches, by keyset."""
+    last = start
+    while True:
+        rows = source._all(sql + " LIMIT ?", (last, batch))  # store-internal: migrate reads the file row by row
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+def _source_rows(source: SqliteBackend, batch: int) -> Iterator[CommitRows]:
+    """One CommitRows per batch: bodies with who made their calls, stash with who was shown it, events.
+
+    Ownership rows travel with their entries because a backend writes nothing for a commit that
+    holds neither bodies, stash nor events.
+    """
+    for rows in _page(source, "SELECT id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at"
+                      " FROM bodies WHERE id > ? ORDER BY id", batch):
+        bodies = [BodyRow(*row) for row in rows]
+        ids = [b.id for b in bodies]
+        marks = ",".join("?" * len(ids))
+        calls = [CallRow(*row) for row in source._all(f"SELECT trm_id, session_id, server, tool, at FROM calls WHERE trm_id IN ({marks})", ids)]
+        yield CommitRows(bodies=bodies, calls=calls)
+    for rows in _page(source, "SELECT hash, original, codec, chars, created_at, last_used_at FROM stash WHERE hash > ? ORDER BY hash", batch):
+        stash = [StashRow(*row) for row in rows]
+        hashes = [s.hash for s in stash]
+        marks = ",".join("?" * len(hashes))
+        owners = [(h, o) for h, o in source._all(f"SELECT hash, session_id FROM stash_owners WHERE hash IN ({marks})", hashes)]
+        yield CommitRows(stash=stash, stash_owners=owners)
+    for rows in _page(source, "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+                      " FROM events WHERE id > ? ORDER BY id", batch, start=-1):
+        yield CommitRows(events=[EventRow(*row[1:]) for row in rows])
+
+
+def _verify(src: Ledger, dst: Ledger, report: MigrationReport, batch: int) -> None:
+    """Every body and stash entry of the source reads back from the target with the same bytes."""
+    source = src.sqlite
+    for rows in _page(source, "SELECT id FROM bodies WHERE id > ? ORDER BY id", batch):
+        for (trm_id,) in rows:
+            report.verified += 1
+            if dst.get_body_json(trm_id) != src.get_body_json(trm_id):
+                report.mismatches.append(trm_id)
+    for rows in _page(source, "SELECT hash FROM stash WHERE hash > ? ORDER BY hash", batch):
+        for (hash_,) in rows:
+            report.verified += 1
+            if dst.get_stash(hash_) != src.get_stash(hash_):
+                report.mismatches.append(f"<<cg:{hash_}>>")

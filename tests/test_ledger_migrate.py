@@ -1,0 +1,92 @@
+"""`offload-mcp ledger migrate --from SQLITE --to TARGET`, run as the real command.
+
+The target is a fresh schema on a real PostgreSQL (and, for the same checks, another SQLite
+file). A source ledger with bodies, stash entries, ownership under two principals and events is
+copied; the target serves the same bytes, keeps who owns what, holds the same events, and
+the command refuses a non-empty target without --merge, a missing source and an unknown
+URL scheme with a clear message, changing nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import OFFLOAD_MCP, proxy_env
+
+from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
+from offload_mcp.store.settings import LedgerSettings
+
+
+def build_source(path: Path) -> tuple[list[str], list[str]]:
+    ledger = Ledger.open(LedgerSettings(), path=path)
+    ids, hashes = [], []
+    try:
+        for i in range(30):
+            owner = "principal:alice" if i % 2 else "principal:bob"
+            body = {"content": [{"type": "text", "text": f"result {i}: " + "x" * (1000 + i * 37)}]}
+            record = BodyRecord.of(body, server="git", tool="git_log", arguments={"n": i}, session_id=f"s{i}", chars=1000 + i)
+            stash = {f"{i:016x}": f"cut {i} " + "y" * (500 + i)}
+            event = LedgerEvent("decision", session_id=f"s{i}", server="git", tool="git_log", verdict="offload", reason="gate", ref_id=record.trm_id)
+            ledger.commit(bodies=[record], stash=stash, events=[event], owner=owner)
+            ids.append(record.trm_id)
+            hashes.append(f"{i:016x}")
+    finally:
+        ledger.close()
+    return ids, hashes
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([OFFLOAD_MCP, "ledger", "migrate", *args], capture_output=True, text=True, env=proxy_env(), timeout=120)
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The ledger to copy into: a fresh schema on the real PostgreSQL (conftest), or another file."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "target.db")
+
+
+def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) -> None:
+    source = tmp_path / "source.db"
+    ids, hashes = build_source(source)
+    done = run("--from", str(source), "--to", target)
+    assert done.returncode == 0, done.stderr
+    assert "copied 30 bodies, 30 stash entries, 60 ownership rows, 30 events; verified 60 entries byte for byte" in done.stdout
+
+    src = Ledger.open(LedgerSettings(), path=source)
+    dst = Ledger.open(LedgerSettings(scope="principal"), path=target)
+    try:
+        for i, (trm_id, hash_) in enumerate(zip(ids, hashes, strict=True)):
+            owner, other = ("principal:alice", "principal:bob") if i % 2 else ("principal:bob", "principal:alice")
+            assert dst.get_body_json(trm_id, session_id=owner) == src.get_body_json(trm_id)
+            assert dst.get_stash(hash_, session_id=owner) == src.get_stash(hash_)
+            with pytest.raises(UnknownId, match="belongs to another principal"):
+                dst.get_body_json(trm_id, session_id=other)
+            with pytest.raises(UnknownId, match="belongs to another principal"):
+                dst.get_stash(hash_, session_id=other)
+        assert [e["ref_id"] for e in dst.events(kinds=["decision"])] == ids
+    finally:
+        src.close()
+        dst.close()
+
+    # A second run into the now non-empty target is refused unless --merge; --merge is idempotent for bodies.
+    again = run("--from", str(source), "--to", target)
+    assert again.returncode == 1 and "the target ledger is not empty (30 bodies, 30 stash entries)" in again.stderr and "--merge" in again.stderr
+    merged = run("--from", str(source), "--to", target, "--merge")
+    assert merged.returncode == 0 and "verified 60 entries" in merged.stdout, merged.stderr
+
+
+def test_migrate_refuses_bad_input_clearly(tmp_path: Path, target: str) -> None:
+    missing = run("--from", str(tmp_path / "nope.db"), "--to", target)
+    assert missing.returncode == 1 and "no such ledger file" in missing.stderr
+    source = tmp_path / "source.db"
+    build_source(source)
+    bad_url = run("--from", str(source), "--to", "mysql://u@h/db")
+    assert bad_url.returncode == 1 and "mysql" in bad_url.stderr, bad_url.stderr
+    same = run("--from", str(source), "--to", str(source))
+    assert same.returncode == 1 and "same ledger" in same.stderr
+    if "://" not in target:
+        assert not Path(target).exists()

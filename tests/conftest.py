@@ -68,7 +68,7 @@ def write_config(tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any
 
 
 def proxy_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OFFLOAD_MCP_CONFIG"}
+    env = {k: v for k, v in os.environ.items() if k not in ("OFFLOAD_MCP_CONFIG", "OFFLOAD_MCP_LEDGER")}
     env.setdefault("OFFLOAD_MCP_TEST", "1")
     if extra:
         env.update(extra)
@@ -188,3 +188,28 @@ async def recall_whole(session: Any, trm_id: str, max_chars: int = 1_000_000) ->
         if "end of body" in header or nxt is None:
             return text
         offset = int(nxt.group(1))
+
+
+# ---- a real PostgreSQL (tests/pg.py) ---------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """One throwaway PostgreSQL server for the session (initdb + pg_ctl as a non-root user)."""
+    from pg import find_bin_dir, start_server
+
+    if find_bin_dir() is None:
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not installed: `apt-get install -y postgresql` (.ci/run does)")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip('psycopg not installed: pip install -e ".[test]" (it includes the postgres extra)')
+    server = start_server()
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def pg_url(postgres: Any) -> str:
+    """A URL to the session's PostgreSQL whose tables live in a schema of their own (empty)."""
+    return str(postgres.url(postgres.new_schema()))

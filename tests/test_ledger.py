@@ -1,4 +1,8 @@
-"""The SQLite ledger: exact bodies, atomic commits, failures named, retention with tombstones."""
+"""The ledger: exact bodies, atomic commits, failures named, retention with tombstones.
+
+The contract tests run against both backends (`where` is a SQLite file or a PostgreSQL URL with a
+schema of its own); the file-level ones (modes, WAL, locks, read-only, migration) are SQLite's.
+"""
 
 import os
 import sqlite3
@@ -25,14 +29,45 @@ def record(body=BODY, **kw):
     return BodyRecord.of(body, **kw)
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request, tmp_path):
+    """Where a ledger lives: a file under tmp_path, or a fresh schema on the session's PostgreSQL."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return tmp_path / "state" / "ledger.db"
+
+
 @pytest.fixture
-def ledger(tmp_path):
+def ledger(where):
+    led = Ledger.open(LedgerSettings(), where)
+    yield led
+    led.close()
+
+
+@pytest.fixture
+def sqlite_ledger(tmp_path):
     led = Ledger.open(LedgerSettings(), tmp_path / "state" / "ledger.db")
     yield led
     led.close()
 
 
-def test_file_0600_and_created_dir_0700(ledger, tmp_path):
+def inject_failing_trigger(where, request):
+    """Make every event insert fail inside the transaction, from outside the proxy (as a DBA would)."""
+    if isinstance(where, str):
+        postgres = request.getfixturevalue("postgres")
+        schema = where.rsplit("%3D", 1)[1]
+        postgres.execute(
+            f"CREATE FUNCTION {schema}.fail_events() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected'; END $$;"
+            f"CREATE TRIGGER fail_events BEFORE INSERT ON {schema}.events FOR EACH ROW EXECUTE FUNCTION {schema}.fail_events()"
+        )
+        return
+    outside = sqlite3.connect(where)
+    outside.execute("CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected'); END")
+    outside.close()
+
+
+def test_file_0600_and_created_dir_0700(sqlite_ledger, tmp_path):
+    ledger = sqlite_ledger
     assert stat.S_IMODE(os.stat(tmp_path / "state").st_mode) == 0o700
     assert stat.S_IMODE(os.stat(ledger.path).st_mode) == 0o600
     ledger.commit(bodies=[record()])
@@ -42,8 +77,8 @@ def test_file_0600_and_created_dir_0700(ledger, tmp_path):
             assert stat.S_IMODE(os.stat(side).st_mode) & 0o077 == 0
 
 
-def test_wal_mode(ledger):
-    assert ledger._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+def test_wal_mode(sqlite_ledger):
+    assert sqlite_ledger.sqlite.journal_mode() == "wal"
 
 
 def test_settings_path_and_override(tmp_path):
@@ -89,18 +124,19 @@ def test_stash_and_events_commit_together(ledger):
     assert (ev["verdict"], ev["reason"], ev["detail"]) == ("offload", "gate_fired", {"net": 1.5})
 
 
-def test_failed_commit_leaves_nothing(ledger):
+def test_failed_commit_leaves_nothing(ledger, where, request):
     # A real failure inside the transaction, after the body and stash rows went in.
-    ledger._conn.execute("CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected'); END")
+    ledger.counts()  # the tables exist (a PostgreSQL ledger creates them in the background)
+    inject_failing_trigger(where, request)
     with pytest.raises(LedgerWriteError, match="injected"):
         ledger.commit(bodies=[record()], stash={"0123456789abcdef": "x"}, events=[LedgerEvent("decision")])
     assert ledger.counts() == {"bodies": 0, "stored_bytes": 0, "stash": 0, "tombstones": 0}
 
 
-def test_disk_full_is_named(ledger):
+def test_disk_full_is_named(sqlite_ledger):
+    ledger = sqlite_ledger
     ledger.commit(events=[LedgerEvent("decision")])
-    pages = ledger._conn.execute("PRAGMA page_count").fetchone()[0]
-    ledger._conn.execute(f"PRAGMA max_page_count={pages}")
+    ledger.sqlite.cap_file_size(0)
     big = {"content": [{"type": "text", "text": os.urandom(400_000).hex()}]}
     with pytest.raises(LedgerWriteError, match="full"):
         ledger.commit(bodies=[record(big)])
@@ -152,7 +188,7 @@ def test_read_only_ledger_still_recalls_and_names_the_cause(tmp_path):
     led = Ledger.open(None, path)
     rec = record()
     led.commit(bodies=[rec])
-    led._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    led.sqlite.checkpoint()
     led.close()
     os.chmod(tmp_path, 0o755)
     os.chmod(path, 0o444)
@@ -170,15 +206,17 @@ def test_uncreatable_ledger_raises_unavailable(tmp_path):
         Ledger.open(None, blocker / "sub" / "ledger.db")
 
 
-def test_persistent_across_processes(tmp_path):
-    path = tmp_path / "p.db"
+def test_persistent_across_processes(where):
+    path = where
     script = (
         "import sys; from offload_mcp.store import Ledger, BodyRecord;"
         "r = BodyRecord.of({'content': [{'type': 'text', 'text': 'persist'}]}, server='s', tool='t', arguments={}, session_id='x', chars=7);"
         "Ledger.open(None, sys.argv[1]).commit(bodies=[r]); print(r.trm_id)"
     )
     trm = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True).stdout.strip()
-    assert Ledger.open(None, path).get_body(trm)["content"][0]["text"] == "persist"
+    led = Ledger.open(None, path)
+    assert led.get_body(trm)["content"][0]["text"] == "persist"
+    led.close()
 
 
 def test_reads_refresh_recency_at_most_once_a_minute(ledger):
@@ -187,7 +225,7 @@ def test_reads_refresh_recency_at_most_once_a_minute(ledger):
     first = ledger.body_info(rec.trm_id).last_used_at
     ledger.get_body(rec.trm_id)
     assert ledger.body_info(rec.trm_id).last_used_at == first
-    ledger._conn.execute("UPDATE bodies SET last_used_at = last_used_at - 120")
+    ledger.set_last_used(rec.trm_id, first - 120)
     ledger.get_body(rec.trm_id)
     assert ledger.body_info(rec.trm_id).last_used_at > first - 1
 
@@ -197,8 +235,8 @@ def test_retention_is_off_by_default(ledger):
     assert ledger.evict(now=1e12) == []
 
 
-def test_max_age_evicts_and_leaves_a_tombstone(tmp_path):
-    led = Ledger.open(LedgerSettings(max_age_days=1), tmp_path / "age.db")
+def test_max_age_evicts_and_leaves_a_tombstone(where):
+    led = Ledger.open(LedgerSettings(max_age_days=1), where)
     rec = record()
     led.commit(bodies=[rec], stash={"0123456789abcdef": "cut"})
     led.evict(now=led.body_info(rec.trm_id).last_used_at + 2 * 86400)
@@ -209,15 +247,17 @@ def test_max_age_evicts_and_leaves_a_tombstone(tmp_path):
         led.get_stash("0123456789abcdef")
     led.commit(bodies=[rec])  # storing it again revives it
     assert led.get_body(rec.trm_id) == BODY
+    led.close()
 
 
-def test_max_total_bytes_evicts_least_recently_used(tmp_path):
-    led = Ledger.open(LedgerSettings(max_total_bytes=1), tmp_path / "lru.db")
+def test_max_total_bytes_evicts_least_recently_used(where):
+    led = Ledger.open(LedgerSettings(max_total_bytes=1), where)
     recs = [record({"content": [{"type": "text", "text": os.urandom(2000).hex()}]}) for _ in range(3)]
     led.settings = LedgerSettings()  # fill first, then turn retention on
     for r in recs:
         led.commit(bodies=[r])
-    led._conn.execute("UPDATE bodies SET last_used_at = last_used_at - 3600")  # an hour ago
+    for r in recs:
+        led.set_last_used(r.trm_id, led.body_info(r.trm_id).last_used_at - 3600)  # an hour ago
     led.get_body(recs[0].trm_id)  # most recently used now
     sizes = {r.trm_id: led.body_info(r.trm_id).stored_bytes for r in recs}
     led.settings = LedgerSettings(max_total_bytes=sizes[recs[0].trm_id] + sizes[recs[2].trm_id])
@@ -225,6 +265,7 @@ def test_max_total_bytes_evicts_least_recently_used(tmp_path):
     with pytest.raises(Evicted, match="max_total_bytes"):
         led.get_body(recs[1].trm_id)
     assert led.get_body(recs[0].trm_id)
+    led.close()
 
 
 def test_call_counts_for_hot_tool_learning(ledger):
@@ -241,13 +282,14 @@ def test_recall_and_expand_events(ledger):
     assert kinds == [("recall", "ok", "trm_x"), ("expand", "error", "abc")]
 
 
-def test_session_scope(tmp_path):
-    led = Ledger.open(LedgerSettings(scope="session"), tmp_path / "scope.db")
+def test_session_scope(where):
+    led = Ledger.open(LedgerSettings(scope="session"), where)
     rec = record(session_id="mine")
     led.commit(bodies=[rec])
     assert led.get_body(rec.trm_id, session_id="mine") == BODY
     with pytest.raises(UnknownId, match="another session"):
         led.get_body(rec.trm_id, session_id="theirs")
+    led.close()
 
 
 def test_concurrent_commits_from_threads(ledger):
@@ -275,16 +317,16 @@ def test_deferred_events_are_written_in_call_order_and_seen_by_readers(ledger):
     assert [e["tool"] for e in ledger.events(kinds=["decision"])] == ["t1", "t2", "t3", "t4"]
 
 
-def test_deferred_events_reach_the_file_without_a_reader(tmp_path):
-    path = tmp_path / "l.db"
-    led = Ledger.open(LedgerSettings(), path)
+def test_deferred_events_reach_the_file_without_a_reader(where):
+    led = Ledger.open(LedgerSettings(), where)
     led.record_later(decision(1))
-    other = sqlite3.connect(path)
+    other = Ledger.open(LedgerSettings(), where)  # another process's view: it cannot flush led's queue
     for _ in range(100):  # the background writer batches every 0.25 s
-        if other.execute("SELECT count(*) FROM events").fetchone()[0] == 1:
+        if len(list(other.events())) == 1:
             break
         threading.Event().wait(0.05)
-    assert other.execute("SELECT tool FROM events").fetchall() == [("t1",)]
+    assert [e["tool"] for e in other.events()] == ["t1"]
+    other.close()
     led.close()
 
 
@@ -324,3 +366,73 @@ def test_a_ledger_from_before_the_codec_column_is_migrated_and_keeps_its_bodies(
     led.commit(bodies=[record()])  # writes work again: before, every write failed on the missing column
     assert led.counts()["bodies"] == 2
     led.close()
+
+
+def test_commit_takes_a_generator_whole(where):
+    """`bodies` is read three times (rows, calls, owners): a generator must not lose the calls rows."""
+    led = Ledger.open(LedgerSettings(scope="session"), where)
+    recs = [record({"content": [{"type": "text", "text": f"gen {i}"}]}, session_id=f"s{i}") for i in range(3)]
+    led.commit(bodies=(r for r in recs), stash={"00000000000000ab": "cut"}, events=(e for e in [decision(1)]))
+    for i, r in enumerate(recs):
+        assert led.get_body(r.trm_id, session_id=f"s{i}")["content"][0]["text"] == f"gen {i}"  # the calls row is there
+    assert led.get_stash("00000000000000ab", session_id="s2") == "cut"  # so are the marker's owners
+    assert [e["tool"] for e in led.events()] == ["t1"]
+    led.close()
+
+
+SAME_RESULT_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from offload_mcp.store import Ledger, BodyRecord, LedgerEvent
+    led = Ledger.open(None, sys.argv[1])
+    start = float(sys.argv[2])
+    time.sleep(max(0.0, start - time.time()))
+    for i in range(20):
+        r = BodyRecord.of({"content": [{"type": "text", "text": f"same {i}" * 500}]}, server="s", tool="t", arguments={}, session_id=sys.argv[3], chars=1)
+        led.commit(bodies=[r], stash={f"{i:016x}": f"cut {i}"}, events=[LedgerEvent("decision", session_id=sys.argv[3])])
+    led.close()
+    print("ok")
+    """
+)
+
+
+def test_two_writers_commit_the_same_results_at_once(where):
+    """Content-hash ids: two processes (replicas) storing the same results at the same moment both
+    succeed and leave one row each, readable by both sessions' calls."""
+    import time
+
+    start = str(time.time() + 1.5)  # both interpreters are up by then: the commits overlap
+    procs = [subprocess.Popen([sys.executable, "-c", SAME_RESULT_SCRIPT, str(where), start, f"w{n}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _, err in outs]
+    led = Ledger.open(LedgerSettings(scope="session"), where)
+    counts = led.counts()
+    assert (counts["bodies"], counts["stash"]) == (20, 20)
+    r = BodyRecord.of({"content": [{"type": "text", "text": "same 7" * 500}]}, server="s", tool="t", arguments={}, session_id="x", chars=1)
+    assert led.get_body(r.trm_id, session_id="w0") == led.get_body(r.trm_id, session_id="w1")
+    assert len(list(led.events(kinds=["decision"]))) == 40
+    led.close()
+
+
+def test_two_threads_commit_the_same_result_at_once(where):
+    handles = [Ledger.open(LedgerSettings(), where) for _ in range(2)]
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def work(led):
+        try:
+            for i in range(10):
+                barrier.wait(timeout=10)
+                led.commit(bodies=[record({"content": [{"type": "text", "text": f"both {i}"}]})], stash={f"{i:016x}": "x"})
+        except BaseException as err:  # surfaced below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(h,)) for h in handles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert handles[0].counts()["bodies"] == 10 and handles[1].counts()["stash"] == 10
+    for h in handles:
+        h.close()

@@ -113,7 +113,7 @@ def verify_ledger(ledger_path: Path, tally: Tally) -> None:
 
     ledger = Ledger.open(path=ledger_path)
     try:
-        assert ledger._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert ledger.integrity() == "ok"
         for trm_id, (size, seed) in tally.offloaded.items():
             body = ledger.get_body(trm_id)
             if seed >= 0:

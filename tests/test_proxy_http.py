@@ -88,10 +88,10 @@ def _free_port() -> int:
 
 
 @contextmanager
-def fixture_over_http(transport: str) -> Iterator[str]:
+def fixture_over_http(transport: str, *opts: str) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [PYTHON, str(FIXTURE_SERVER), "--transport", transport, "--port", str(port)],
+        [PYTHON, str(FIXTURE_SERVER), "--transport", transport, "--port", str(port), *opts],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -7,7 +7,6 @@ a client received before the kill is recallable, byte for byte; a restarted prox
 from __future__ import annotations
 
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -59,13 +58,14 @@ async def test_kill_9_during_heavy_offloading_loses_no_id_a_client_received(tmp_
                     proxy.proc.wait(10)
             assert proxy.proc.returncode == -signal.SIGKILL
 
-        conn = sqlite3.connect(ledger)
+        from offload_mcp.store import Ledger
+
+        checked = Ledger.open(path=ledger)
         try:
-            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-            stored = {row[0] for row in conn.execute("SELECT id FROM bodies")}
+            assert checked.integrity() == "ok"
+            missing = {trm_id for trm_id in received if not checked.has_body(trm_id)}
         finally:
-            conn.close()
-        missing = set(received) - stored
+            checked.close()
         assert not missing, f"round {round_}: ids handed out but not in the ledger: {sorted(missing)[:5]}"
 
     assert len(received) >= ROUNDS * PER_ROUND

@@ -87,8 +87,7 @@ def test_baseline_a_big_result_is_offloaded_and_recallable(tmp_path: Path) -> No
 def test_a_read_only_ledger_passes_results_through_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "l.db"
     Ledger.open(path=path).close()
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None)
-    ledger = Ledger(conn, path, OffloadSettings().ledger, writable=False)
+    ledger = Ledger.open(OffloadSettings().ledger, path, read_only=True)
     shaper = make_shaper(OffloadSettings(), ledger)
     with caplog.at_level(logging.WARNING):
         for seed in range(3):
@@ -113,8 +112,7 @@ def test_a_full_disk_passes_results_through_and_recovers(tmp_path: Path, caplog:
     ledger = Ledger.open(path=tmp_path / "l.db")
     shaper = make_shaper(OffloadSettings(), ledger)
     kept = shaper.shape_with_report(call(100), big_result(100))[1].trm_id
-    pages = ledger._conn.execute("PRAGMA page_count").fetchone()[0]
-    ledger._conn.execute(f"PRAGMA max_page_count = {pages + 2}")  # the "disk" has two pages left
+    ledger.sqlite.cap_file_size(2 * 4096)  # the "disk" has two pages left
     with caplog.at_level(logging.WARNING):
         for seed in range(3):
             original = big_result(seed, 400_000)
@@ -124,10 +122,10 @@ def test_a_full_disk_passes_results_through_and_recovers(tmp_path: Path, caplog:
     assert "disk (or the database size limit) is full" in caplog.text
     # What was committed before the disk filled is intact, and space coming back restores offloading.
     assert ledger.get_body(kept) == dump_result(big_result(100))
-    ledger._conn.execute("PRAGMA max_page_count = 1073741823")
+    ledger.sqlite.cap_file_size(None)
     out, report = shaper.shape_with_report(call(7), big_result(7, 400_000))
     assert report.verdict == "offload" and ledger.get_body(report.trm_id) == dump_result(big_result(7, 400_000))
-    assert ledger._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert ledger.integrity() == "ok"
 
 
 def test_a_locked_ledger_passes_results_through_then_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -210,10 +208,10 @@ async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_pa
                 assert await recall_whole(a, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
             for seed, trm_id in results["a"].items():
                 assert await recall_whole(b, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
-    conn = sqlite3.connect(ledger)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    stored = {row[0] for row in conn.execute("SELECT id FROM bodies")}
-    assert set(results["a"].values()) | set(results["b"].values()) <= stored
+    checked = Ledger.open(path=ledger)
+    assert checked.integrity() == "ok"
+    assert all(checked.has_body(trm_id) for trm_id in set(results["a"].values()) | set(results["b"].values()))
+    checked.close()
 
 
 async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_through(tmp_path: Path) -> None:

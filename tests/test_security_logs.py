@@ -82,3 +82,19 @@ def test_log_bodies_is_a_documented_debug_switch() -> None:
 
     assert ServerSettings().log_bodies is False
     assert "debug" in (ServerSettings.model_fields["log_bodies"].description or "")
+
+
+async def test_a_shared_mount_point_holding_only_the_ledger_is_left_alone(tmp_path: Path) -> None:
+    """Issue 13 #10: a mode-1777 directory (a mount point, /tmp-like) that holds nothing but the
+    ledger was narrowed to 0700 at start, locking everybody else out of it. Not ours: left alone."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    ledger = shared / "ledger.db"
+    log = tmp_path / "d.log"
+    await _session_calls(["--ledger", str(ledger), "--", *fixture_cmd()], log)
+    ledger.chmod(0o644)  # and even with a wide ledger file in it on the next start
+    await _session_calls(["--ledger", str(ledger), "--", *fixture_cmd()], log)
+    assert mode(shared) == 0o1777
+    assert mode(ledger) == 0o600  # the file is ours: narrowed
+    assert "ledger directory" not in log.read_text()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 
 import pytest
@@ -52,5 +51,7 @@ def test_terminate_prints_the_summary_and_writes_queued_events(tmp_path, signum)
             proc.wait()
     assert proc.returncode == 0, stderr.decode(errors="replace")[-2000:]
     assert "offload-mcp summary:" in stderr.decode()
-    rows = sqlite3.connect(ledger).execute("SELECT tool, verdict FROM events WHERE kind = 'decision' ORDER BY id").fetchall()
+    from offload_mcp.store import Ledger
+
+    rows = [(e["tool"], e["verdict"]) for e in Ledger.open(path=ledger).events(kinds=["decision"])]
     assert rows == [("make_text", "offload"), ("echo", "keep")]  # the kept result's queued event too

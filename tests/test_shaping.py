@@ -145,8 +145,7 @@ def test_locked_ledger_passes_the_result_through_and_names_the_cause(tmp_path, c
 
 def test_full_disk_passes_the_result_through(shaper):
     shaper.shape(CALL, result("warm up"))
-    pages = shaper.ledger._conn.execute("PRAGMA page_count").fetchone()[0]
-    shaper.ledger._conn.execute(f"PRAGMA max_page_count={pages}")
+    shaper.ledger.sqlite.cap_file_size(0)
     original = result(BIG + "x" * 300_000)
     out, rep = shaper.shape_with_report(CALL, original)
     assert out is original and rep.reason == "ledger_error" and "full" in rep.warning

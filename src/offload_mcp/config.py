@@ -87,7 +87,7 @@ class OffloadSettings(BaseModel):
     mode: Literal["enforce", "observe"] = Field(default="enforce", description="`observe` passes every result through unchanged and records what would have happened.")
     policy: PolicySettings = Field(default_factory=PolicySettings, description="Result policy and net-saving gate.")
     reducers: ReducerSettings = Field(default_factory=ReducerSettings, description="Deterministic reducers.")
-    ledger: LedgerSettings = Field(default_factory=LedgerSettings, description="The SQLite ledger.")
+    ledger: LedgerSettings = Field(default_factory=LedgerSettings, description="The ledger: a local SQLite file, or a shared PostgreSQL database.")
     recall: RecallSettings = Field(default_factory=RecallSettings, description="recall_tool_result.")
     catalog: CatalogSettings = Field(default_factory=CatalogSettings, description="tools/list assembly and deferral.")
     downstream: DownstreamSettings = Field(default_factory=DownstreamSettings, description="Sessions to the wrapped servers.")

@@ -40,7 +40,8 @@ from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.describe import parse_json_text
 from .policy.stub import build_stub, stub_object, text_blocks
 from .reducers.base import ReduceContext, SessionMemory
-from .store.ledger import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
+from .server.identity import is_anonymous
+from .store import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from .tools.registry import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)
@@ -217,6 +218,9 @@ class ResultShaper:
 
     def session_memory(self, session_id: str) -> SessionMemory:
         """Dedup history of one client session (bounded: the least recent sessions are forgotten)."""
+        if is_anonymous(session_id):
+            # A stateless request has no history to share and none to keep (and must not evict real sessions').
+            return SessionMemory()
         with self._lock:
             memory = self._sessions.get(session_id)
             if memory is None:

@@ -19,4 +19,5 @@ class CatalogSettings(BaseModel):
     learn_window_days: float = Field(default=30.0, gt=0, description="How many days of the ledger's call history hot-tool learning counts.")
     learn_min_calls: int = Field(default=3, ge=1, description="Calls a tool needs within that window before it can be learned hot.")
     search_limit: int = Field(default=5, ge=1, le=50, description="Most matches one search_tools answer returns (search mode).")
+    list_page_bytes: int = Field(default=512 * 1024, ge=4096, description="Most bytes of tool definitions in one tools/list page; more tools continue behind a cursor (SDK clients reject a 1 MiB message).")
     search_regex_timeout_ms: int = Field(default=250, ge=10, le=10_000, description="Time budget of one regex search over the catalog; past it the pattern is refused.")

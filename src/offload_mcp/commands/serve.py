@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="Address for the HTTP transports (default 127.0.0.1).")
     parser.add_argument("--port", type=int, default=8765, help="Port for the HTTP transports (default 8765; 0 picks a free one).")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
-    parser.add_argument("--ledger", metavar="PATH", help="Ledger file (overrides offload.ledger.path).")
+    parser.add_argument("--ledger", metavar="PATH", help="Ledger file or postgresql:// URL (overrides OFFLOAD_MCP_LEDGER and offload.ledger).")
     parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
     parser.add_argument("--auth-token", metavar="TOKEN", help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.")
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
@@ -99,7 +99,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
         except CatalogCollision as err:
             problem = f"{args.config or 'config'}: offload.catalog.prefix: {err}"
         else:
-            if state.ledger is not None:
+            if state.ledger is not None and state.ledger.path is not None:  # a local file, not a database server
                 from ..server.security import secure_ledger_files
 
                 secure_ledger_files(state.ledger.path)

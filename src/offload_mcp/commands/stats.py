@@ -33,7 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--ledger", metavar="PATH", help="ledger file (default: offload.ledger.path of the config, else the XDG state dir)")
+    parser.add_argument(
+        "--ledger", metavar="PATH", help="ledger file or postgresql:// URL (default: $OFFLOAD_MCP_LEDGER, offload.ledger.url/path of the config, else the XDG state dir)"
+    )
     parser.add_argument("-c", "--config", metavar="FILE", help=f"config whose ledger and pricing to use (default ${CONFIG_ENV_VAR} if set)")
     parser.add_argument("--since", metavar="WHEN", help="only events since: 7d, 12h, 30m, 2w, or an ISO date")
     parser.add_argument("--model", help="price with this model's row instead of offload.policy.model")
@@ -46,14 +48,16 @@ def _settings(args: argparse.Namespace) -> OffloadSettings:
     return load_config(path).offload if path else OffloadSettings()
 
 
-def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path:
-    if args.ledger:
-        return Path(args.ledger).expanduser()
-    if settings.ledger.path:
-        return Path(settings.ledger.path).expanduser()
-    from ..store import default_ledger_path
+def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path | str:
+    """The ledger file, or a postgresql:// URL, resolved as `serve` resolves it."""
+    from ..store import LedgerError
+    from ..store.location import resolve
 
-    return default_ledger_path()
+    try:
+        target = resolve(settings.ledger, args.ledger)
+    except LedgerError as err:
+        raise ConfigError(str(err)) from None
+    return target.path if target.path is not None else str(target.url)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise ConfigError(str(err)) from None
     path = _ledger_path(args, settings)
-    if not path.is_file():
+    if isinstance(path, Path) and not path.is_file():
         raise ConfigError(f"no ledger at {path}: run `offload-mcp serve` (or `offload-mcp demo --ledger {path}`) first, or pass --ledger PATH")
     try:
         # Default LedgerSettings: stats only reads; it never applies retention.
@@ -78,17 +82,20 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{err}; pass another file with --ledger PATH") from None
     try:
         report = report_from_ledger(ledger, settings.policy, since=since, model=args.model)
+    except LedgerError as err:  # a server-backed ledger that does not answer
+        raise ConfigError(f"{err}; pass another ledger with --ledger") from None
     finally:
         ledger.close()
+    shown = ledger.location
 
     if args.json:
         import orjson
 
         data = report.as_dict()
-        data["ledger"] = str(path)
+        data["ledger"] = shown
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
-    render(report, path)
+    render(report, shown)
     return 0
 
 

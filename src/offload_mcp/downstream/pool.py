@@ -26,10 +26,14 @@ import anyio
 import anyio.abc
 
 from ..config import ServerEntry
+from ..relay.router import Relay
 from .server import DownstreamServer
 from .settings import DownstreamSettings
 
 logger = logging.getLogger(__name__)
+
+ROOTS_PRIME_S = 2.0
+"""How long a call waits for a server to fetch the roots it could not get at start-up."""
 
 
 class DownstreamPool:
@@ -40,9 +44,12 @@ class DownstreamPool:
         self.settled = anyio.Event()
         """Set when every server's first start attempt has ended (ready or failed)."""
         self.settings = settings or DownstreamSettings()
+        self.relay = Relay(self.settings.call_timeout_s)
         self.servers: dict[str, DownstreamServer] = {
-            name: DownstreamServer(name, entry, self.settings, on_change=self._changed) for name, entry in servers.items()
+            name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay)
+            for name, entry in servers.items()
         }
+        self._redeclaring = anyio.Lock()
         self._listeners: list[Callable[[str, str], Awaitable[None]]] = []
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -73,7 +80,11 @@ class DownstreamPool:
         tg_servers = self._task_group
 
         async def start(server: DownstreamServer) -> None:
-            if await server.start(tg_servers) and self.background:
+            ok = await server.start(tg_servers)
+            if ok and server.declares() != self.relay.declared:
+                # A client's declaration arrived while this server was connecting (relay/capabilities.py).
+                ok = await server.redeclare()
+            if ok and self.background:
                 await self._changed(server, "joined")
 
         try:
@@ -94,6 +105,8 @@ class DownstreamPool:
     ) -> None:
         for server in self.servers.values():
             await server.stop()
+        if self.relay.stats.relayed or self.relay.stats.refused or self.relay.stats.logs_forwarded:
+            logger.info("relay: %s", self.relay.status())
         assert self._task_group is not None
         if any(s.state in ("new", "starting") for s in self.servers.values()):
             # A server still starting (hung, or a first npx download) does not hold the exit for its
@@ -125,6 +138,58 @@ class DownstreamPool:
         for server in self.servers.values():
             if server.due_for_retry():
                 self._task_group.start_soon(server.retry)
+
+    async def declare_for(self, capabilities: Any) -> None:
+        """A client declared `capabilities`: when that widens what downstream declares, reconnect every server.
+
+        Serialised, so concurrent first requests of new clients wait for one
+        round of reconnects rather than starting several.
+        """
+        if not self.relay.observe(capabilities) and not self._redeclaring.locked():
+            return
+        async with self._redeclaring:
+            if not self.settled.is_set():
+                # Servers still starting: let them come up first, so the client's first listing already
+                # shows what its declaration unlocks (bounded like that first listing).
+                await self.wait_settled(self.settings.first_list_wait_s)
+            stale = [s for s in self.servers.values() if s.state == "ready" and s.declares() != self.relay.declared]
+            if not stale:
+                return
+            self.relay.stats.redeclared += 1
+            logger.info("client capabilities now %s: reconnecting %d server(s)", self.relay.status()["declared"], len(stale))
+            async with anyio.create_task_group() as tg:
+                for server in stale:
+                    tg.start_soon(server.redeclare)
+
+    async def set_log_level(self, level: Any) -> None:
+        self.relay.log_level = level
+        async with anyio.create_task_group() as tg:
+            for server in self.ready():
+                tg.start_soon(server.set_log_level)
+
+    async def roots_changed(self) -> None:
+        async with anyio.create_task_group() as tg:
+            for server in self.ready():
+                tg.start_soon(server.roots_changed)
+
+    async def prime_roots(self, name: str, capabilities: Any) -> None:
+        """Before a call: a server whose roots/list went unanswered asks again, now that a client can answer.
+
+        A server asks for roots right after it starts, often before any client
+        is there to answer (always so for 2026-era clients, which cannot be
+        asked outside a call). When a call from a client that declared roots
+        reaches such a server, the proxy sends it notifications/roots/list_changed
+        and holds the call (at most `ROOTS_PRIME_S`) until its roots/list has
+        been answered, so the call already runs with the client's roots.
+        Inert for servers that never asked, or were answered.
+        """
+        server = self.servers.get(name)
+        if name not in self.relay.roots_unanswered or server is None or getattr(capabilities, "roots", None) is None:
+            return
+        answered = self.relay.roots_answered(name)
+        await server.roots_changed()
+        with anyio.move_on_after(ROOTS_PRIME_S):
+            await answered.wait()
 
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]

@@ -39,6 +39,8 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..config import RemoteServer, ServerEntry, StdioServer
+from ..relay.capabilities import DeclaringClientSession
+from ..relay.router import Relay
 from .settings import DownstreamSettings
 from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport
 
@@ -72,8 +74,10 @@ class DownstreamServer:
         entry: ServerEntry,
         settings: DownstreamSettings,
         on_change: ChangeCallback | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self.name = name
+        self.relay = relay
         self.entry = entry
         self.settings = settings
         self.on_change = on_change
@@ -90,6 +94,7 @@ class DownstreamServer:
         self.record: ProcessRecord | None = None
         self._stop = anyio.Event()
         self._down = anyio.Event()
+        self._ended = anyio.Event()
         self._lock = anyio.Lock()
         self._task_group: anyio.abc.TaskGroup | None = None
         self._backoff = settings.restart_backoff_s
@@ -106,6 +111,7 @@ class DownstreamServer:
         self._task_group = task_group
         self._stop = anyio.Event()
         self._down = anyio.Event()
+        self._ended = anyio.Event()
         self.state = "starting"
         self.starts += 1
         await task_group.start(self._run)
@@ -126,6 +132,7 @@ class DownstreamServer:
                         result = await session.initialize()
                         self.server_info = result.server_info
                         self.capabilities = result.capabilities
+                        await self._apply_log_level(session)
                         await self._refresh(session, "tools", "resources", "prompts")
                     except Exception as err:  # a server fault must never take the proxy down
                         await self._settle_exit()
@@ -147,6 +154,7 @@ class DownstreamServer:
                 self._fail(_explain(err))
         finally:
             self.session = None
+            self._ended.set()
             if self.state == "ready":
                 self.state = "stopped" if self._stop.is_set() else "down"
                 if self.state == "down":
@@ -182,9 +190,16 @@ class DownstreamServer:
             except PermissionError:
                 raise DownstreamDown(f"command not executable: {entry.command}") from None
         else:
-            read, write = await stack.enter_async_context(_remote_transport(entry))
-        session = ClientSession(read, write, message_handler=self._on_message)
-        return await stack.enter_async_context(session)
+            read, write = await stack.enter_async_context(_remote_transport(entry, self.settings.max_result_bytes))
+        if self.relay is None:
+            session = ClientSession(read, write, message_handler=self._on_message)
+        else:
+            # Declares what the upstream clients declared; their requests are relayed (relay/router.py).
+            session = DeclaringClientSession(
+                read, write, message_handler=self._on_message, declared=self.relay.declared, **self.relay.callbacks(self.name)
+            )
+        session = await stack.enter_async_context(session)
+        return session
 
     async def _settle_exit(self) -> None:
         """Give a child that is exiting a moment to report its exit code."""
@@ -242,6 +257,61 @@ class DownstreamServer:
             await self._notify("restart")
             return self.session
 
+    async def redeclare(self) -> bool:
+        """Reconnect so the session declares the relay's current client capabilities; True when ready again.
+
+        A session declares its client capabilities once, at initialize, so a
+        changed declaration needs a new session. Calls waiting for the server
+        wait for the new one; a server that is not running starts with the
+        new declaration whenever it next starts.
+        """
+        async with self._lock:
+            if self.state != "ready" or self._task_group is None:
+                return False
+            if self.relay is None or self.declares() == self.relay.declared:
+                return True
+            ended = self._ended
+            self._stop.set()
+            with anyio.move_on_after(self.settings.startup_timeout_s):
+                await ended.wait()
+            ok = await self.start(self._task_group)
+        if ok:
+            await self._notify("tools")
+        return ok
+
+    def declares(self) -> types.ClientCapabilities | None:
+        """What the live session declared to the server (None: no relay, or not connected)."""
+        session = self.session
+        return session.declared if isinstance(session, DeclaringClientSession) else None
+
+    async def _apply_log_level(self, session: ClientSession) -> None:
+        level = self.relay.log_level if self.relay is not None else None
+        caps = session.server_capabilities
+        if level is None or caps is None or caps.logging is None:
+            return
+        try:
+            await session.send_request(
+                types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),
+                types.EmptyResult,
+                request_read_timeout_seconds=self.settings.call_timeout_s,
+            )
+        except MCPError as err:
+            logger.warning("server %r refused logging/setLevel %s: %s", self.name, level, err.error.message)
+
+    async def set_log_level(self) -> None:
+        """Apply the relay's log level to the live session (logging/setLevel from a client)."""
+        if self.state == "ready" and self.session is not None:
+            await self._apply_log_level(self.session)
+
+    async def roots_changed(self) -> None:
+        """Pass a client's notifications/roots/list_changed on (the server then asks roots/list again)."""
+        declared = self.declares()
+        if self.state == "ready" and self.session is not None and declared is not None and declared.roots is not None:
+            try:
+                await self.session.send_notification(types.RootsListChangedNotification())
+            except Exception as err:
+                logger.debug("server %r: roots/list_changed not delivered: %r", self.name, err)
+
     def due_for_retry(self) -> bool:
         """A server that failed to start, whose backoff has passed (retried in the background)."""
         return (
@@ -297,6 +367,8 @@ class DownstreamServer:
         if kind is not None and self._task_group is not None:
             # Not awaited here: a listing request from inside the notification path could stall the reader.
             self._task_group.start_soon(self._refresh_and_notify, kind)
+        elif isinstance(message, types.ElicitCompleteNotification) and self.relay is not None and self._task_group is not None:
+            self._task_group.start_soon(self.relay.notify, self.name, message)
         elif isinstance(message, types.LoggingMessageNotification):
             logger.info("server %r log [%s]: %s", self.name, message.params.level, message.params.data)
 
@@ -416,18 +488,25 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 
 @asynccontextmanager
-async def _remote_transport(entry: RemoteServer) -> AsyncIterator[Any]:
+async def _remote_transport(entry: RemoteServer, max_result_bytes: int) -> AsyncIterator[Any]:
+    from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, bounded_client_factory
+
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 
-        async with sse_client(entry.url, headers=entry.headers or None) as streams:
+        # The SDK's SSE client drops the whole connection past 1 MiB per event: refuse first, clearly.
+        factory = bounded_client_factory(min(max_result_bytes, LEGACY_SSE_EVENT_LIMIT))
+        async with sse_client(entry.url, headers=entry.headers or None, httpx_client_factory=factory) as streams:
             yield streams
         return
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=entry.headers or None) as http_client:
-        async with streamable_http_client(entry.url, http_client=http_client) as streams:
+    factory = bounded_client_factory(max_result_bytes)
+    async with factory(headers=entry.headers or None) as http_client:
+        # Our transport bounds each event at max_result_bytes; the SDK's own 1 MiB cap would kill the call instead.
+        async with streamable_http_client(
+            entry.url, http_client=http_client, max_sse_event_size=max_result_bytes + SSE_FRAMING
+        ) as streams:
             yield streams
 
 

@@ -15,9 +15,14 @@ from starlette.routing import Route
 
 def extra_routes(state: Any) -> list[Route]:
     async def healthz(request: Request) -> JSONResponse:
+        from .security import is_authorized, public_server_status
+
         servers = state.pool.status()
         ok = all(s["state"] == "ready" for s in servers)
-        body = {"status": "ok" if ok else "degraded", "tools": len(state.catalog), "servers": servers}
+        body: dict[str, Any] = {"status": "ok" if ok else "degraded"}
+        if is_authorized(request.scope):
+            # Details only for a token holder (or a loopback bind without a token), redacted even then.
+            body.update(tools=len(state.catalog), servers=[public_server_status(s) for s in servers])
         return JSONResponse(body, status_code=200)
 
     async def expand(request: Request) -> Response:

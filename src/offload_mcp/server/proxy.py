@@ -43,12 +43,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..catalog.catalog import Catalog, CatalogEntry, build_catalog, server_prefix
+from ..catalog.paging import BadCursor, page
 from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
+from ..relay.listen import ForwardingListenHandler
+from ..relay.parked import TOKEN_PREFIX, Parking
+from ..relay.rounds import call_in_rounds
+from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
-from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+from ..store import Ledger
+from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
+from .identity import NO_IDENTITY_REASON, is_anonymous, refusal, scope_key
 
 logger = logging.getLogger(__name__)
 
@@ -92,9 +99,12 @@ class ProxyState:
         self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
+        self.stateless_wire = False
+        """True on streamable HTTP, where each 2026-era request is a connection of its own (no identity)."""
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
+        self.parking = Parking()
         self._first_list_waited = False
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
@@ -102,8 +112,8 @@ class ProxyState:
     # ---- catalog -----------------------------------------------------------
 
     @property
-    def ledger(self) -> Any | None:
-        return getattr(self.shaper, "ledger", None)
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
 
     def rebuild(self, *, strict: bool = False) -> None:
         server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}
@@ -194,16 +204,22 @@ class ProxyState:
         if connection is not None and connection not in self._upstream:
             self._upstream[connection] = ctx.session
 
-    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+    async def meet_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Fold the client's declared capabilities into what downstream declares (relay/capabilities.py)."""
+        if ctx.method in ("initialize", "server/discover", "ping"):
+            return
+        caps = getattr(ctx.session, "client_capabilities", None)
         connection = getattr(ctx.session, "_connection", None)
-        if connection is None:
-            return self._process_session
-        if connection.session_id:
-            return str(connection.session_id)
-        if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # Stateless wire: every request is its own connection; one session per process.
-            return self._process_session
-        return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
+        if connection is not None and connection.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.pool.relay.connected(connection, ctx.session)
+        await self.pool.declare_for(caps)
+
+    def session_id(self, ctx: ServerRequestContext[Any, Any]) -> str:
+        return scope_key(ctx, stateless_wire=self.stateless_wire, process_session=self._process_session)
+
+    @property
+    def session_scoped(self) -> bool:
+        return self.settings.ledger.scope == "session"
 
     def memory(self, session_id: str) -> SessionMemory:
         get = getattr(self.shaper, "session_memory", None)
@@ -290,6 +306,8 @@ class ProxyState:
         return message
 
     async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
+        if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
+            return error_result(refusal(own.tool.name))
         env = ToolEnv(
             settings=self.settings,
             ledger=self.ledger,
@@ -325,23 +343,40 @@ class ProxyState:
         session_id: str,
         meta: Mapping[str, Any] | None = None,
         ctx: ServerRequestContext[Any, Any] | None = None,
+        upstream: Upstream | None = None,
+        progress: Any = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
-        progress = None
-        if ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
+        if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
-            async def progress(value: float, total: float | None, message: str | None) -> None:
+            async def pass_progress(value: float, total: float | None, message: str | None) -> None:
                 await session.report_progress(value, total, message)
 
+            progress = pass_progress
+
+        if upstream is None and ctx is not None:
+            upstream = SessionUpstream(ctx.session, ctx.request_id)
         started = time.perf_counter()
-        result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        if upstream is None:
+            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        else:
+            # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
+            with self.pool.relay.in_flight(entry.server, upstream):
+                await self.pool.prime_roots(entry.server, upstream.capabilities)
+                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
         if entry.output_schema is not None and not result.is_error:
             problem = self._schema_problem(entry, result)
             if problem is not None:
                 result = _schema_error(entry, result, problem)
                 self._observe(entry, started, None, result, None, arguments)
                 return result
+        if self.session_scoped and is_anonymous(session_id):
+            # No identity to own a body: hand out no id this caller could never read back.
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
+            self._observe(entry, started, None, result, None, arguments)
+            return result
         call = CallInfo(
             server=entry.server,
             tool=entry.name,
@@ -544,6 +579,12 @@ def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: st
     )
 
 
+def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """The client declared something a server may ask it for (sampling, elicitation, roots)."""
+    caps = getattr(ctx.session, "client_capabilities", None)
+    return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
+
+
 def _template_matches(template: str, uri: str) -> bool:
     pattern = re.escape(template)
     pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
@@ -567,11 +608,25 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         await state.wait_for_first_listing()
         state.pool.retry_failed()
-        tools = state.presentation().tools
+        presentation = state.presentation()
         status = state.status_tool()
-        return types.ListToolsResult(tools=[*tools, status] if status is not None else tools)
+        listed = [*presentation.tools, status] if status is not None else presentation.tools
+        try:
+            tools, next_cursor = page(
+                listed, params.cursor if params else None, state.settings.catalog.list_page_bytes, presentation.wire_extras
+            )
+        except BadCursor as err:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(err)) from None
+        return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
+            return await call_in_rounds(state, ctx, params)
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
+            return await call_in_rounds(state, ctx, params)
         return await state.call_tool(
             params.name,
             dict(params.arguments or {}),
@@ -606,6 +661,14 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
         return await state.complete(params)
 
+    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        # Applied to every server now and to each one that starts later.
+        await state.pool.set_log_level(params.level)
+        return types.EmptyResult()
+
+    async def roots_list_changed(ctx: Any, params: types.NotificationParams | None) -> None:
+        await state.pool.roots_changed()
+
     server: Server[Any] = Server(
         "offload-mcp",
         version=__version__,
@@ -620,15 +683,21 @@ def build_server(state: ProxyState) -> Server[Any]:
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,
         on_completion=complete,
-        on_subscriptions_listen=ListenHandler(state.bus),
+        on_subscriptions_listen=ForwardingListenHandler(ListenHandler(state.bus), state.subscribe),
     )
+    # Registered directly rather than as on_set_logging_level=/on_roots_list_changed=, which warn that the
+    # 2026 era deprecates them: handshake-era clients still send both, and they must reach the servers.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, roots_list_changed)
 
     async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         state.remember_session(ctx)
+        await state.meet_client(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
         await state.wait_for_first_listing()  # before the listing is computed: it must include who joined
-        presentation = state.presentation(state.session_id(ctx))
+        session_id = state.session_id(ctx)
+        presentation = state.presentation(None if is_anonymous(session_id) else session_id)
         token = _presentation.set(presentation)
         try:
             result = await call_next(ctx)

@@ -6,15 +6,19 @@ How it works:
   routes beside it: /expand, /metrics, /healthz) in one ASGI middleware. It
   checks Host and Origin on every request (DNS-rebinding protection: a web
   page that re-points its own domain at 127.0.0.1 must not read /expand), and
-  with a token, requires `Authorization: Bearer <token>` on everything except
-  /healthz. The SDK's own Host/Origin check covers only the MCP endpoint;
+  with a token, requires `Authorization: Bearer <token>` (scheme in any case)
+  on everything except /healthz, and marks each request authorized or not.
+- /healthz tells an unauthorized caller only the overall status; a token
+  holder gets per-server details with argument values redacted and no stderr
+  (`public_server_status`). The SDK's own Host/Origin check covers only the MCP endpoint;
   this one covers the routes the SDK does not know about.
 - `secure_ledger_files(path)` runs at start: the ledger file (and its -wal,
   -shm) should be 0600 and its directory 0700. Where the user owns them and
   they are wider, it narrows them and logs a warning; where it cannot, it
-  warns and carries on. The directory is narrowed only when it holds nothing
-  but the ledger (the default state directory), never a project folder that
-  happens to hold a `--ledger` file.
+  warns and carries on. The directory is narrowed only when offload-mcp
+  created it (the ledger marks a directory it creates; the default state
+  directory is ours), never a project folder or a shared mount point (mode
+  1777) that happens to hold a `--ledger` file.
 
 When it is inert: stdio has no network face, so only the ledger check applies.
 """
@@ -24,6 +28,8 @@ from __future__ import annotations
 import hmac
 import logging
 import os
+import re
+import shlex
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +42,80 @@ logger = logging.getLogger(__name__)
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 OPEN_PATHS = ("/healthz",)
 """Paths served without a token (liveness probes); Host/Origin are still checked."""
+AUTHORIZED_KEY = "offload_mcp.authorized"
+_SCHEME = b"bearer"
+
+
+def _bearer_matches(header: bytes, token: bytes) -> bool:
+    """`Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 7235 section 2.1)."""
+    scheme, _, given = header.strip().partition(b" ")
+    return scheme.lower() == _SCHEME and hmac.compare_digest(given.strip(), token)
+
+
+def is_authorized(scope: Scope) -> bool:
+    """Whether the Guard saw the bearer token on this request (always true when none is configured)."""
+    return bool((scope.get("state") or {}).get(AUTHORIZED_KEY, False))
+
+
+# ---- what /healthz may show ------------------------------------------------
+
+REDACTED = "<redacted>"
+_SECRETISH = re.compile(
+    r"(?i)(\b[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|credential|cookie|session)[\w.-]*\s*[=:]\s*)(\S+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+")
+_URL_SECRETS = re.compile(r"(?i)(\w+://)[^/@\s]+@|([?&][^=&\s]+=)[^&\s]+")
+
+
+def redact_command(command: str) -> str:
+    """A downstream command line with every argument value replaced: the program and flag names stay."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return REDACTED
+    if not words:
+        return ""
+    if len(words) == 2 and "://" in words[1]:  # a remote server: `http URL`, `sse URL`
+        return f"{words[0]} {redact_text(words[1])}"
+    shown = [words[0]]
+    for word in words[1:]:
+        if word.startswith("-") and "=" in word:
+            shown.append(word.split("=", 1)[0] + "=" + REDACTED)
+        elif word.startswith("-") and len(word) < 64:
+            shown.append(word)
+        else:
+            shown.append(REDACTED)
+    return shlex.join(shown)
+
+
+def redact_text(text: str) -> str:
+    """Best-effort scrub of free text (an error line): key=value secrets, bearer tokens, URL credentials."""
+    text = _SECRETISH.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+    return _URL_SECRETS.sub(lambda m: (m.group(1) + REDACTED + "@") if m.group(1) else (m.group(2) + REDACTED), text)
+
+
+def public_server_status(status: dict[str, object]) -> dict[str, object]:
+    """One downstream server's /healthz entry for a token holder: argument values redacted, no stderr."""
+    command = str(status.get("command") or "")
+    shown = dict(status)
+    shown["command"] = redact_command(command)
+    failure = status.get("failure")
+    if isinstance(failure, str) and failure:
+        # The first line only: stderr tails stay in the proxy's own log (stderr), which may hold anything.
+        first = failure.splitlines()[0].replace(command, shown["command"] if isinstance(shown["command"], str) else "")
+        for word in _words(command)[1:]:
+            if len(word) >= 4:
+                first = first.replace(word, REDACTED)
+        shown["failure"] = redact_text(first) + " (details in the proxy's log)"
+    return shown
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
 
 
 def is_loopback(host: str) -> bool:
@@ -73,7 +153,7 @@ class Guard:
         self.app = app
         self.hosts = hosts
         self.origins = origins
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.expected = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,9 +167,11 @@ class Guard:
             problem = (421, "Invalid Host header")
         elif origin and not _matches(origin, self.origins):
             problem = (403, "Invalid Origin header")
-        elif self.expected is not None and scope.get("path") not in OPEN_PATHS:
-            given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+        else:
+            authorized = self.expected is None or _bearer_matches(headers.get(b"authorization", b""), self.expected)
+            # Open paths answer anyone, but say more only to a caller holding the token (see `is_authorized`).
+            scope.setdefault("state", {})[AUTHORIZED_KEY] = authorized
+            if not authorized and scope.get("path") not in OPEN_PATHS:
                 problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token)")
         if problem is not None:
             status, text = problem
@@ -115,8 +197,9 @@ def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
     target = Path(path)
     findings: list[str] = []
     candidates = [(Path(f"{target}{suffix}"), LEDGER_FILE_MODE) for suffix in ("", "-wal", "-shm", "-journal")]
-    if _dedicated_directory(target):
-        # Only a directory that holds nothing but the ledger is ours to narrow (not a project folder).
+    if _created_by_us(target):
+        # Only a directory offload-mcp created is ours to narrow: not a project folder, not a shared
+        # mount point (mode 1777) that happens to hold nothing but the ledger.
         candidates.insert(0, (target.parent, LEDGER_DIR_MODE))
     for item, wanted in candidates:
         try:
@@ -144,9 +227,13 @@ def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
     return findings
 
 
-def _dedicated_directory(target: Path) -> bool:
+def _created_by_us(target: Path) -> bool:
+    """The ledger marks a directory it creates; the default state directory is ours by definition."""
+    from ..store import created_by_offload_mcp, default_ledger_path
+
     try:
-        names = {p.name for p in target.parent.iterdir()}
+        if target.parent.resolve() == default_ledger_path().parent.resolve():
+            return True
     except OSError:
         return False
-    return all(name.startswith(target.name) for name in names)
+    return created_by_offload_mcp(target.parent)

@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
 from ..config import ConfigError
 from .http_extras import extra_routes
+from .http_limits import SessionCaps, connection_cap, guarded_h11
 from .proxy import ProxyState, initialization_options
 from .security import guard
 
@@ -41,7 +44,58 @@ async def serve_stdio(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, initialization_options(server))
+        answered: MemoryObjectReceiveStream[Any]
+        forward, answered = anyio.create_memory_object_stream[Any](0)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_answer_unparseable_lines, read, forward, write)
+            await server.run(answered, write, initialization_options(server))
+            tg.cancel_scope.cancel()
+
+
+_ID_PREFIX = re.compile(r'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
+
+
+async def _answer_unparseable_lines(read: Any, forward: Any, write: Any) -> None:
+    """Pass messages on; answer a line that is not a JSON-RPC message (bad JSON, 1M-deep nesting) with an error.
+
+    The SDK's stdio reader hands such a line over as an exception, which its
+    dispatcher only logs: the client would wait for an answer forever. The id
+    is recovered from the line's first bytes where it can be (else `null`, as
+    JSON-RPC 2.0 prescribes).
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import ErrorData, JSONRPCError
+
+    async with forward:
+        async for item in read:
+            if not isinstance(item, Exception):
+                await forward.send(item)
+                continue
+            kind, detail, request_id = _describe_bad_line(item)
+            code, what = (-32700, "Parse error") if kind == "json_invalid" else (-32600, "Invalid Request")
+            message = f"{what}: the line is not a valid JSON-RPC message ({kind}: {detail})"
+            logger.warning("stdin: %s", message)
+            await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))))
+
+
+def _describe_bad_line(exc: Exception) -> tuple[str, str, int | str | None]:
+    """(error type, short message, the request id if one can be recovered) from the SDK's validation error."""
+    try:
+        first = exc.errors(include_url=False)[0]  # type: ignore[attr-defined]
+    except Exception:
+        return type(exc).__name__, str(exc)[:200], None
+    value = first.get("input")
+    request_id: int | str | None = None
+    if isinstance(value, dict):  # valid JSON, not a valid message
+        found_id = value.get("id")
+        request_id = found_id if isinstance(found_id, (str, int)) and not isinstance(found_id, bool) else None
+    elif isinstance(value, (str, bytes)):  # not JSON at all: read the id from the line's first bytes
+        head = value[:512].decode("utf-8", "replace") if isinstance(value, bytes) else value[:512]
+        found = _ID_PREFIX.search(head)
+        if found:
+            raw = found.group(1)
+            request_id = raw[1:-1] if raw.startswith('"') else int(raw)
+    return str(first.get("type")), str(first.get("msg"))[:200], request_id
 
 
 def _security(state: ProxyState, host: str, port: int) -> TransportSecuritySettings:
@@ -63,22 +117,48 @@ def auth_token(settings: Any, host: str) -> str | None:
     return token
 
 
-def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
-    return server.streamable_http_app(
+def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> ASGIApp:
+    settings = state.settings.server
+    app = server.streamable_http_app(
         host=host,
         transport_security=_security(state, host, port),
         custom_starlette_routes=extra_routes(state),
+        max_sessions=settings.max_sessions,
+        session_idle_timeout=settings.session_idle_timeout_s,
     )
+
+    def live_sessions() -> Any:
+        manager = getattr(server, "_session_manager", None)
+        return getattr(manager, "_server_instances", {})
+
+    return SessionCaps(app, per_peer=settings.max_sessions_per_peer, live_sessions=live_sessions)
 
 
 def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
     from mcp.server.sse import SseServerTransport
 
     sse = SseServerTransport("/messages/", security_settings=_security(state, host, port))
+    settings = state.settings.server
+    open_streams: dict[str, int] = {}
 
     async def handle_sse(request: Request) -> Response:
-        async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
-            await server.run(read, write, initialization_options(server))
+        # Each SSE stream is a session: the same caps as streamable HTTP (per peer, and overall).
+        peer = request.client.host if request.client else "?"
+        if open_streams.get(peer, 0) >= settings.max_sessions_per_peer or sum(open_streams.values()) >= settings.max_sessions:
+            logger.warning("refused a new SSE session for %s (offload.server.max_sessions_per_peer / max_sessions)", peer)
+            return PlainTextResponse(
+                f"Too many sessions: at most {settings.max_sessions_per_peer} per client address and {settings.max_sessions} "
+                "in all (offload.server.max_sessions_per_peer, max_sessions); close one first\n",
+                status_code=429, headers={"Retry-After": "5"},
+            )
+        open_streams[peer] = open_streams.get(peer, 0) + 1
+        try:
+            async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+                await server.run(read, write, initialization_options(server))
+        finally:
+            open_streams[peer] -= 1
+            if not open_streams[peer]:
+                del open_streams[peer]
         return Response()
 
     routes: list[Any] = [
@@ -89,10 +169,17 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
     return Starlette(routes=routes)
 
 
-async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None) -> None:
+async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None, limits: Any = None) -> None:
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False)
+    http: Any = "auto"
+    if limits is not None:
+        http = guarded_h11(
+            header_timeout_s=limits.header_timeout_s,
+            body_idle_timeout_s=limits.body_idle_timeout_s,
+            max_connections=connection_cap(limits.max_connections),
+        )
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False, http=http)
     server = uvicorn.Server(config)
     if ready is not None:
         async def report() -> None:
@@ -112,6 +199,12 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         await serve_stdio(server)
         return
     token = auth_token(state.settings, host)
+    state.stateless_wire = transport == "streamable-http"
+    if state.stateless_wire and state.settings.ledger.scope == "session":
+        logger.warning(
+            "ledger.scope is `session`: 2026-07-28 streamable-HTTP requests carry no session, so their results pass "
+            "through unshaped and recall/expand refuse them (handshake-era sessions are unaffected)"
+        )
     app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(
@@ -127,4 +220,4 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
                 # One line on stderr that tests and users can read the real port from (--port 0).
                 print(f"offload-mcp: serving {transport} on http://{addr[0]}:{addr[1]}{path}", flush=True, file=__import__("sys").stderr)
 
-    await serve_http(app, host, port, log_level, ready)
+    await serve_http(app, host, port, log_level, ready, limits=state.settings.server)

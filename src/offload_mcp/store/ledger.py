@@ -1,180 +1,54 @@
-"""The ledger: one SQLite file where every offloaded body and reducer cut waits for recall.
+"""The ledger: where every offloaded body and reducer cut waits for recall, on any backend.
 
-How it works: bodies are the whole CallToolResult JSON exactly as the
-downstream returned it (canonical bytes: sorted keys, no whitespace),
-zstd-compressed, keyed by `trm_` + 16 hex of sha256 of those bytes, so the
-same body always gets the same id. Reducer cuts live in `stash`, keyed by their
-`cg` hash. `commit()` writes bodies, stash entries and events in one
-transaction; the shaper shows a stub or marker only after it returns. Any
-failure (read-only file, disk full, lock held past `busy_timeout_s`) raises
-`LedgerWriteError` naming the cause, and the shaper passes the result through
-unmodified.
+How it works: bodies are the whole CallToolResult JSON exactly as the downstream returned it
+(canonical bytes, `records`), compressed (`codec`), keyed by `trm_` + 16 hex of sha256 of those
+bytes, so the same body always gets the same id. Reducer cuts live in the stash, keyed by their
+`cg` hash. `commit()` writes bodies, stash entries and events in one transaction; the shaper shows
+a stub or marker only after it returns. Any failure raises `LedgerWriteError` naming the cause,
+and the shaper passes the result through unmodified.
 
-Why SQLite in WAL mode: several proxies (one per client session) can share
-one file; readers never block the writer, and a committed row survives a
-kill -9 of the process. Timestamps exist only here, never in model-visible
-bytes. Retention is off by default; when on, the least recently used rows go
-first and leave a tombstone, so a recall of an evicted id says when and why.
+This class holds what every backend shares: encoding, the queue of deferred events and its
+flush thread, the session-scope checks, recency and retention (`retention`). The backend
+(`SqliteBackend` for a file, `PostgresBackend` for a `postgresql://` URL) only moves rows in
+transactions. Timestamps exist only in the ledger, never in model-visible bytes.
 """
 
 from __future__ import annotations
 
 import atexit
-import hashlib
 import logging
 import os
-import sqlite3
 import threading
 import time
-import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
-import sqlite_utils
-import zstandard
 
+from . import codec, retention
+from .errors import Evicted, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
+from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow
+from .location import default_ledger_path, resolve
+from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, trm_id_for
 from .settings import LedgerSettings
+from .sqlite import SqliteBackend
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
-TRM_PREFIX = "trm_"
-_ZSTD_LEVEL = 3
-# zstd, not zlib: measured on 2 MB of log text here, level 3 compresses in 9 ms to 12% (zlib level 1: 46 ms to 28%)
-# and decompresses in 2 ms (zlib: ~40 ms). The commit sits between the downstream answer and the client's stub.
 _FLUSH_INTERVAL_S = 0.25
 _MAX_PENDING_EVENTS = 10_000
-_codecs = threading.local()
-
-
-def _compress(data: bytes) -> bytes:
-    compressor = getattr(_codecs, "compressor", None)
-    if compressor is None:  # zstandard objects are not thread-safe: one per thread
-        compressor = _codecs.compressor = zstandard.ZstdCompressor(level=_ZSTD_LEVEL)
-    return compressor.compress(data)
-
-
-def _decompress(data: bytes, codec: str) -> bytes:
-    if codec == "zlib":
-        return zlib.decompress(data)
-    decompressor = getattr(_codecs, "decompressor", None)
-    if decompressor is None:
-        decompressor = _codecs.decompressor = zstandard.ZstdDecompressor()
-    return decompressor.decompress(data)
-
-
-class LedgerError(Exception):
-    """The ledger could not be opened or used."""
-
-
-class LedgerUnavailable(LedgerError):
-    """The ledger file could not be opened at all."""
-
-
-class LedgerWriteError(LedgerError):
-    """A write did not commit; `cause` says why in words a user can act on."""
-
-    def __init__(self, cause: str) -> None:
-        super().__init__(cause)
-        self.cause = cause
-
-
-class UnknownId(LookupError):
-    """No body or stash entry with this id was ever stored here (or it is out of scope)."""
-
-    def __init__(self, id_: str, detail: str = "") -> None:
-        super().__init__(detail or f"{id_} is not in the ledger")
-        self.id = id_
-
-
-class Evicted(UnknownId):
-    """The id was stored once and removed by retention; says when and why."""
-
-    def __init__(self, id_: str, evicted_at: float, reason: str) -> None:
-        when = datetime.fromtimestamp(evicted_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-        super().__init__(id_, f"{id_} was evicted from the ledger at {when} ({reason})")
-        self.evicted_at = evicted_at
-        self.reason = reason
-
-
-def canonical_json(value: Any) -> bytes:
-    """The canonical bytes of a JSON value: sorted keys, compact, UTF-8."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-def trm_id_for(body_json: bytes) -> str:
-    return TRM_PREFIX + hashlib.sha256(body_json).hexdigest()[:16]
-
-
-def default_ledger_path() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir("offload-mcp")) / "ledger.db"
-
-
-@dataclass(frozen=True)
-class BodyRecord:
-    """One offloaded result, ready to commit. Build it with `BodyRecord.of(...)`."""
-
-    trm_id: str
-    body_json: bytes
-    server: str
-    tool: str
-    arguments: Mapping[str, Any]
-    session_id: str
-    chars: int
-    """Characters of model-visible text in the body (the size the stub reports)."""
-
-    @classmethod
-    def of(cls, body: Mapping[str, Any], *, server: str, tool: str, arguments: Mapping[str, Any], session_id: str, chars: int) -> "BodyRecord":
-        raw = canonical_json(body)
-        return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars)
-
-
-@dataclass(frozen=True)
-class LedgerEvent:
-    """A decision, recall or expand event, for stats. `detail` holds the priced terms and reducer events."""
-
-    kind: str
-    session_id: str = ""
-    server: str = ""
-    tool: str = ""
-    verdict: str = ""
-    reason: str = ""
-    ref_id: str = ""
-    chars_in: int = 0
-    chars_out: int = 0
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class BodyInfo:
-    trm_id: str
-    server: str
-    tool: str
-    arguments: dict[str, Any]
-    session_id: str
-    raw_bytes: int
-    stored_bytes: int
-    chars: int
-    created_at: float
-    last_used_at: float
+_TOUCH_EVERY_S = 60.0
+"""Minute granularity is plenty for LRU and keeps paging through one body from writing on every page."""
 
 
 class Ledger:
-    """Thread-safe handle on one ledger file. Open with `Ledger.open(settings, path)`."""
+    """Thread-safe ledger over one backend; offers BodyStore, StashStore, EventLog, CallHistory and
+    LedgerWriter. Open with `Ledger.open(settings, path_or_url)`."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path, settings: LedgerSettings, writable: bool) -> None:
-        self._conn = conn
-        self._db = sqlite_utils.Database(conn)
-        self._lock = threading.RLock()
-        self.path = path
+    def __init__(self, backend: LedgerBackend, settings: LedgerSettings) -> None:
+        self.backend = backend
         self.settings = settings
-        self.writable = writable
         # Events that guard no body (a kept result's decision) are written in batches off the call
         # path: the per-call commit was ~0.4 ms of a ~0.5 ms shape. Any commit drains them first, in
         # its own transaction, so event order still follows call order.
@@ -187,48 +61,66 @@ class Ledger:
     # ---------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, settings: LedgerSettings | None = None, path: str | os.PathLike[str] | None = None) -> "Ledger":
-        """Open (creating if needed) the ledger: `path` beats `settings.path` beats the XDG default.
+    def open(cls, settings: LedgerSettings | None = None, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Ledger:
+        """Open (creating if needed) the ledger at the first of `path` (a file or a `postgresql://`
+        URL), OFFLOAD_MCP_LEDGER, `settings.url`, `settings.path`, the XDG default.
 
-        A file that exists but cannot be written opens read-only (recall still
-        works, every commit fails with the cause). Raises LedgerUnavailable
-        when the file cannot be opened at all.
+        A SQLite file that exists but cannot be written opens read-only (recall still works, every
+        commit fails with the cause); `read_only=True` asks for that. Raises LedgerUnavailable when
+        the ledger cannot be opened at all.
         """
         settings = settings or LedgerSettings()
-        target = Path(path) if path is not None else (settings.path or default_ledger_path())
-        target = target.expanduser()
-        try:
-            _prepare_file(target)
-        except OSError as err:
-            if not target.exists():
-                raise LedgerUnavailable(f"cannot create ledger {target}: {err.strerror or err}") from None
-        try:
-            conn = sqlite3.connect(
-                str(target), timeout=settings.busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as err:
-            raise LedgerUnavailable(f"cannot open ledger {target}: {err}") from None
-        writable = True
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            _create_schema(sqlite_utils.Database(conn))
-        except sqlite3.DatabaseError as err:
-            # A lock held by a peer at open time is transient: stay writable; commits will wait or fail alone.
-            writable = "locked" in str(err).lower() or "busy" in str(err).lower()
-            log.warning("ledger %s is not writable (%s): results will pass through unmodified", target, err)
-            try:
-                conn.execute("SELECT 1 FROM bodies LIMIT 1")
-            except sqlite3.Error:
-                conn.close()
-                raise LedgerUnavailable(f"cannot use ledger {target}: {err}") from None
-        ledger = cls(conn, target, settings, writable)
-        if writable and settings.max_age_days is not None:
+        target = resolve(settings, path)
+        backend: LedgerBackend
+        if target.url is not None:
+            if read_only:
+                raise LedgerUnavailable(f"ledger {target.display}: read-only opening is for SQLite files")
+            from .postgres import PostgresBackend
+
+            backend = PostgresBackend.open(target.url, settings)
+        else:
+            assert target.path is not None
+            backend = SqliteBackend.open(target.path, settings, read_only=read_only)
+        ledger = cls(backend, settings)
+        if backend.writable and settings.max_age_days is not None:
             try:
                 ledger.evict()
-            except LedgerWriteError as err:
-                log.warning("ledger retention on open failed: %s", err.cause)
+            except LedgerError as err:
+                log.warning("ledger retention on open failed: %s", err)
         return ledger
+
+    @property
+    def path(self) -> Path | None:
+        """The local file (SQLite), or None for a server-backed ledger."""
+        return self.backend.path
+
+    @property
+    def location(self) -> str:
+        """What names this ledger in logs and errors: the file, or the URL without its password."""
+        return self.backend.location
+
+    @property
+    def writable(self) -> bool:
+        return self.backend.writable
+
+    @property
+    def scope(self) -> Scope:
+        return self.settings.scope
+
+    def reachable(self) -> tuple[bool, str]:
+        """Whether the ledger answers now, and why not (for health checks)."""
+        return self.backend.reachable()
+
+    def integrity(self) -> str:
+        """"ok" when the storage is sound, else what is wrong (SQLite's integrity check)."""
+        return self.backend.integrity()
+
+    @property
+    def sqlite(self) -> SqliteBackend:
+        """The SQLite backend, for file-level checks (WAL mode, checkpoint, size cap); TypeError otherwise."""
+        if not isinstance(self.backend, SqliteBackend):
+            raise TypeError(f"ledger {self.location} is not a SQLite file")
+        return self.backend
 
     def close(self) -> None:
         self._closed = True
@@ -236,8 +128,7 @@ class Ledger:
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join(timeout=5)
         self.flush_quietly()
-        with self._lock:
-            self._conn.close()
+        self.backend.close()
 
     # ---------------------------------------------------------------- deferred events
 
@@ -251,7 +142,7 @@ class Ledger:
         with self._pending_lock:
             if len(self._pending) >= _MAX_PENDING_EVENTS:
                 del self._pending[0]
-                log.warning("ledger %s: event queue full, oldest statistics event dropped", self.path)
+                log.warning("ledger %s: event queue full, oldest statistics event dropped", self.location)
             self._pending.append((event, time.time()))
             if self._flusher is None and not self._closed:
                 self._flusher = threading.Thread(target=self._flush_loop, name="ledger-events", daemon=True)
@@ -266,8 +157,8 @@ class Ledger:
     def flush_quietly(self) -> None:
         try:
             self.flush()
-        except (LedgerError, sqlite3.ProgrammingError) as err:  # ProgrammingError: already closed
-            log.warning("ledger %s: queued statistics events not written: %s", self.path, getattr(err, "cause", err))
+        except LedgerError as err:
+            log.warning("ledger %s: queued statistics events not written: %s", self.location, err)
 
     def _flush_loop(self) -> None:
         failing = False
@@ -279,10 +170,8 @@ class Ledger:
                 failing = False
             except LedgerError as err:
                 if not failing:
-                    log.warning("ledger %s: statistics events wait in memory: %s", self.path, getattr(err, "cause", err))
+                    log.warning("ledger %s: statistics events wait in memory: %s", self.location, err)
                 failing = True
-            except sqlite3.ProgrammingError:
-                return
 
     def _take_pending(self) -> list[tuple[LedgerEvent, float]]:
         with self._pending_lock:
@@ -295,81 +184,44 @@ class Ledger:
 
     # ---------------------------------------------------------------- writing
 
-    def commit(
-        self,
-        bodies: Iterable[BodyRecord] = (),
-        stash: Mapping[str, str] | None = None,
-        events: Iterable[LedgerEvent] = (),
-    ) -> None:
-        """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError."""
+    def commit(self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = ()) -> None:
+        """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError.
+
+        `bodies` and `events` are read more than once: any iterable given is taken whole first,
+        so a generator cannot silently drop the rows that record who made each call.
+        """
+        bodies = tuple(bodies)
+        events = tuple(events)
+        stash = dict(stash or {})
         now = time.time()
-        body_rows = [
-            {
-                "id": b.trm_id,
-                "server": b.server,
-                "tool": b.tool,
-                "arguments": canonical_json(dict(b.arguments)).decode(),
-                "session_id": b.session_id,
-                "body": _compress(b.body_json),
-                "codec": "zstd",
-                "raw_bytes": len(b.body_json),
-                "chars": b.chars,
-                "created_at": now,
-                "last_used_at": now,
-            }
-            for b in bodies
-        ]
-        for row in body_rows:
-            row["stored_bytes"] = len(row["body"])
+        body_rows = []
+        for b in bodies:
+            packed = codec.compress(b.body_json)
+            body_rows.append(
+                BodyRow(
+                    b.trm_id, b.server, b.tool, canonical_json(dict(b.arguments)).decode(), b.session_id, packed, codec.CODEC,
+                    len(b.body_json), len(packed), b.chars, now, now,
+                )
+            )
         stash_rows = [
-            {"hash": h, "original": _compress(text.encode("utf-8", "surrogatepass")), "codec": "zstd", "chars": len(text), "created_at": now, "last_used_at": now}
-            for h, text in (stash or {}).items()
+            StashRow(h, codec.compress(text.encode("utf-8", "surrogatepass")), codec.CODEC, len(text), now, now) for h, text in stash.items()
         ]
-        call_rows = [
-            {"trm_id": b.trm_id, "session_id": b.session_id, "server": b.server, "tool": b.tool, "at": now} for b in bodies
-        ]
+        call_rows = [CallRow(b.trm_id, b.session_id, b.server, b.tool, now) for b in bodies]
         queued = self._take_pending()
         event_rows = [_event_row(e, at) for e, at in queued] + [_event_row(e, now) for e in events]
         # Who was shown each marker: the sessions of this commit's bodies and events (for scope `session`).
         owners = sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
-        owner_rows = [(h, owner) for h in (stash or {}) for owner in owners]
+        owner_rows = [(h, owner) for h in stash for owner in owners]
         try:
-            self._commit_rows(body_rows, stash_rows, call_rows, owner_rows, event_rows)
+            self.backend.write(CommitRows(body_rows, stash_rows, call_rows, owner_rows, event_rows))
         except LedgerError:
             self._requeue(queued)
             raise
         if (body_rows or stash_rows) and self.settings.max_total_bytes is not None:
             try:
                 self.evict()
-            except LedgerWriteError as err:
-                log.warning("ledger retention failed: %s", err.cause)
-
-    def _commit_rows(self, body_rows: list[dict[str, Any]], stash_rows: list[dict[str, Any]], call_rows: list[dict[str, Any]], owner_rows: list[tuple[str, str]], event_rows: list[dict[str, Any]]) -> None:
-        if not (body_rows or stash_rows or event_rows):
-            return
-        with self._write() as conn:
-            for row in body_rows:
-                # Same id means the same bytes: keep the first row, refresh its recency.
-                conn.execute(
-                    "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
-                    " VALUES (:id, :server, :tool, :arguments, :session_id, :body, :codec, :raw_bytes, :stored_bytes, :chars, :created_at, :last_used_at)"
-                    " ON CONFLICT(id) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    row,
-                )
-                conn.execute("DELETE FROM tombstones WHERE id = ?", (row["id"],))
-            for row in stash_rows:
-                conn.execute(
-                    "INSERT INTO stash (hash, original, codec, chars, created_at, last_used_at) VALUES (:hash, :original, :codec, :chars, :created_at, :last_used_at)"
-                    " ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    row,
-                )
-                conn.execute("DELETE FROM tombstones WHERE id = ?", (row["hash"],))
-            conn.executemany(
-                "INSERT OR IGNORE INTO calls (trm_id, session_id, server, tool, at) VALUES (:trm_id, :session_id, :server, :tool, :at)",
-                call_rows,
-            )
-            conn.executemany("INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", owner_rows)
-            conn.executemany(_EVENT_INSERT, event_rows)
+            except LedgerError as err:
+                log.warning("ledger retention failed: %s", err)
 
     def record_event(self, event: LedgerEvent) -> None:
         self.commit(events=[event])
@@ -383,290 +235,97 @@ class Ledger:
     # ---------------------------------------------------------------- reading
 
     def get_body_json(self, trm_id: str, *, session_id: str | None = None) -> bytes:
-        """The stored CallToolResult JSON bytes; raises UnknownId / Evicted."""
-        with self._lock:
-            row = self._conn.execute("SELECT body, codec FROM bodies WHERE id = ?", (trm_id,)).fetchone()
-            if row is None:
-                self._raise_missing(trm_id)
-            if self.settings.scope == "session" and session_id is not None:
-                owned = self._conn.execute(
-                    "SELECT 1 FROM calls WHERE trm_id = ? AND session_id = ? LIMIT 1", (trm_id, session_id)
-                ).fetchone()
-                if owned is None:
-                    raise UnknownId(trm_id, f"{trm_id} belongs to another session (ledger scope is `session`)")
-            self._touch("bodies", "id", trm_id)
-        return _decompress(row[0], row[1])
+        """The stored CallToolResult JSON bytes; raises UnknownId / Evicted (LedgerUnavailable when unreachable)."""
+        stored = self.backend.read_body(trm_id)
+        if stored is None:
+            self._raise_missing(trm_id)
+        if self.scope == "session" and session_id is not None and not self.backend.seen_by("body", trm_id, session_id):
+            raise UnknownId(trm_id, f"{trm_id} belongs to another session (ledger scope is `session`)")
+        self._touch("body", trm_id)
+        return codec.decompress(stored.data, stored.codec)
 
     def get_body(self, trm_id: str, *, session_id: str | None = None) -> dict[str, Any]:
         """The stored CallToolResult as a JSON object; raises UnknownId / Evicted."""
-        return orjson.loads(self.get_body_json(trm_id, session_id=session_id))
+        body: dict[str, Any] = orjson.loads(self.get_body_json(trm_id, session_id=session_id))
+        return body
 
     def body_info(self, trm_id: str) -> BodyInfo:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = ?",
-                (trm_id,),
-            ).fetchone()
-            if row is None:
-                self._raise_missing(trm_id)
-        return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
+        info = self.backend.body_info(trm_id)
+        if info is None:
+            self._raise_missing(trm_id)
+        return info
 
     def get_stash(self, cg_hash: str, *, session_id: str | None = None) -> str:
         """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted.
 
         With scope `session` and a `session_id`, only a session that was shown the marker may read it.
         """
-        with self._lock:
-            row = self._conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (cg_hash,)).fetchone()
-            if row is None:
-                self._raise_missing(cg_hash)
-            if self.settings.scope == "session" and session_id is not None:
-                owned = self._conn.execute(
-                    "SELECT 1 FROM stash_owners WHERE hash = ? AND session_id = ? LIMIT 1", (cg_hash, session_id)
-                ).fetchone()
-                if owned is None:
-                    raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another session (ledger scope is `session`)")
-            self._touch("stash", "hash", cg_hash)
-        return _decompress(row[0], row[1]).decode("utf-8", "surrogatepass")
+        stored = self.backend.read_stash(cg_hash)
+        if stored is None:
+            self._raise_missing(cg_hash)
+        if self.scope == "session" and session_id is not None and not self.backend.seen_by("stash", cg_hash, session_id):
+            raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another session (ledger scope is `session`)")
+        self._touch("stash", cg_hash)
+        return codec.decompress(stored.data, stored.codec).decode("utf-8", "surrogatepass")
 
     def has_body(self, trm_id: str) -> bool:
-        with self._lock:
-            return self._conn.execute("SELECT 1 FROM bodies WHERE id = ?", (trm_id,)).fetchone() is not None
+        return self.backend.read_body(trm_id) is not None
 
     def events(self, since: float | None = None, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Recorded events, oldest first, as dicts (`detail` decoded)."""
         self.flush_quietly()
-        sql = "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE at >= ?"
-        params: list[Any] = [since or 0.0]
-        kinds = list(kinds or [])
-        if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            params += kinds
-        with self._lock:
-            rows = self._conn.execute(sql + " ORDER BY id", params).fetchall()
+        rows = self.backend.events(since or 0.0, list(kinds or []))
         cols = ("id", "at", "kind", "session_id", "server", "tool", "verdict", "reason", "ref_id", "chars_in", "chars_out", "detail")
         for row in rows:
-            item = dict(zip(cols, row))
+            item = dict(zip(cols, row, strict=True))
             item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
             yield item
 
     def call_counts(self, since: float | None = None) -> dict[tuple[str, str], int]:
         """How often each (server, downstream tool) was called since a time: for hot-tool learning."""
         self.flush_quietly()
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool",
-                (since or 0.0,),
-            ).fetchall()
-        return {(server, tool): n for server, tool, n in rows}
+        return self.backend.call_counts(since or 0.0)
 
     def counts(self) -> dict[str, int]:
         """Row counts and stored bytes, for stats and health."""
         self.flush_quietly()
-        with self._lock:
-            bodies, stored = self._conn.execute("SELECT count(*), coalesce(sum(stored_bytes), 0) FROM bodies").fetchone()
-            stash = self._conn.execute("SELECT count(*) FROM stash").fetchone()[0]
-            tombstones = self._conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
-        return {"bodies": bodies, "stored_bytes": stored, "stash": stash, "tombstones": tombstones}
+        return self.backend.counts().as_dict()
 
     # ---------------------------------------------------------------- retention
 
     def evict(self, now: float | None = None) -> list[str]:
         """Apply max_age_days and max_total_bytes (least recently used first); return evicted ids."""
-        now = time.time() if now is None else now
-        max_age = self.settings.max_age_days
-        max_total = self.settings.max_total_bytes
-        evicted: list[str] = []
-        if max_age is None and max_total is None:
-            return evicted
-        with self._write() as conn:
-            if max_age is not None:
-                cutoff = now - max_age * 86400.0
-                reason = f"not used for more than max_age_days={max_age:g}"
-                for table, key in (("bodies", "id"), ("stash", "hash")):
-                    ids = [r[0] for r in conn.execute(f"SELECT {key} FROM {table} WHERE last_used_at < ?", (cutoff,))]
-                    _tombstone(conn, table, key, ids, now, reason)
-                    evicted += ids
-            if max_total is not None:
-                total = conn.execute(
-                    "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)"
-                ).fetchone()[0]
-                if total > max_total:
-                    reason = f"least recently used when the ledger exceeded max_total_bytes={max_total}"
-                    rows = conn.execute(
-                        "SELECT 'bodies', id, stored_bytes, last_used_at FROM bodies"
-                        " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash ORDER BY 4, 2"
-                    )
-                    victims: dict[str, list[str]] = {"bodies": [], "stash": []}
-                    for table, id_, size, _ in rows:
-                        if total <= max_total:
-                            break
-                        victims[table].append(id_)
-                        total -= size
-                    _tombstone(conn, "bodies", "id", victims["bodies"], now, reason)
-                    _tombstone(conn, "stash", "hash", victims["stash"], now, reason)
-                    evicted += victims["bodies"] + victims["stash"]
-        if evicted:
-            log.info("ledger retention evicted %d entries", len(evicted))
-        return evicted
+        if self.settings.max_age_days is None and self.settings.max_total_bytes is None:
+            return []
+        return retention.evict(self.backend, self.settings, time.time() if now is None else now)
+
+    def set_last_used(self, id_: str, at: float) -> None:
+        """Set when a body (`trm_` id) or stash entry (hash) was last used: ages entries for
+        retention tests and maintenance; reads only ever move it forward."""
+        kind: EntryKind = "body" if id_.startswith("trm_") else "stash"
+        self.backend.set_last_used(kind, id_, at)
 
     # ---------------------------------------------------------------- internals
 
-    def _raise_missing(self, id_: str) -> None:
-        tomb = self._conn.execute("SELECT evicted_at, reason FROM tombstones WHERE id = ?", (id_,)).fetchone()
+    def _raise_missing(self, id_: str) -> NoReturn:
+        tomb = self.backend.tombstone_of(id_)
         if tomb is not None:
-            raise Evicted(id_, tomb[0], tomb[1])
+            raise Evicted(id_, tomb.evicted_at, tomb.reason)
         raise UnknownId(id_)
 
-    def _touch(self, table: str, key: str, id_: str) -> None:
-        if not self.writable:
-            return
-        try:
-            # Minute granularity is plenty for LRU and keeps paging through one body from writing on every page.
+    def _touch(self, kind: EntryKind, id_: str) -> None:
+        if self.writable:
             now = time.time()
-            self._conn.execute(f"UPDATE {table} SET last_used_at = ? WHERE {key} = ? AND last_used_at < ?", (now, id_, now - 60))
-        except sqlite3.Error as err:  # recency is a hint; a failed touch must not fail a read
-            log.debug("ledger touch failed: %s", err)
-
-    def _write(self) -> "_WriteTxn":
-        return _WriteTxn(self)
+            self.backend.touch(kind, id_, now, now - _TOUCH_EVERY_S)
 
 
-class _WriteTxn:
-    """BEGIN IMMEDIATE ... COMMIT under the ledger's lock; any sqlite/OS error becomes LedgerWriteError."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.ledger._lock.acquire()
-        conn = self.ledger._conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except (sqlite3.Error, OSError) as err:
-            self.ledger._lock.release()
-            raise LedgerWriteError(_describe(err, self.ledger)) from err
-        return conn
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        conn = self.ledger._conn
-        try:
-            if exc_type is None:
-                try:
-                    conn.execute("COMMIT")
-                    return False
-                except (sqlite3.Error, OSError) as err:
-                    _rollback(conn)
-                    raise LedgerWriteError(_describe(err, self.ledger)) from err
-            _rollback(conn)
-            if isinstance(exc, (sqlite3.Error, OSError)):
-                raise LedgerWriteError(_describe(exc, self.ledger)) from exc
-            return False
-        finally:
-            self.ledger._lock.release()
+def _event_row(e: LedgerEvent, at: float) -> EventRow:
+    detail = canonical_json(dict(e.detail)).decode() if e.detail else ""
+    return EventRow(at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, detail)
 
 
-def _rollback(conn: sqlite3.Connection) -> None:
-    try:
-        conn.execute("ROLLBACK")
-    except sqlite3.Error:
-        pass
-
-
-def _describe(err: BaseException, ledger: Ledger) -> str:
-    text = str(err)
-    low = text.lower()
-    if "locked" in low or "busy" in low:
-        hint = f"locked by another process for longer than busy_timeout_s={ledger.settings.busy_timeout_s:g}"
-    elif "readonly" in low or "read-only" in low or "permission" in low:
-        hint = "the file or its directory is read-only"
-    elif "full" in low or "no space" in low:
-        hint = "the disk (or the database size limit) is full"
-    else:
-        hint = "write failed"
-    return f"ledger {ledger.path}: {hint} ({text})"
-
-
-def _tombstone(conn: sqlite3.Connection, table: str, key: str, ids: list[str], now: float, reason: str) -> None:
-    for id_ in ids:
-        conn.execute(f"DELETE FROM {table} WHERE {key} = ?", (id_,))
-        conn.execute(
-            "INSERT INTO tombstones (id, kind, evicted_at, reason) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT(id) DO UPDATE SET evicted_at = excluded.evicted_at, reason = excluded.reason",
-            (id_, "body" if table == "bodies" else "stash", now, reason),
-        )
-
-
-_EVENT_INSERT = (
-    "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
-    " VALUES (:at, :kind, :session_id, :server, :tool, :verdict, :reason, :ref_id, :chars_in, :chars_out, :detail)"
-)
-
-
-def _event_row(e: LedgerEvent, now: float) -> dict[str, Any]:
-    return {
-        "at": now,
-        "kind": e.kind,
-        "session_id": e.session_id,
-        "server": e.server,
-        "tool": e.tool,
-        "verdict": e.verdict,
-        "reason": e.reason,
-        "ref_id": e.ref_id,
-        "chars_in": e.chars_in,
-        "chars_out": e.chars_out,
-        "detail": canonical_json(dict(e.detail)).decode() if e.detail else "",
-    }
-
-
-def _prepare_file(target: Path) -> None:
-    """Directory 0700 when we create it; file 0600 (its -wal/-shm files inherit the mode)."""
-    parent = target.parent
-    if not parent.exists():
-        parent.mkdir(parents=True, mode=0o700)
-        os.chmod(parent, 0o700)  # mkdir's mode is filtered by the umask
-    if not target.exists():
-        fd = os.open(target, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.close(fd)
-        os.chmod(target, 0o600)
-
-
-_ADDED_COLUMNS = {("bodies", "codec"): "zlib", ("stash", "codec"): "zlib"}
-
-
-def _create_schema(db: sqlite_utils.Database) -> None:
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db["bodies"].create(
-        {
-            "id": str, "server": str, "tool": str, "arguments": str, "session_id": str, "body": bytes, "codec": str,
-            "raw_bytes": int, "stored_bytes": int, "chars": int, "created_at": float, "last_used_at": float,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    db["stash"].create(
-        {"hash": str, "original": bytes, "codec": str, "chars": int, "created_at": float, "last_used_at": float}, pk="hash", if_not_exists=True
-    )
-    db["calls"].create(
-        {"trm_id": str, "session_id": str, "server": str, "tool": str, "at": float}, pk=("trm_id", "session_id"), if_not_exists=True
-    )
-    db["stash_owners"].create({"hash": str, "session_id": str}, pk=("hash", "session_id"), if_not_exists=True)
-    db["tombstones"].create({"id": str, "kind": str, "evicted_at": float, "reason": str}, pk="id", if_not_exists=True)
-    db["events"].create(
-        {
-            "id": int, "at": float, "kind": str, "session_id": str, "server": str, "tool": str, "verdict": str,
-            "reason": str, "ref_id": str, "chars_in": int, "chars_out": int, "detail": str,
-        },
-        pk="id",
-        if_not_exists=True,
-    )
-    # Columns added after ledgers were first written, filled with what their old rows imply:
-    # before `codec` existed every body and stash entry was zlib-compressed.
-    for (table, column), default in _ADDED_COLUMNS.items():
-        if column not in db[table].columns_dict:
-            db[table].add_column(column, str, not_null_default=default)
-    db["bodies"].create_index(["last_used_at"], if_not_exists=True)
-    db["stash"].create_index(["last_used_at"], if_not_exists=True)
-    db["events"].create_index(["at"], if_not_exists=True)
-    db["events"].create_index(["kind", "at"], if_not_exists=True)
-    db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+# Re-exported: callers imported these from `store.ledger` before the split.
+__all__ = [
+    "BodyInfo", "BodyRecord", "Evicted", "Ledger", "LedgerError", "LedgerEvent", "LedgerUnavailable", "LedgerWriteError",
+    "UnknownId", "canonical_json", "default_ledger_path", "trm_id_for",
+]

@@ -142,10 +142,14 @@ async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> ty
 
 
 def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
-    from ..store import UnknownId
+    from ..store import LedgerError, UnknownId
 
+    if env.ledger is None:
+        return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
     try:
         original = env.ledger.get_stash(hash_, session_id=env.session_id)
+    except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the marker may be fine
+        return error_result(f"context_guru_expand: the ledger cannot be read right now ({err}); try again shortly.")
     except UnknownId as err:
         _record(env, hash_, ok=False, chars=0)
         return error_result(
@@ -161,6 +165,8 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
 
 
 def _record(env: ToolEnv, hash_: str, *, ok: bool, chars: int) -> None:
+    if env.ledger is None:
+        return
     try:
         env.ledger.record_expand(env.session_id, hash_, ok=ok, chars_out=chars)
     except Exception as err:  # statistics must never cost the answer
@@ -174,7 +180,7 @@ async def http_expand(request: Any, state: Any) -> Any:
     """The original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no ledger."""
     from starlette.responses import PlainTextResponse
 
-    from ..store import UnknownId
+    from ..store import LedgerError, StashStore, UnknownId
 
     raw = request.path_params.get("hash", "")
     hash_ = parse_hash(raw)
@@ -187,14 +193,16 @@ async def http_expand(request: Any, state: Any) -> Any:
 
     if hash_ is None:
         return answer(400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n")
-    ledger = getattr(state, "ledger", None)
+    ledger: StashStore | None = state.ledger
     if ledger is None:
         return answer(503, "no ledger is open in this offload-mcp process\n")
-    if getattr(getattr(ledger, "settings", None), "scope", "global") == "session":
+    if ledger.scope == "session":
         # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
         return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
     try:
         original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
     except UnknownId as err:
         return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
+    except LedgerError as err:
+        return answer(503, f"the ledger cannot be read right now: {err}\n")
     return answer(200, original)

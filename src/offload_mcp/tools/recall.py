@@ -26,7 +26,8 @@ puts them in the model's context instead of persisting them to a file.
 
 Deterministic: the same ledger content and arguments give the same bytes.
 Slow inputs are bounded: substring search is linear; JSONPath parsing is
-limited in length and evaluation runs under a time limit.
+limited in length and evaluation runs in a worker process that is bounded
+in time, memory, matches and answer size, and killed when over (jsonpath_worker).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ import anyio
 import mcp_types as types
 import orjson
 
-from ..store.ledger import Evicted, UnknownId
+from ..store import Evicted, LedgerError, UnknownId
+from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,11 @@ _LINES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
 _JSON_PATH_MAX_LEN = 512
 _JSON_PATH_TIME_LIMIT_S = 5.0
 _MAX_OFFSET = 10**15
+_QUERY_MAX_LEN = 4096
+"""Longer queries are refused: a substring search for a page of text is a mistake, and answers repeat the query."""
+_ECHO_CHARS = 80
+"""Most characters of a caller's own input an answer or error repeats back."""
+_LINES_MAX_LEN = 48
 _ARGS = ("mem_id", "query", "offset", "max_chars", "json_path", "lines")
 
 INLINE_RESULT_CHARS = 50_000
@@ -114,6 +121,7 @@ class _Body:
         self._lower: str | None = None
         self._line_starts: list[int] | None = None
         self._json: tuple[Any, str] | None = None
+        self._json_bytes: bytes | None = None
 
     @property
     def lower(self) -> str:
@@ -157,26 +165,43 @@ class _Body:
                 raise _BadInput("this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines")
         return self._json
 
+    def json_bytes(self) -> bytes:
+        """The json_path document as JSON bytes (what the evaluating worker reads)."""
+        if self._json_bytes is None:
+            self._json_bytes = orjson.dumps(self.json_doc()[0])
+        return self._json_bytes
+
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
     if not mem_id.startswith("trm_"):
         return _load_marker(env, mem_id)
-    key = (str(getattr(env.ledger, "path", "")), mem_id)
-    scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") == "session"
+    ledger = env.ledger
+    if ledger is None:
+        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+    key = (ledger.location, mem_id)
+    scoped = ledger.scope == "session"
     with _CACHE_LOCK:
         cached = None if scoped else _CACHE.get(key)
     if cached is not None:
-        env.ledger.body_info(mem_id)  # still there? raises UnknownId / Evicted like a full read
+        ledger.body_info(mem_id)  # still there? raises UnknownId / Evicted like a full read
         with _CACHE_LOCK:
             if key in _CACHE:
                 _CACHE.move_to_end(key)
         return cached
-    body = _Body(env.ledger.get_body_json(mem_id, session_id=env.session_id))
+    body = _Body(ledger.get_body_json(mem_id, session_id=env.session_id))
     with _CACHE_LOCK:
         _CACHE[key] = body
         while len(_CACHE) > _CACHE_ENTRIES:
             _CACHE.popitem(last=False)
     return body
+
+
+def _shown(value: Any) -> str:
+    """`value` as an answer may repeat it: its repr, abbreviated past `_ECHO_CHARS` (the caller has it already)."""
+    text = repr(value)
+    if len(text) <= _ECHO_CHARS:
+        return text
+    return f"{text[:_ECHO_CHARS]}… ({len(text):,} chars)"
 
 
 def _load_marker(env: ToolEnv, marker: str) -> _Body:
@@ -185,6 +210,8 @@ def _load_marker(env: ToolEnv, marker: str) -> _Body:
 
     hash_ = parse_hash(marker)
     assert hash_ is not None
+    if env.ledger is None:
+        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
     original = env.ledger.get_stash(hash_, session_id=env.session_id)
     env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
     return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))
@@ -200,7 +227,7 @@ def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | Non
         elif isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
         else:
-            raise _BadInput(f"{name} must be a whole number, got {value!r}")
+            raise _BadInput(f"{name} must be a whole number, got {_shown(value)}")
     if value < minimum:
         raise _BadInput(f"{name} must be >= {minimum}, got {value}")
     if value > _MAX_OFFSET:
@@ -241,7 +268,7 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
 async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
     unknown = sorted(set(arguments) - set(_ARGS))
     if unknown:
-        raise _BadInput(f"unknown argument(s) {', '.join(unknown)}; valid: {', '.join(_ARGS)}")
+        raise _BadInput(f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}")
     mem_id = arguments.get("mem_id")
     if not isinstance(mem_id, str) or not mem_id:
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
@@ -251,7 +278,7 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         hash_ = parse_hash(mem_id)
         if hash_ is None:
             raise _BadInput(
-                f"mem_id {mem_id[:80]!r} is not a recall id; ids look like trm_ followed by 16 hex digits "
+                f"mem_id {_shown(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits "
                 "(as in the stub), or a <<cg:HASH>> marker"
             )
         mem_id = f"<<cg:{hash_}>>"
@@ -269,6 +296,10 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
     if query is not None and query == "":
         raise _BadInput("query must not be empty")
+    if query is not None and len(query) > _QUERY_MAX_LEN:
+        raise _BadInput(
+            f"query is {len(query):,} chars; at most {_QUERY_MAX_LEN:,}: search for a distinctive part of it, or page with offset"
+        )
     mode = settings.mode
     if json_path is not None and mode == "window":
         raise _BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
@@ -282,6 +313,8 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput(f"{err}; call the original tool again for a fresh result") from None
     except UnknownId as err:
         raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
+    except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
+        raise _BadInput(f"the ledger cannot be read right now ({err}); try the recall again shortly") from None
 
     limit = min(max_chars or cap, cap)
     capped_note = f" (max_chars capped at {cap:,})" if max_chars is not None and max_chars > cap else ""
@@ -315,9 +348,11 @@ def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
 
 
 def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
-    m = _LINES.match(spec)
-    if not m:
-        raise _BadInput(f"lines {spec!r} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers")
+    m = _LINES.match(spec) if len(spec) <= _LINES_MAX_LEN else None
+    if not m or any(g and len(g) > 15 for g in (m.group(1), m.group(3))):
+        raise _BadInput(
+            f"lines {_shown(spec)} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers (at most 15 digits)"
+        )
     first = int(m.group(1))
     last_text = m.group(3)
     starts = body.line_starts
@@ -327,7 +362,7 @@ def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     if first < 1:
         raise _BadInput("line numbers start at 1")
     if last < first:
-        raise _BadInput(f"lines {spec!r}: the end ({last}) is before the start ({first})")
+        raise _BadInput(f"lines {_shown(spec)}: the end ({last}) is before the start ({first})")
     if first > count:
         raise _BadInput(f"line {first:,} is past the end: the body has {count:,} lines")
     last = min(last, count)
@@ -366,7 +401,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         pos = haystack.find(needle, pos + max(len(needle), 1))
     if not positions:
         where = f" after offset {offset:,}" if offset else ""
-        return f"[{mem_id}: 0 matches for {query!r}{where} ({count:,} in all) in {total:,} chars]\n"
+        return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars]\n"
     parts: list[str] = []
     used = 0
     shown: list[int] = []
@@ -385,11 +420,16 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         last_end = hi
     more = [p for p in positions if p not in shown]
     resume = more[0] if more else (pos if pos != -1 else None)
-    nxt = f"next: {_call(mem_id, query=query, offset=resume)}" if resume is not None else "no more matches"
+    if resume is None:
+        nxt = "no more matches"
+    elif len(repr(query)) <= _ECHO_CHARS:
+        nxt = f"next: {_call(mem_id, query=query, offset=resume)}"
+    else:  # a long query is not repeated: the caller has it
+        nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
     before = haystack.count(needle, 0, offset) if offset else 0
     listing = ", ".join(f"{p:,}" for p in shown)
     header = (
-        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {query!r} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
+        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {_shown(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
         f"at chars {listing}; ±{window} chars each; {nxt}]"
     )
     return header + "\n" + "".join(parts)
@@ -401,31 +441,21 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
     try:
         from jsonpath_ng.ext import parse
 
-        expr = parse(path)
+        parse(path)  # syntax errors answer at once, before a worker starts
     except Exception as err:
         raise _BadInput(f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price") from None
     doc, source = body.json_doc()
-
-    def evaluate() -> list[tuple[str, Any]]:
-        return [(str(m.full_path), m.value) for m in expr.find(doc)]
-
     try:
-        with anyio.fail_after(_JSON_PATH_TIME_LIMIT_S):
-            matches = await anyio.to_thread.run_sync(evaluate, abandon_on_cancel=True)
-    except TimeoutError:
-        raise _BadInput(f"json_path {path!r} took longer than {_JSON_PATH_TIME_LIMIT_S:g}s; narrow it (avoid `..` on large documents)") from None
-    except Exception as err:
-        raise _BadInput(f"json_path {path!r} could not be evaluated: {err}") from None
-    if not matches:
+        # In a process of its own: bounded in time, memory, matches and size, and killed when over.
+        count, rendered = await evaluate(path, body.json_bytes(), time_limit_s=_JSON_PATH_TIME_LIMIT_S)
+    except JsonPathFailed as err:
+        raise _BadInput(f"json_path {path!r} {err}") from None
+    if count == 0:
         keys = list(doc)[:20] if isinstance(doc, dict) else f"an array of {len(doc)}" if isinstance(doc, list) else type(doc).__name__
         return f"[{mem_id}: json_path {path!r} matched nothing in {source}; top level: {keys}]\n"
-    if len(matches) == 1:
-        rendered = orjson.dumps(matches[0][1], option=orjson.OPT_INDENT_2).decode()
-    else:
-        rendered = orjson.dumps([{"path": p, "value": v} for p, v in matches], option=orjson.OPT_INDENT_2).decode()
     total = len(rendered)
     if offset > total or (offset == total and total > 0):
         raise _BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
     end = min(offset + limit, total)
     nxt = f"next: {_call(mem_id, json_path=path, offset=end)}" if end < total else "end of answer"
-    return f"[{mem_id}: json_path {path!r} in {source}: {len(matches):,} match{'es' if len(matches) != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"
+    return f"[{mem_id}: json_path {path!r} in {source}: {count:,} match{'es' if count != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
 from ..reducers.base import SessionMemory
+
+if TYPE_CHECKING:
+    from ..store import Ledger
 
 RECALL = "recall_tool_result"
 EXPAND = "context_guru_expand"
@@ -26,8 +29,8 @@ class ToolEnv:
 
     settings: Any
     """offload_mcp.config.OffloadSettings"""
-    ledger: Any | None
-    """offload_mcp.store.Ledger, or None when no ledger could be opened"""
+    ledger: Ledger | None
+    """The ledger (its BodyStore, StashStore and EventLog faces), or None when none could be opened"""
     session_id: str
     session: SessionMemory
     forward: Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]] | None = None

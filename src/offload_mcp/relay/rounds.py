@@ -1,0 +1,88 @@
+"""tools/call for a 2026-era client that may be asked something: the call runs parked (see parked.py).
+
+First round: the downstream call starts in the pool's process-lifetime task
+group with the `ParkedCall` as its upstream, and the round answers with the
+result or the server's first questions. Later rounds (carrying our
+`requestState`) deliver the client's answers and wait again. Own tools and
+unknown names take the ordinary path: they never ask the client anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+
+from ..tools.registry import error_result
+from .parked import ParkedCall
+
+if TYPE_CHECKING:
+    from ..server.proxy import ProxyState
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_ROUND = (
+    "offload-mcp no longer holds the call this input_required answer belongs to (it finished, timed out, "
+    "or ran on another offload-mcp process); call the tool again."
+)
+
+
+async def call_in_rounds(
+    state: ProxyState, ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    if params.request_state is not None:
+        parked = state.parking.get(params.request_state)
+        if parked is None:
+            return error_result(UNKNOWN_ROUND)
+        parked.session = ctx.session
+        unknown = parked.deliver(params.input_responses)
+        if unknown:
+            logger.info("input responses nobody waits for (answered already or timed out): %s", ", ".join(sorted(unknown)))
+        return await _next_round(state, parked)
+
+    arguments = dict(params.arguments or {})
+    session_id = state.session_id(ctx)
+    entry = state.catalog.lookup(params.name)
+    if entry is None or state._own_tool(params.name) is not None:
+        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx)
+
+    parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
+    progress = None
+    if ctx.meta and ctx.meta.get("progress_token") is not None:
+
+        async def report(value: float, total: float | None, message: str | None) -> None:
+            # Progress rides the stream of the round in progress.
+            if parked.session is not None:
+                await parked.session.report_progress(value, total, message)
+
+        progress = report
+
+    async def run() -> None:
+        try:
+            result = await state._call_downstream(
+                entry, arguments, session_id=session_id, meta=params.meta, upstream=parked, progress=progress
+            )
+        except Exception as err:
+            logger.exception("parked call to %s failed", entry.name)
+            result = error_result(f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}")
+        parked.finish(result)
+        # A client that never comes back for the result (it gave up) must not pin the call forever.
+        with anyio.move_on_after(state.settings.downstream.call_timeout_s):
+            await parked.claimed.wait()
+        state.parking.release(parked)
+
+    state.sessions_seen.add(session_id)
+    state.parking.park(parked)
+    if not state.pool.spawn(run):
+        state.parking.release(parked)
+        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx)
+    return await _next_round(state, parked)
+
+
+async def _next_round(state: ProxyState, parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
+    outcome = await parked.next_round()
+    if isinstance(outcome, types.CallToolResult):
+        state.parking.release(parked)
+    return outcome

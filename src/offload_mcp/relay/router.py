@@ -1,0 +1,324 @@
+"""Send each server-to-client request to the upstream client whose call caused it.
+
+How it works: every forwarded tools/call registers its upstream (the client
+session and the call's request id) as *in flight* on its downstream server
+for as long as it runs. A downstream session is shared by every upstream
+client, and neither stdio nor the SDK's client tells which outgoing call a
+server request belongs to, so a request is attributed by what is in flight
+on that server when it arrives:
+
+- calls of exactly one client in flight: that client, on the call's own
+  stream (streamable HTTP: the POST's response stream; 2026 era: an
+  input_required round of that call);
+- calls of several clients in flight: nobody. The request is refused with an
+  error saying so: a request caused by client A's call must never reach
+  client B, and there is no safe way to tell A from B here;
+- nothing in flight: the one connected handshake-era client (its standalone
+  channel), if there is exactly one; otherwise refused with the reason
+  (several HTTP clients share this proxy, or no client is connected).
+
+The chosen client must have declared the capability the request needs
+(sampling and its tools/context sub-capabilities, elicitation form/URL,
+roots); otherwise the server gets an error naming the missing capability.
+Log messages follow the same attribution; one that no single client can be
+told to own stays in offload-mcp's stderr log. Each message is named by its
+server in the `logger` field.
+
+Inert when no upstream client declared sampling, elicitation or roots: the
+downstream sessions then declare none, and servers send no such requests
+(one that does anyway gets the "did not declare" error, counted in stats).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+
+from .capabilities import lacks, relayed_part, union
+
+logger = logging.getLogger(__name__)
+
+
+class Upstream(Protocol):
+    """One upstream client as seen from one call (or from its standalone channel)."""
+
+    @property
+    def origin(self) -> object:
+        """Identity of the client: two calls of one client share it."""
+        ...
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None: ...
+
+    async def ask(self, request: types.ServerRequest, result_type: type[Any], timeout_s: float) -> Any: ...
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None: ...
+
+    async def notify(self, notification: types.ServerNotification) -> None: ...
+
+
+@dataclass(eq=False)
+class SessionUpstream:
+    """A handshake-era upstream session; `request_id` set = the call's own stream, None = standalone."""
+
+    session: Any  # mcp.server.session.ServerSession
+    request_id: types.RequestId | None = None
+
+    @property
+    def origin(self) -> object:
+        return getattr(self.session, "_connection", self.session)
+
+    @property
+    def capabilities(self) -> types.ClientCapabilities | None:
+        return self.session.client_capabilities  # type: ignore[no-any-return]
+
+    async def ask(self, request: types.ServerRequest, result_type: type[Any], timeout_s: float) -> Any:
+        related = ServerMessageMetadata(related_request_id=self.request_id) if self.request_id is not None else None
+        return await self.session.send_request(request, result_type, request_read_timeout_seconds=timeout_s, metadata=related)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in the 2026 era, live in the handshake era
+            await self.session.send_log_message(params.level, params.data, params.logger, related_request_id=self.request_id)
+
+    async def notify(self, notification: types.ServerNotification) -> None:
+        await self.session.send_notification(notification, related_request_id=self.request_id)
+
+
+@dataclass
+class RelayStats:
+    """Counted reasons, read by the status output and the tests."""
+
+    relayed: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    logs_forwarded: int = 0
+    logs_dropped: int = 0
+    redeclared: int = 0
+
+
+MAX_CONNECTED = 64
+"""Handshake-era connections remembered for requests outside a call (more than one means: refuse)."""
+
+REFUSED_AMBIGUOUS = "ambiguous"
+REFUSED_NO_CLIENT = "no_client"
+REFUSED_CAPABILITY = "capability"
+REFUSED_UPSTREAM_ERROR = "upstream_error"
+REFUSED_TIMEOUT = "timeout"
+
+
+class Relay:
+    """Process-wide: the capability declaration, the calls in flight, the connected clients."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.declared = types.ClientCapabilities()
+        self.log_level: types.LoggingLevel | None = None
+        self.stats = RelayStats()
+        self._in_flight: dict[str, list[Upstream]] = {}
+        self._last_observed: types.ClientCapabilities | None = None
+        self.roots_unanswered: set[str] = set()
+        """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
+        self._roots_answered: dict[str, anyio.Event] = {}
+        # Bounded, newest last: a session holds its connection, so weak keys would never be freed, and a
+        # closed HTTP session has no flag to read. Stale entries only ever make routing refuse, never misdeliver.
+        self._connected: dict[Any, Any] = {}
+
+    # ---- clients ---------------------------------------------------------
+
+    def observe(self, caps: types.ClientCapabilities | None) -> bool:
+        """Fold one client's declaration into what downstream declares; True when it grew."""
+        if caps is self._last_observed:
+            return False  # the same connection's declaration again: the common case, kept off the hot path
+        self._last_observed = caps
+        grown = union(self.declared, relayed_part(caps))
+        if grown == self.declared:
+            return False
+        self.declared = grown
+        return True
+
+    def connected(self, connection: Any, session: Any) -> None:
+        """A handshake-era client connection that can take requests outside a call."""
+        if connection is not None and connection not in self._connected:
+            self._connected[connection] = session
+            while len(self._connected) > MAX_CONNECTED:
+                del self._connected[next(iter(self._connected))]
+
+    def gone(self, upstream: Upstream) -> None:
+        """A standalone client that could not be reached is no longer counted as connected."""
+        self._connected.pop(upstream.origin, None)
+
+    def standalone(self) -> list[Upstream]:
+        return [SessionUpstream(session) for session in list(self._connected.values())]
+
+    @contextmanager
+    def in_flight(self, server: str, upstream: Upstream) -> Iterator[None]:
+        calls = self._in_flight.setdefault(server, [])
+        calls.append(upstream)
+        try:
+            yield
+        finally:
+            calls.remove(upstream)
+
+    def roots_answered(self, server: str) -> anyio.Event:
+        """Set when `server` next gets an answer to roots/list."""
+        return self._roots_answered.setdefault(server, anyio.Event())
+
+    # ---- routing ---------------------------------------------------------
+
+    def route(self, server: str, method: str, params: Any = None) -> Upstream | str:
+        """The client to send `method` to, or the sentence saying why there is none."""
+        calls = self._in_flight.get(server, [])
+        origins = {id(u.origin) for u in calls}
+        if len(origins) > 1:
+            self.stats.refused[REFUSED_AMBIGUOUS] += 1
+            return (
+                f"offload-mcp did not relay {method} from server '{server}': calls of {len(origins)} clients are in "
+                "flight on it and it cannot tell which one caused this request, so it goes to none of them"
+            )
+        if calls:
+            target = calls[-1]
+        else:
+            clients = self.standalone()
+            if len(clients) != 1:
+                self.stats.refused[REFUSED_NO_CLIENT] += 1
+                why = "no client is connected" if not clients else f"{len(clients)} clients are connected"
+                return (
+                    f"offload-mcp did not relay {method} from server '{server}': it came outside any tool call and "
+                    f"{why}, so there is no one client it belongs to"
+                )
+            target = clients[0]
+        missing = lacks(target.capabilities, method, params)
+        if missing is not None:
+            self.stats.refused[REFUSED_CAPABILITY] += 1
+            return (
+                f"offload-mcp did not relay {method} from server '{server}': the client it belongs to did not "
+                f"declare the {missing} capability"
+            )
+        return target
+
+    async def relay(self, server: str, request: types.ServerRequest, result_type: type[Any]) -> Any:
+        """Relay one request; the client's result, or ErrorData for the downstream server."""
+        params = getattr(request, "params", None)
+        target = self.route(server, request.method, params)
+        if isinstance(target, str):
+            logger.warning("%s", target)
+            return types.ErrorData(code=types.INVALID_REQUEST, message=target)
+        try:
+            result = await target.ask(request, result_type, self.timeout_s)
+        except MCPError as err:
+            self.stats.refused[REFUSED_UPSTREAM_ERROR] += 1
+            if err.error.code == types.CONNECTION_CLOSED:
+                self.gone(target)
+            if err.error.code == types.REQUEST_TIMEOUT:
+                self.stats.refused[REFUSED_TIMEOUT] += 1
+                message = (
+                    f"the client did not answer {request.method} within {self.timeout_s:g}s "
+                    "(offload.downstream.call_timeout_s)"
+                )
+                return types.ErrorData(code=types.REQUEST_TIMEOUT, message=message)
+            return err.error
+        except TimeoutError:
+            self.stats.refused[REFUSED_TIMEOUT] += 1
+            message = f"the client did not answer {request.method} within {self.timeout_s:g}s (offload.downstream.call_timeout_s)"
+            return types.ErrorData(code=types.REQUEST_TIMEOUT, message=message)
+        except Exception as err:  # a broken upstream must not take the downstream session down
+            self.stats.refused[REFUSED_UPSTREAM_ERROR] += 1
+            if isinstance(err, anyio.ClosedResourceError | anyio.BrokenResourceError):
+                self.gone(target)
+            logger.warning("relaying %s from %r failed: %r", request.method, server, err)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"offload-mcp could not relay {request.method}: {err}")
+        self.stats.relayed[request.method] += 1
+        return result
+
+    async def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
+        named = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
+        calls = self._in_flight.get(server, [])
+        origins = {id(u.origin) for u in calls}
+        if len(origins) > 1:
+            self.stats.logs_dropped += 1
+            logger.info("server %r log (not relayed: %d clients in flight) [%s]: %s", server, len(origins), params.level, params.data)
+            return
+        targets = calls[-1:] if calls else self.standalone()
+        if len(targets) > 1:
+            # No call explains it and several clients could see it: a late line of one client's call must not
+            # reach another, so it stays in our own log.
+            self.stats.logs_dropped += 1
+            logger.info("server %r log (not relayed: %d clients connected) [%s]: %s", server, len(targets), params.level, params.data)
+            return
+        for target in targets:
+            try:
+                with anyio.fail_after(2):
+                    await target.log(named)
+                self.stats.logs_forwarded += 1
+            except Exception as err:
+                self.stats.logs_dropped += 1
+                if isinstance(err, anyio.ClosedResourceError | anyio.BrokenResourceError):
+                    self.gone(target)
+                logger.debug("log from %r not delivered: %r", server, err)
+
+    async def notify(self, server: str, notification: types.ServerNotification) -> None:
+        """A notification meant for one client (notifications/elicitation/complete), routed like a log line."""
+        calls = self._in_flight.get(server, [])
+        targets = calls[-1:] if len({id(u.origin) for u in calls}) == 1 else ([] if calls else self.standalone())
+        if len(targets) != 1:
+            logger.info("server %r %s not relayed: no single client owns it", server, notification.method)
+            return
+        try:
+            with anyio.fail_after(2):
+                await targets[0].notify(notification)
+        except Exception as err:
+            logger.debug("%s from %r not delivered: %r", notification.method, server, err)
+
+    # ---- the downstream session's callbacks --------------------------------
+
+    def callbacks(self, server: str) -> dict[str, Any]:
+        """Keyword arguments for the server's ClientSession."""
+
+        async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+            result_type = types.CreateMessageResultWithTools if (params.tools or params.tool_choice) else types.CreateMessageResult
+            return await self.relay(server, types.CreateMessageRequest(params=params), result_type)
+
+        async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+            return await self.relay(server, types.ElicitRequest(params=params), types.ElicitResult)
+
+        async def list_roots(context: ClientRequestContext) -> Any:
+            result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
+            if isinstance(result, types.ErrorData):
+                self.roots_unanswered.add(server)
+            else:
+                self.roots_unanswered.discard(server)
+                self._roots_answered.pop(server, anyio.Event()).set()
+            return result
+
+        async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
+            await self.log(server, params)
+
+        return {
+            "sampling_callback": sampling,
+            "elicitation_callback": elicitation,
+            "list_roots_callback": list_roots,
+            "logging_callback": logging_callback,
+        }
+
+    def status(self) -> dict[str, Any]:
+        from .capabilities import wire
+
+        return {
+            "declared": wire(self.declared),
+            "relayed": dict(self.stats.relayed),
+            "refused": dict(self.stats.refused),
+            "logs_forwarded": self.stats.logs_forwarded,
+            "logs_dropped": self.stats.logs_dropped,
+            "redeclared": self.stats.redeclared,
+        }

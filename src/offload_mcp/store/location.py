@@ -1,0 +1,66 @@
+"""Where the ledger lives: a local SQLite file or a PostgreSQL URL, from the first of
+`--ledger`, OFFLOAD_MCP_LEDGER, `offload.ledger.url`, `offload.ledger.path`, the XDG default.
+
+A value with a `scheme://` is a URL and never a file name: `postgresql://` and `postgres://` pick
+the PostgreSQL backend, anything else is refused with the schemes we know (before, such a value
+quietly became a local folder named `postgresql:`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from .errors import LedgerUnavailable
+from .settings import URL_PATTERN, LedgerSettings
+
+ENV_VAR = "OFFLOAD_MCP_LEDGER"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+@dataclass(frozen=True)
+class LedgerTarget:
+    """A resolved ledger location: exactly one of `path` and `url` is set."""
+
+    path: Path | None = None
+    url: str | None = None
+
+    @property
+    def display(self) -> str:
+        return redact(self.url) if self.url is not None else str(self.path)
+
+
+def default_ledger_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("offload-mcp")) / "ledger.db"
+
+
+def is_url(value: str | os.PathLike[str]) -> bool:
+    return isinstance(value, str) and URL_PATTERN.match(value) is not None
+
+
+def resolve(settings: LedgerSettings, override: str | os.PathLike[str] | None = None) -> LedgerTarget:
+    env = os.environ.get(ENV_VAR) or None
+    for value in (override, env, settings.url, settings.path):
+        if value is None or value == "":
+            continue
+        if isinstance(value, str) and is_url(value):
+            scheme = urlsplit(value).scheme.lower()
+            if scheme not in POSTGRES_SCHEMES:
+                raise LedgerUnavailable(f"ledger URL {redact(value)}: unsupported scheme {scheme!r}; use a file path or postgresql://user@host/db")
+            return LedgerTarget(url=value)
+        return LedgerTarget(path=Path(value).expanduser())
+    return LedgerTarget(path=default_ledger_path())
+
+
+def redact(url: str) -> str:
+    """The URL without its password (logs and errors may be shared)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))

@@ -1,0 +1,355 @@
+"""The PostgreSQL backend: one shared ledger for several replicas (`postgresql://` URL).
+
+How it works: psycopg 3 with a connection pool (`offload-mcp[postgres]`). The proxy creates and
+migrates its own tables (versioned in `offload_meta`, one migration at a time under an advisory
+lock, so replicas starting together do not race). Rows are the same as in SQLite: bodies and cuts
+compressed by `store.codec`, ids derived from content, so writes are idempotent: two replicas
+committing the same result at once both succeed and leave one row (rows are written in id order,
+so two such transactions never deadlock). Retention and tombstones are shared by all replicas.
+
+When it is unreachable: every write raises LedgerWriteError and every read LedgerUnavailable with
+the cause, so the shaper passes results through untouched and recall says why; nothing waits
+longer than `busy_timeout_s` for a connection. The pool checks a connection before handing it
+out and keeps reconnecting in the background, so the replica recovers by itself when the server
+returns; the schema is (re)checked on first use if it could not be at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from .errors import LedgerUnavailable, LedgerWriteError
+from .interfaces import CommitRows, Counts, Entry, EntryKind, Stored, Tombstone
+from .location import redact
+from .records import BodyInfo
+from .schema import migrate_postgres
+from .settings import LedgerSettings
+
+try:  # optional extra: `pip install "offload-mcp[postgres]"`
+    import psycopg
+    import psycopg.errors
+    from psycopg_pool import ConnectionPool
+except ImportError:  # pragma: no cover - exercised only without the extra
+    psycopg = None  # type: ignore[assignment]
+    ConnectionPool = None  # type: ignore[assignment,misc]
+
+log = logging.getLogger(__name__)
+
+_TABLES = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
+
+
+class PostgresBackend:
+    """Rows in and out of a PostgreSQL ledger through a connection pool. Thread-safe."""
+
+    path: Path | None = None
+
+    def __init__(self, url: str, settings: LedgerSettings) -> None:
+        if psycopg is None or ConnectionPool is None:
+            raise LedgerUnavailable(
+                f"ledger {redact(url)}: PostgreSQL support is not installed; run `pip install \"offload-mcp[postgres]\"`"
+            )
+        self.location = redact(url)
+        self.settings = settings
+        self.writable = True
+        self._wait = max(settings.busy_timeout_s, 0.5)
+        self._schema_lock = threading.Lock()
+        self._schema_ready = False
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=settings.pool_size,
+            kwargs={"autocommit": True, "connect_timeout": max(1, round(self._wait))},
+            check=ConnectionPool.check_connection,
+            timeout=self._wait,
+            reconnect_timeout=5.0,  # then start over on the next request: recovery does not wait out a long backoff
+            name="offload-mcp-ledger",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=False)
+        except psycopg.Error as err:
+            raise LedgerUnavailable(f"ledger {self.location}: {err}") from None
+
+    @classmethod
+    def open(cls, url: str, settings: LedgerSettings) -> PostgresBackend:
+        """Open the pool and start migrating the schema in the background: the proxy's start-up
+        never waits on the database. Every operation waits for the schema (or checks it again if
+        the server was unreachable), so nothing is written before the tables are right."""
+        backend = cls(url, settings)
+        threading.Thread(target=backend._warm_up, name="ledger-schema", daemon=True).start()
+        return backend
+
+    def _warm_up(self) -> None:
+        try:
+            self._ensure_schema()
+        except LedgerUnavailable as err:
+            log.warning("%s: results pass through unmodified until it answers", err)
+
+    def close(self) -> None:
+        self._pool.close(timeout=2.0)
+
+    # ---------------------------------------------------------------- schema
+
+    def _ensure_schema(self) -> None:
+        if self._schema_ready:
+            return
+        with self._schema_lock:
+            if self._schema_ready:
+                return
+            with self._connection(LedgerUnavailable) as conn, conn.transaction():
+                migrate_postgres(conn, self.location)
+            self._schema_ready = True
+
+    def schema_version(self) -> int:
+        row = self._one("SELECT value FROM offload_meta WHERE key = 'schema_version'", ())
+        return int(row[0]) if row else 0
+
+    # ---------------------------------------------------------------- writing
+
+    def write(self, rows: CommitRows) -> None:
+        if not rows:
+            return
+        bodies = sorted(rows.bodies, key=lambda b: b.id)  # one lock order for every writer: no deadlocks
+        stash = sorted(rows.stash, key=lambda s: s.hash)
+        revived = sorted({b.id for b in bodies} | {s.hash for s in stash})
+        with self._transaction() as conn:
+            cur = conn.cursor()
+            if bodies:
+                cur.executemany(
+                    "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at",
+                    [(b.id, b.server, b.tool, b.arguments, b.session_id, b.body, b.codec, b.raw_bytes, b.stored_bytes, b.chars, b.created_at, b.last_used_at) for b in bodies],
+                )
+            if stash:
+                cur.executemany(
+                    "INSERT INTO stash (hash, original, codec, chars, created_at, last_used_at) VALUES (%s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (hash) DO UPDATE SET last_used_at = excluded.last_used_at",
+                    [(s.hash, s.original, s.codec, s.chars, s.created_at, s.last_used_at) for s in stash],
+                )
+            if revived:
+                cur.execute("DELETE FROM tombstones WHERE id = ANY(%s)", (revived,))
+            calls = sorted({(c.trm_id, c.session_id): c for c in rows.calls}.values(), key=lambda c: (c.trm_id, c.session_id))
+            if calls:
+                cur.executemany(
+                    "INSERT INTO calls (trm_id, session_id, server, tool, at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [(c.trm_id, c.session_id, c.server, c.tool, c.at) for c in calls],
+                )
+            owners = sorted(set(rows.stash_owners))
+            if owners:
+                cur.executemany("INSERT INTO stash_owners (hash, session_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", owners)
+            if rows.events:
+                cur.executemany(
+                    "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [(e.at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, e.detail) for e in rows.events],
+                )
+
+    def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
+        removed: list[str] = []
+        if not entries:
+            return removed
+        with self._transaction() as conn:
+            for entry in entries:
+                table, key = _TABLES[entry.kind]
+                gone = conn.execute(
+                    f"DELETE FROM {table} WHERE {key} = %s AND last_used_at <= %s",
+                    (entry.id, entry.last_used_at),
+                ).rowcount
+                if not gone:
+                    continue
+                conn.execute(
+                    "INSERT INTO tombstones (id, kind, evicted_at, reason) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (id) DO UPDATE SET evicted_at = excluded.evicted_at, reason = excluded.reason",
+                    (entry.id, entry.kind, now, reason),
+                )
+                removed.append(entry.id)
+        return removed
+
+    def touch(self, kind: EntryKind, id_: str, now: float, not_since: float) -> None:
+        table, key = _TABLES[kind]
+        try:
+            with self._connection(LedgerUnavailable) as conn:
+                conn.execute(f"UPDATE {table} SET last_used_at = %s WHERE {key} = %s AND last_used_at < %s", (now, id_, not_since))
+        except (LedgerUnavailable, psycopg.Error) as err:  # recency is a hint; a failed touch must not fail a read
+            log.debug("ledger touch failed: %s", err)
+
+    def set_last_used(self, kind: EntryKind, id_: str, at: float) -> None:
+        table, key = _TABLES[kind]
+        with self._transaction() as conn:
+            conn.execute(f"UPDATE {table} SET last_used_at = %s WHERE {key} = %s", (at, id_))
+
+    # ---------------------------------------------------------------- reading
+
+    def read_body(self, trm_id: str) -> Stored | None:
+        row = self._one("SELECT body, codec FROM bodies WHERE id = %s", (trm_id,))
+        return None if row is None else Stored(bytes(row[0]), row[1])
+
+    def read_stash(self, cg_hash: str) -> Stored | None:
+        row = self._one("SELECT original, codec FROM stash WHERE hash = %s", (cg_hash,))
+        return None if row is None else Stored(bytes(row[0]), row[1])
+
+    def seen_by(self, kind: EntryKind, id_: str, session_id: str) -> bool:
+        if kind == "body":
+            sql = "SELECT 1 FROM calls WHERE trm_id = %s AND session_id = %s LIMIT 1"
+        else:
+            sql = "SELECT 1 FROM stash_owners WHERE hash = %s AND session_id = %s LIMIT 1"
+        return self._one(sql, (id_, session_id)) is not None
+
+    def tombstone_of(self, id_: str) -> Tombstone | None:
+        row = self._one("SELECT evicted_at, reason FROM tombstones WHERE id = %s", (id_,))
+        return None if row is None else Tombstone(row[0], row[1])
+
+    def body_info(self, trm_id: str) -> BodyInfo | None:
+        row = self._one(
+            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = %s", (trm_id,)
+        )
+        if row is None:
+            return None
+        return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
+
+    def events(self, since: float, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
+        sql = "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE at >= %s"
+        params: list[Any] = [since]
+        if kinds:
+            sql += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        return self._all(sql + " ORDER BY id", params)
+
+    def call_counts(self, since: float) -> dict[tuple[str, str], int]:
+        rows = self._all("SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= %s GROUP BY server, tool", (since,))
+        return {(server, tool): int(n) for server, tool, n in rows}
+
+    def counts(self) -> Counts:
+        row = self._one(
+            "SELECT (SELECT count(*) FROM bodies), (SELECT coalesce(sum(stored_bytes), 0) FROM bodies),"
+            " (SELECT count(*) FROM stash), (SELECT count(*) FROM tombstones)",
+            (),
+        )
+        return Counts(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+    def stored_total(self) -> int:
+        row = self._one("SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)", ())
+        return int(row[0])
+
+    def unused_since(self, cutoff: float) -> list[Entry]:
+        rows = self._all(
+            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies WHERE last_used_at < %s"
+            " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash WHERE last_used_at < %s",
+            (cutoff, cutoff),
+        )
+        return [Entry(kind, id_, int(size), used) for kind, id_, size, used in rows]
+
+    def by_recency(self) -> Iterator[Entry]:
+        rows = self._all(
+            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash"
+            " ORDER BY 4, 2",
+            (),
+        )
+        for kind, id_, size, used in rows:
+            yield Entry(kind, id_, int(size), used)
+
+    def reachable(self) -> tuple[bool, str]:
+        try:
+            self._one("SELECT 1", ())
+        except LedgerUnavailable as err:
+            return False, str(err)
+        return True, "ok"
+
+    def integrity(self) -> str:
+        """The server keeps its own pages sound; what we can check is that our tables answer."""
+        self.counts()
+        return "ok"
+
+    # ---------------------------------------------------------------- internals
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        self._ensure_schema()
+        with self._connection(LedgerUnavailable) as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def _all(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        self._ensure_schema()
+        with self._connection(LedgerUnavailable) as conn:
+            rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+        return rows
+
+    def _connection(self, error: type[Exception]) -> _Checkout:
+        return _Checkout(self, error, transaction=False)
+
+    def _transaction(self) -> _Checkout:
+        try:
+            self._ensure_schema()
+        except LedgerUnavailable as err:
+            raise LedgerWriteError(str(err)) from None
+        return _Checkout(self, LedgerWriteError, transaction=True)
+
+    def describe(self, err: BaseException) -> str:
+        text = " ".join(str(err).split()) or type(err).__name__
+        if isinstance(err, psycopg.errors.LockNotAvailable):
+            hint = f"locked by another writer for longer than busy_timeout_s={self.settings.busy_timeout_s:g}"
+        elif isinstance(err, psycopg.errors.DiskFull):
+            hint = "the database server's disk is full"
+        elif isinstance(err, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction):
+            hint = "the database user may not write (read-only)"
+        elif isinstance(err, psycopg.OperationalError | psycopg.InterfaceError):
+            hint = "PostgreSQL is unreachable"
+        else:
+            hint = "write failed"
+        return f"ledger {self.location}: {hint} ({text})"
+
+
+class _Checkout:
+    """A pooled connection (in a transaction with a lock timeout, for writes); driver errors become
+    the ledger's own: `error` for reads, LedgerWriteError for writes."""
+
+    def __init__(self, backend: PostgresBackend, error: type[Exception], *, transaction: bool) -> None:
+        self.backend = backend
+        self.error = error
+        self.transaction = transaction
+        self._cm: Any = None
+        self._txn: Any = None
+
+    def __enter__(self) -> Any:
+        try:
+            self._cm = self.backend._pool.connection(timeout=self.backend._wait)
+            conn = self._cm.__enter__()
+            if self.transaction:
+                self._txn = conn.transaction()
+                self._txn.__enter__()
+                conn.execute(f"SET LOCAL lock_timeout = '{int(self.backend.settings.busy_timeout_s * 1000)}ms'")
+            return conn
+        except psycopg.Error as err:
+            self._unwind(type(err), err)
+            raise self.error(self.backend.describe(err)) from None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        try:
+            self._unwind(exc_type, exc)
+        except psycopg.Error as err:  # the COMMIT itself failed
+            raise self.error(self.backend.describe(err)) from None
+        if isinstance(exc, psycopg.Error):
+            raise self.error(self.backend.describe(exc)) from None
+        return False
+
+    def _unwind(self, exc_type: Any, exc: Any) -> None:
+        try:
+            if self._txn is not None:
+                txn, self._txn = self._txn, None
+                try:
+                    txn.__exit__(exc_type, exc, None)
+                except psycopg.Error:
+                    if exc is None:
+                        raise  # the COMMIT failed: the caller must know
+        finally:
+            if self._cm is not None:
+                cm, self._cm = self._cm, None
+                try:
+                    cm.__exit__(exc_type, exc, None)
+                except psycopg.Error:
+                    pass

@@ -37,6 +37,8 @@ class FakeMessagesAPI:
     requests: list[dict[str, Any]] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     """Every tool_result block Claude Code sent, in order, with `tool` (the name it answered)."""
+    errors: list[str] = field(default_factory=list)
+    """Scripted steps that raised (each ended the run with a text answer)."""
     tools_seen: list[list[str]] = field(default_factory=list)
     """Tool names offered to the model on each main-conversation turn."""
     _server: ThreadingHTTPServer | None = None
@@ -144,7 +146,13 @@ class FakeMessagesAPI:
         if turn >= len(self.steps):
             return {"text": "done"}
         step = self.steps[turn]
-        return step(list(self.tool_results)) if callable(step) else step
+        if not callable(step):
+            return step
+        try:
+            return step(list(self.tool_results))
+        except Exception as err:  # a broken script ends the run at once (a crash here makes Claude Code retry for minutes)
+            self.errors.append(f"turn {turn}: {type(err).__name__}: {err}")
+            return {"text": f"script failed at turn {turn}"}
 
     @staticmethod
     def _content(step: Step, n: int) -> list[dict[str, Any]]:

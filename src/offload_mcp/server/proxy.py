@@ -171,6 +171,11 @@ class ProxyState:
         if wait is not None and not self.pool.settled.is_set():
             await wait(self.settings.downstream.first_list_wait_s)
 
+    async def settle(self) -> None:
+        """Before routing a resource/prompt request: servers still starting get the first-listing bound."""
+        if not self.pool.settled.is_set():
+            await self.pool.wait_settled(self.settings.downstream.first_list_wait_s)
+
     def status_tool(self) -> types.Tool | None:
         """A tool entry saying no wrapped server is serving (and why), or None while any serves."""
         servers = list(self.pool.servers.values())
@@ -489,6 +494,7 @@ class ProxyState:
         return [s.name for s in self.pool.servers.values() if s.capabilities and s.capabilities.resources is not None]
 
     async def read_resource(self, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        await self.settle()
         uri = str(params.uri)
         candidates = self._resource_servers(uri)
         if not candidates:
@@ -504,6 +510,7 @@ class ProxyState:
         raise last
 
     async def get_prompt(self, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        await self.settle()
         route = self.prompt_routes.get(params.name)
         if route is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
@@ -512,6 +519,7 @@ class ProxyState:
         return await self.pool.servers[server].request("prompts/get", forwarded, types.GetPromptResult)
 
     async def subscribe(self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await self.settle()
         uri = str(params.uri)
         forwarded = params.model_copy(update={"meta": strip_meta(params.meta)})
         for name in self._resource_servers(uri):
@@ -523,6 +531,7 @@ class ProxyState:
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Argument completion, routed like prompts/get (prompt ref) or by resource template (template ref)."""
+        await self.settle()
         ref = params.ref
         target: str | None = None
         if isinstance(ref, types.PromptReference):
@@ -642,6 +651,7 @@ def build_server(state: ProxyState) -> Server[Any]:
         )
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        await state.settle()
         return types.ListResourcesResult(resources=state.list_resources())
 
     async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
@@ -651,6 +661,7 @@ def build_server(state: ProxyState) -> Server[Any]:
         return await state.read_resource(params)
 
     async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        await state.settle()
         return types.ListPromptsResult(prompts=state.list_prompts())
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:

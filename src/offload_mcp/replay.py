@@ -9,11 +9,10 @@ a reduced one must name a marker whose stash is the exact original, an
 offloaded one must recall (by its `trm_` id) to the exact original body. A
 record that fails is counted as unrecoverable (the run fails if any is).
 
-Dollars: a token saved on an output is a token not carried on every later turn
-of its trajectory. With prompt caching (the default, as on Claude Code) that
-is one cache write plus one cache read per remaining turn; remaining turns come
-from the trajectory's real last `step` (records without `traj`/`step` count
-the policy's `horizon`). Offloaded outputs are charged the expected recall
+Dollars (policy/economics.py, the terms the gate and stats use): a token saved
+on an output is worth carry(1, H), H being the calls that followed it in its
+trajectory (`last step - step`; records without `traj`/`step` count the
+policy's `horizon`). Offloaded outputs are charged the expected recall
 (`recall_probability` x a recall hop).
 """
 
@@ -280,6 +279,7 @@ def _tally(report: ReplayReport, record: Record, shaped: Any) -> None:
 
 
 def _dollars(records: list[Record], saved: list[float], offloaded: list[bool], settings: Any, models: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    from .policy.economics import Rates
     from .policy.pricing import resolve_price
 
     p = settings.policy
@@ -290,14 +290,12 @@ def _dollars(records: list[Record], saved: list[float], offloaded: list[bool], s
         if price is None:
             out[model] = {"error": 1.0}
             continue
-        if p.prompt_caching:
-            carry = [price.cache_write(p.cache_ttl) + turns * price.cache_read for turns in remaining]
-        else:
-            carry = [(1 + turns) * price.input for turns in remaining]
-        recall_hop = p.recall_input_tokens * price.input + p.recall_output_tokens * price.output
-        gross = sum(s * c for s, c in zip(saved, carry)) / 1e6
-        recall = sum(p.recall_probability * recall_hop for o in offloaded if o) / 1e6
-        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry)) / 1e6
+        rates = Rates.of(price, prompt_caching=p.prompt_caching, cache_ttl=p.cache_ttl)
+        carry = [rates.carry_per_token(turns) for turns in remaining]
+        recall_hop = rates.recall_hop(p.recall_input_tokens, p.recall_output_tokens)
+        gross = sum(s * c for s, c in zip(saved, carry))
+        recall = sum(p.recall_probability * recall_hop for o in offloaded if o)
+        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry))
         out[model] = {
             "baseline_usd": round(baseline, 4),
             "saved_usd": round(gross - recall, 4),

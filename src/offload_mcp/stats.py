@@ -9,14 +9,12 @@ configured priors (with suggested values), decisions by reason and reducer
 declines by reason. The `stats` command, `serve`'s exit summary and the demo
 all read this one aggregation.
 
-Pricing (cache-aware, the same carry model as policy/gate.py): a token kept
-out of the transcript saves its cache write once plus a cache read on every
-later turn that would have carried it. "Later turns" is observed, never
-assumed: the calls that followed the result in its session (a result that
-ended its session saved nothing beyond its tokens, which is conservative).
-Recalls and expands are charged back: the slice they returned enters the
-context as new input (cache write rate) and the model writes the call
-(`recall_output_tokens` at the output rate). Observe-mode results are priced
+Pricing: policy/economics.py, the same terms the gate decides on. A token
+kept out of the transcript saves carry(1, H), H being observed, never assumed:
+the calls that followed the result in its session (economics.py defines H and
+says why the final answer turn is not counted). Recalls and expands are charged
+back as a recall hop: the slice they returned enters the context as new content
+and the model writes the call (`recall_output_tokens` at the output rate). Observe-mode results are priced
 the same way and reported as "would have saved"; since nothing was offloaded,
 their recall cost is the configured prior, p_recall x one recall hop.
 """
@@ -31,13 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .policy.economics import Rates
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
 MIN_SAMPLES_FOR_SUGGESTION = 5
-_PER_MILLION = 1_000_000.0
 
 
 # ---------------------------------------------------------------- reading events
@@ -178,22 +176,12 @@ class StatsReport:
         return data
 
 
-def _carry_rate(price: Price, settings: PolicySettings, turns: int) -> float:
-    """USD per token carried for `turns` later turns (gate.py's model; 0 turns costs nothing)."""
-    if turns <= 0:
-        return 0.0
-    if settings.prompt_caching:
-        return (price.cache_write(settings.cache_ttl) + price.cache_read * (turns - 1)) / _PER_MILLION
-    return price.input * turns / _PER_MILLION
+def _rates(price: Price, settings: PolicySettings) -> Rates:
+    return Rates.of(price, prompt_caching=settings.prompt_caching, cache_ttl=settings.cache_ttl)
 
 
-def _new_content_rate(price: Price, settings: PolicySettings) -> float:
-    return (price.cache_write(settings.cache_ttl) if settings.prompt_caching else price.input) / _PER_MILLION
-
-
-def _recall_hop_usd(price: Price, settings: PolicySettings, chars_returned: float) -> float:
-    cpt = settings.chars_per_token
-    return (chars_returned / cpt) * _new_content_rate(price, settings) + settings.recall_output_tokens * price.output / _PER_MILLION
+def _recall_hop_usd(rates: Rates, settings: PolicySettings, chars_returned: float) -> float:
+    return rates.recall_hop(chars_returned / settings.chars_per_token, settings.recall_output_tokens)
 
 
 def _suggest_horizon(values: list[int]) -> float | None:
@@ -216,6 +204,7 @@ def aggregate(
     settings = settings or PolicySettings()
     model = model or settings.model
     price = resolve_price(model, settings.pricing)
+    rates = _rates(price, settings) if price else None
     cpt = settings.chars_per_token
     wanted = set(session_ids) if session_ids is not None else None
 
@@ -286,12 +275,12 @@ def aggregate(
                     offloaded_ids.add(ref)
                     offload_owner[ref] = key
             saved_tokens = max(0, chars_in - sent) / cpt
-            usd = saved_tokens * _carry_rate(price, settings, turns) if price else 0.0
+            usd = rates.carry(saved_tokens, turns) if rates else 0.0
             if observe:
                 row.observed += 1
-                if offloaded and price:
+                if offloaded and rates:
                     # Nothing was offloaded, so no recall was observed: charge the configured prior.
-                    usd -= settings.recall_probability * _recall_hop_usd(price, settings, settings.recall_input_tokens * cpt)
+                    usd -= settings.recall_probability * _recall_hop_usd(rates, settings, settings.recall_input_tokens * cpt)
                 row.would_tokens_saved += saved_tokens
                 row.would_usd_saved += usd
             else:
@@ -313,8 +302,8 @@ def aggregate(
             owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
             if kind == "expand" and ok and owner in rows:
                 rows[owner].expands += 1
-            if price and ok:
-                recall_usd_by_row[owner] += _recall_hop_usd(price, settings, int(event.get("chars_out") or 0))
+            if rates and ok:
+                recall_usd_by_row[owner] += _recall_hop_usd(rates, settings, int(event.get("chars_out") or 0))
 
     # Recall and expand hops are charged to the tool whose result they brought back.
     for owner, usd in recall_usd_by_row.items():

@@ -19,7 +19,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..policy.settings import PolicySettings
 
 EXAMPLES = """\
 examples:
@@ -275,14 +278,25 @@ def _print_totals(report: Any, settings: Any, console: Any) -> None:
     verb = "would have kept" if observe else "kept"
     console.print(f"\n[bold]saved[/bold]: the model {verb} ~{tokens:,.0f} of ~{before:,.0f} tokens out of its context "
                   f"({tokens / before:.0%})." if before else "")
-    if report.priced:
-        from ..policy.pricing import resolve_price
-
-        price = resolve_price(report.model, settings.policy.pricing)
-        first = tokens * price.cache_write(settings.policy.cache_ttl) / 1e6
-        later = tokens * price.cache_read / 1e6
-        console.print(f"   at {report.model} with prompt caching: ${first:,.2f} on the turn each result arrives, "
+    per_turn = carry_figures(tokens, report.model, settings.policy)
+    if report.priced and per_turn is not None:
+        first, later = per_turn
+        caching = "with prompt caching" if settings.policy.prompt_caching else "without prompt caching"
+        console.print(f"   at {report.model} {caching}: ${first:,.2f} on the turn each result arrives, "
                       f"then ${later:,.2f} on every later turn that carries it.")
         saved = "would have saved" if observe else "saved"
         console.print(f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
                       f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers.")
+
+
+def carry_figures(tokens: float, model: str, policy: PolicySettings) -> tuple[float, float] | None:
+    """USD to carry `tokens` on the first request that reads them and on each later one (policy/economics.py)."""
+    from ..policy.economics import Rates
+    from ..policy.pricing import resolve_price
+
+    price = resolve_price(model, policy.pricing)
+    if price is None:
+        return None
+    rates = Rates.of(price, prompt_caching=policy.prompt_caching, cache_ttl=policy.cache_ttl)
+    first = rates.carry(tokens, 1)
+    return first, rates.carry(tokens, 2) - first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from decision_records import decision_record, decision_row
 
 from offload_mcp.commands.demo import carry_figures
 from offload_mcp.config import OffloadSettings
@@ -10,6 +11,7 @@ from offload_mcp.policy.economics import Rates, offload_terms
 from offload_mcp.policy.gate import OffloadGateInputs, evaluate_offload_gate
 from offload_mcp.policy.pricing import resolve_price
 from offload_mcp.policy.settings import PolicySettings
+from offload_mcp.record import ShapeVerdict
 from offload_mcp.replay import Record, _dollars
 from offload_mcp.stats import aggregate
 
@@ -21,17 +23,12 @@ def _policy(caching: bool, ttl: str = "5m") -> PolicySettings:
     return PolicySettings(model=MODEL, prompt_caching=caching, cache_ttl=ttl, stub_tokens=S)  # type: ignore[arg-type]
 
 
-def _stats_events(policy: PolicySettings, *, verdict: str, chars_in: int, chars_out: int, observe: bool) -> list[dict[str, object]]:
+def _stats_events(*, verdict: ShapeVerdict, chars_in: int, chars_out: int, observe: bool) -> list[dict[str, object]]:
     """One result in session "s", then H more calls that save nothing (so the result is carried H times)."""
-    def row(id_: int, tool: str, verdict: str, chars_in: int, chars_out: int) -> dict[str, object]:
-        detail = {"mode": "observe" if observe else "enforce", "reducers": []}
-        return {"id": id_, "at": float(id_), "kind": "decision", "session_id": "s", "server": "srv", "tool": tool,
-                "verdict": verdict, "reason": "r", "ref_id": "", "chars_in": chars_in,
-                "chars_out": chars_in if observe else chars_out, "detail": {**detail, "would_chars_out": chars_out} if observe else detail}
-
-    first = row(1, "big", verdict, chars_in, chars_out)
-    later = [row(2 + i, "small", "keep", 10, 10) for i in range(H)]
-    return [first, *later]
+    mode = "observe" if observe else "enforce"
+    first = decision_record("s", "srv", "big", verdict, "gate_fired", chars_in, chars_out, mode=mode, would_chars_out=chars_out if observe else None)
+    later = [decision_record("s", "srv", "small", "keep", "small", 10, mode=mode) for _ in range(H)]
+    return [decision_row(record, id_=i, at=float(i)) for i, record in enumerate([first, *later], 1)]
 
 
 @pytest.mark.parametrize(("caching", "ttl"), [(True, "5m"), (True, "1h"), (False, "5m")])
@@ -45,7 +42,7 @@ def test_gate_stats_and_replay_price_a_would_be_offload_the_same(caching: bool, 
     ))
 
     # stats: an observe-mode offload (nothing recalled yet, so the prior recall is charged), followed by H calls
-    events = _stats_events(policy, verdict="offload", chars_in=int(T * cpt), chars_out=int(S * cpt), observe=True)
+    events = _stats_events(verdict="offload", chars_in=int(T * cpt), chars_out=int(S * cpt), observe=True)
     stats_usd = aggregate(events, policy).totals.would_usd_saved
 
     # replay: the same result as step 0 of an (H+1)-step trajectory, offloaded to an S-token stub
@@ -62,7 +59,7 @@ def test_gate_stats_and_replay_price_a_would_be_offload_the_same(caching: bool, 
 def test_stats_and_the_demo_price_a_reduction_the_same(caching: bool) -> None:
     policy = _policy(caching)
     saved_tokens = 25_000
-    events = _stats_events(policy, verdict="reduce", chars_in=40_000 * 4, chars_out=15_000 * 4, observe=False)
+    events = _stats_events(verdict="reduce", chars_in=40_000 * 4, chars_out=15_000 * 4, observe=False)
     stats_usd = aggregate(events, policy).totals.usd_saved
 
     per_turn = carry_figures(saved_tokens, MODEL, policy)

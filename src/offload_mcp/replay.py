@@ -26,12 +26,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import orjson
 
 from .reducers.base import MARKER_RE
+
+if TYPE_CHECKING:
+    from .record import DecisionEvent
+    from .store.ledger import Ledger
 
 BIG_OUTPUT_CHARS = 60_000
 REFERENCE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-haiku-4-5", "gpt-5")
@@ -175,7 +179,7 @@ def _text_of(result: types.CallToolResult) -> str | None:
     return texts[0] if len(texts) == 1 and len(result.content) == 1 else None
 
 
-def _verify(record: Record, out: types.CallToolResult, report: Any, ledger: Any) -> str | None:
+def _verify(record: Record, out: types.CallToolResult, report: DecisionEvent, ledger: Ledger) -> str | None:
     """None when the record restores byte for byte, else what is missing."""
     verdict = report.verdict
     if verdict == "offload":
@@ -259,7 +263,7 @@ def replay(
     return report
 
 
-def _tally(report: ReplayReport, record: Record, shaped: Any) -> None:
+def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent) -> None:
     report.records += 1
     report.chars_in += shaped.chars_in
     report.chars_out += shaped.chars_out

@@ -1,8 +1,9 @@
 """What offload-mcp did, read back from the ledger: per server and tool, priced per model.
 
-How it works: the shaper writes one `decision` event per downstream result
-(verdict, reason, chars in and out, reducer events, gate terms in `detail`);
-the own tools write `recall` and `expand` events. `aggregate()` folds those
+How it works: the shaper writes one decision record (record.DecisionEvent:
+verdict, reason, mode, chars in and out, reducer events, the gate's terms) per
+downstream result, read back strictly; the own tools write `recall` and
+`expand` events. `aggregate()` folds those
 into a `StatsReport`: results seen, reduced, offloaded, tokens and dollars
 saved, the recall rate and conversation horizon actually observed next to the
 configured priors (with suggested values), decisions by reason and reducer
@@ -32,6 +33,7 @@ from typing import Any
 from .policy.economics import Rates
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
+from .record import DecisionEvent
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
@@ -41,69 +43,9 @@ MIN_SAMPLES_FOR_SUGGESTION = 5
 # ---------------------------------------------------------------- reading events
 
 
-def _detail(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    detail = event.get("detail") or {}
-    return detail if isinstance(detail, Mapping) else {}
-
-
-def is_observe(event: Mapping[str, Any]) -> bool:
-    """An event recorded in observe mode: the client got the original; the figures are what would have happened."""
-    d = _detail(event)
-    return d.get("mode") == "observe" or d.get("observe") is True or str(event.get("verdict", "")).startswith("would_")
-
-
-def verdict_of(event: Mapping[str, Any]) -> str:
-    verdict = str(event.get("verdict") or "keep")
-    return verdict.removeprefix("would_")
-
-
-def reducer_events(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    d = _detail(event)
-    for key in ("reducer_events", "reducers", "events"):
-        value = d.get(key)
-        if isinstance(value, list):
-            return [e for e in value if isinstance(e, Mapping)]
-    return []
-
-
-def chars_after_reducers(event: Mapping[str, Any]) -> int:
-    """Characters left after the reducers, before the policy: what a kept result costs."""
-    d = _detail(event)
-    decision = d.get("decision")
-    if isinstance(decision, Mapping) and isinstance(decision.get("chars"), int):
-        return int(decision["chars"])
-    acted = [e for e in reducer_events(event) if e.get("acted")]
-    if acted and isinstance(acted[-1].get("chars_after"), int):
-        return int(acted[-1]["chars_after"])
-    return int(event.get("chars_in") or 0)
-
-
-def chars_sent(event: Mapping[str, Any], stub_chars: float) -> int:
-    """Characters the client received (enforce) or would have received (observe).
-
-    In observe mode the client got the original, so the ledger's chars_out is
-    chars_in; what enforce mode would have sent is `would_chars_out` when the
-    shaper records it, else the reduced size for a reduction and at most one
-    stub budget for an offload.
-    """
-    d = _detail(event)
-    chars_in = int(event.get("chars_in") or 0)
-    if not is_observe(event):
-        return int(event.get("chars_out") or 0)
-    for key in ("would_chars_out", "would_be_chars_out"):
-        if isinstance(d.get(key), int):
-            return int(d[key])
-    verdict = verdict_of(event)
-    if verdict == "offload":
-        return int(min(chars_in, stub_chars))
-    if verdict == "reduce":
-        return min(chars_in, chars_after_reducers(event))
-    return chars_in
-
-
-def stash_hashes(event: Mapping[str, Any]) -> list[str]:
-    value = _detail(event).get("stash_hashes")
-    return [str(h) for h in value] if isinstance(value, list) else []
+def chars_sent(record: DecisionEvent) -> int:
+    """Characters the client received (enforce) or would have received (observe): the record says which."""
+    return record.shaped_chars_out
 
 
 # ---------------------------------------------------------------- the report
@@ -242,35 +184,34 @@ def aggregate(
     for index, event in enumerate(calls):
         kind = event.get("kind")
         if kind == "decision":
-            key = (str(event.get("server") or "?"), str(event.get("tool") or "?"))
+            record = DecisionEvent.from_ledger_row(event)
+            key = (record.server, record.tool)
             row = rows.setdefault(key, ToolStats(*key))
-            observe = is_observe(event)
-            verdict = verdict_of(event)
-            reason = str(event.get("reason") or "none")
-            chars_in = int(event.get("chars_in") or 0)
-            sent = chars_sent(event, settings.stub_tokens * cpt)
+            observe = record.observe
+            verdict = record.effective_verdict
+            chars_in = record.chars_in
+            sent = chars_sent(record)
             row.results += 1
             row.chars_in += chars_in
             row.chars_out += sent
-            decisions[f"{verdict}/{reason}"] += 1
+            decisions[f"{verdict}/{record.reason or 'none'}"] += 1
             reduced = False
-            for r in reducer_events(event):
-                name = str(r.get("reducer") or "?")
-                if r.get("acted"):
-                    acts[name] += 1
+            for r in record.reducer_events:
+                if r.acted:
+                    acts[r.reducer] += 1
                     reduced = True
                 else:
-                    declines[f"{name}/{r.get('reason') or 'none'}"] += 1
+                    declines[f"{r.reducer}/{r.reason or 'none'}"] += 1
             row.reduced += reduced
             turns = following[index]
             all_horizons.append(turns)
             offloaded = verdict == "offload"
-            for cg in stash_hashes(event):
+            for cg in record.stash_hashes:
                 stash_owner.setdefault(cg, key)
             if offloaded:
                 row.offloaded += 1
                 offload_horizons.append(turns)
-                ref = str(event.get("ref_id") or "")
+                ref = record.trm_id or ""
                 if ref and not observe:
                     offloaded_ids.add(ref)
                     offload_owner[ref] = key

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..policy.settings import PolicySettings
+    from ..record import DecisionEvent
 
 EXAMPLES = """\
 examples:
@@ -144,6 +145,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from rich.console import Console
 
     from ..config import load_config
+    from ..record import DecisionEvent
     from ..stats import report_from_ledger
     from ..store import Ledger
     from ..store.settings import LedgerSettings
@@ -198,10 +200,10 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     ledger = Ledger.open(LedgerSettings(), ledger_path)
     try:
         report = report_from_ledger(ledger, settings.policy)
-        events = [e for e in ledger.events(kinds=["decision"])]
+        records = [DecisionEvent.from_ledger_row(e) for e in ledger.events(kinds=["decision"])]
     finally:
         ledger.close()
-    _print_decisions(events, console)
+    _print_decisions(records, console)
     _print_totals(report, settings, console)
     console.print(f"\nfinished in {time.perf_counter() - started:.1f}s.", end=" ")
     if args.ledger:
@@ -255,18 +257,17 @@ async def _bring_back(session: Any, received: dict[int, str], console: Any, reca
         console.print("      │ " + _clip(line.strip()), markup=False)
 
 
-def _print_decisions(events: list[dict[str, Any]], console: Any) -> None:
+def _print_decisions(records: list[DecisionEvent], console: Any) -> None:
     console.print("\n[bold]what happened, per call[/bold] (from the ledger):")
-    for event in events:
-        detail = event.get("detail") or {}
-        acted = [r["reducer"] for r in detail.get("reducers", []) if r.get("acted")]
-        verdict = ("would " if detail.get("mode") == "observe" else "") + event["verdict"]
+    for record in records:
+        acted = [r.reducer for r in record.reducer_events if r.acted]
+        verdict = record.effective_verdict
         reducers = ""
-        if acted and event["verdict"] == "reduce":
+        if acted and verdict == "reduce":
             reducers = f" by {', '.join(acted)}"
-        elif acted and event["verdict"] == "offload":
+        elif acted and verdict == "offload":
             reducers = f" (after {', '.join(acted)})"
-        console.print(f"   {event['tool']:<12} {verdict}{reducers}  [dim]policy: {event['reason']}[/dim]")
+        console.print(f"   {record.tool:<12} {'would ' if record.observe else ''}{verdict}{reducers}  [dim]policy: {record.reason}[/dim]")
 
 
 def _print_totals(report: Any, settings: Any, console: Any) -> None:

@@ -47,8 +47,11 @@ from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
+from ..record import DecisionEvent
 from ..shaping import CallInfo, build_shaper
+from ..store.ledger import Ledger
 from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+from .metrics import ProxyMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +89,6 @@ class ProxyState:
         self.catalog: Catalog = Catalog([])
         self.prompt_routes: dict[str, tuple[str, str]] = {}
         self._upstream: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
         self.sessions_seen: set[str] = set()
@@ -98,8 +100,8 @@ class ProxyState:
     # ---- catalog -----------------------------------------------------------
 
     @property
-    def ledger(self) -> Any | None:
-        return getattr(self.shaper, "ledger", None)
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
 
     def rebuild(self, *, strict: bool = False) -> None:
         server_tools = {s.name: s.tools for s in self.pool.servers.values() if s.tools}
@@ -155,10 +157,7 @@ class ProxyState:
         return connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex)
 
     def memory(self, session_id: str) -> SessionMemory:
-        get = getattr(self.shaper, "session_memory", None)
-        if callable(get):
-            return get(session_id)
-        return self._memories.setdefault(session_id, SessionMemory())
+        return self.shaper.session_memory(session_id)
 
     async def notify_upstream(self, kind: str) -> None:
         """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
@@ -289,13 +288,9 @@ class ProxyState:
             output_schema=entry.output_schema,
         )
         shape_started = time.perf_counter()
-        report = None
+        report: DecisionEvent | None = None
         try:
-            with_report = getattr(self.shaper, "shape_with_report", None)
-            if with_report is not None:
-                shaped, report = await anyio.to_thread.run_sync(with_report, call, result)
-            else:
-                shaped = await anyio.to_thread.run_sync(self.shaper.shape, call, result)
+            shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
         except Exception:
             # Never lose a result to a shaping fault: the client gets it as the server sent it.
             logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
@@ -309,7 +304,7 @@ class ProxyState:
         self,
         entry: CatalogEntry,
         started: float,
-        report: Any,
+        report: DecisionEvent | None,
         result: types.CallToolResult,
         shape_s: float | None,
         arguments: dict[str, Any],
@@ -329,7 +324,7 @@ class ProxyState:
         self,
         entry: CatalogEntry,
         duration_s: float,
-        report: Any,
+        report: DecisionEvent | None,
         result: types.CallToolResult,
         shape_s: float | None,
         arguments: dict[str, Any],
@@ -457,11 +452,7 @@ class ProxyState:
         return [t for s in self.pool.servers.values() for t in s.resource_templates]
 
 
-def _make_metrics(settings: OffloadSettings) -> Any | None:
-    try:
-        from .metrics import ProxyMetrics
-    except ImportError:
-        return None
+def _make_metrics(settings: OffloadSettings) -> ProxyMetrics:
     return ProxyMetrics(chars_per_token=settings.policy.chars_per_token, log_bodies=settings.server.log_bodies)
 
 

@@ -15,9 +15,9 @@ import mcp_types as types
 
 from ..reducers.base import SessionMemory
 
-RECALL = "recall_tool_result"
-EXPAND = "context_guru_expand"
-ALWAYS_LISTED = (RECALL, EXPAND)
+from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
+
+__all__ = ["ALWAYS_LISTED", "EXPAND", "RECALL", "OwnTool", "ToolEnv", "error_result", "load_own_tools", "text_result"]
 
 
 @dataclass

@@ -34,6 +34,7 @@ from .policy.economics import Rates
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 from .record import DecisionEvent
+from .store.ledger import Ledger
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
@@ -321,7 +322,7 @@ def aggregate(
     )
 
 
-def report_from_ledger(ledger: Any, settings: PolicySettings | None = None, *, since: float | None = None,
+def report_from_ledger(ledger: Ledger, settings: PolicySettings | None = None, *, since: float | None = None,
                        session_ids: Iterable[str] | None = None, model: str | None = None) -> StatsReport:
     return aggregate(ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model)
 
@@ -387,7 +388,7 @@ def summary_lines(report: StatsReport) -> list[str]:
     return lines
 
 
-def exit_summary(ledger: Any, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
+def exit_summary(ledger: Ledger | None, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
                  *, since: float | None = None) -> str:
     """What `serve` prints to stderr on exit: only the levers that fired in these sessions; "" if none did.
 

@@ -12,3 +12,6 @@ RECALL = "recall_tool_result"
 EXPAND = "context_guru_expand"
 ALWAYS_LISTED = (RECALL, EXPAND)
 """Own tools listed in every catalog mode; their results are never shaped."""
+SEARCH = "search_tools"
+INVOKE = "invoke_tool"
+"""Own tools of the catalog's search mode: listed only when the presentation asks for them."""

@@ -1,7 +1,7 @@
 """`offload-mcp demo`: see what offload-mcp does, in seconds, with no configuration.
 
 It starts the real proxy (`offload-mcp serve`) in front of a real MCP server
-(the demo workspace in commands/demo_server.py, over stdio), plays a short
+(the demo workspace in demo_workspace.py, over stdio), plays a short
 agent session against it as an MCP client, and prints for each call what the
 server sent and what the client received. At the end: the tokens and dollars
 saved (from the ledger, the same numbers `offload-mcp stats` shows) and a
@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..config import OffloadSettings
     from ..policy.settings import PolicySettings
     from ..record import DecisionEvent
+    from ..stats import StatsReport
 
 EXAMPLES = """\
 examples:
@@ -108,7 +110,7 @@ def _write_config(workdir: Path, observe: bool, model: str | None, source: str |
     if model:
         offload["policy"] = {**dict(offload.get("policy") or {}), "model": model}
     config = {
-        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.commands.demo_server"]}},
+        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.demo_workspace"]}},
         "offload": offload,
     }
     path = workdir / "offload.json"
@@ -149,7 +151,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from ..stats import report_from_ledger
     from ..store import Ledger
     from ..store.settings import LedgerSettings
-    from . import demo_server
+    from .. import demo_workspace as demo_server
 
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)
@@ -214,7 +216,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
 
 
 async def _bring_back(session: Any, received: dict[int, str], console: Any, recall_settings: Any) -> None:
-    from . import demo_server
+    from .. import demo_workspace as demo_server
 
     needle = demo_server.NEEDLE
     original = demo_server.git_log_text()
@@ -270,7 +272,7 @@ def _print_decisions(records: list[DecisionEvent], console: Any) -> None:
         console.print(f"   {record.tool:<12} {'would ' if record.observe else ''}{verdict}{reducers}  [dim]policy: {record.reason}[/dim]")
 
 
-def _print_totals(report: Any, settings: Any, console: Any) -> None:
+def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) -> None:
     t = report.totals
     observe = report.observe_mode
     tokens = t.would_tokens_saved if observe else t.tokens_saved

@@ -50,7 +50,8 @@ from ..reducers.base import SessionMemory
 from ..record import DecisionEvent
 from ..shaping import CallInfo, build_shaper
 from ..store.ledger import Ledger
-from ..tools.registry import OwnTool, ToolEnv, error_result, load_own_tools
+from ..tools.own import load_own_tools
+from ..tools.registry import OwnTool, ToolEnv, error_result
 from .metrics import ProxyMetrics
 
 logger = logging.getLogger(__name__)

@@ -123,36 +123,3 @@ def _record(env: ToolEnv, hash_: str, *, ok: bool, chars: int) -> None:
         env.ledger.record_expand(env.session_id, hash_, ok=ok, chars_out=chars)
     except Exception as err:  # statistics must never cost the answer
         log.warning("could not record expand of %s: %s", hash_, err)
-
-
-# ---- GET /expand/{hash} (mounted by server/http_extras.py on the HTTP transports) ----
-
-
-async def http_expand(request: Any, state: Any) -> Any:
-    """The original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no ledger."""
-    from starlette.responses import PlainTextResponse
-
-    from ..store import UnknownId
-
-    raw = request.path_params.get("hash", "")
-    hash_ = parse_hash(raw)
-    metrics = getattr(state, "metrics", None)
-
-    def answer(status: int, text: str) -> Any:
-        if metrics is not None and hasattr(metrics, "observe_expand"):
-            metrics.observe_expand(status == 200, "http")
-        return PlainTextResponse(text, status_code=status, media_type="text/plain; charset=utf-8")
-
-    if hash_ is None:
-        return answer(400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n")
-    ledger = getattr(state, "ledger", None)
-    if ledger is None:
-        return answer(503, "no ledger is open in this offload-mcp process\n")
-    if getattr(getattr(ledger, "settings", None), "scope", "global") == "session":
-        # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
-        return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
-    try:
-        original = await anyio.to_thread.run_sync(ledger.get_stash, hash_)
-    except UnknownId as err:
-        return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
-    return answer(200, original)

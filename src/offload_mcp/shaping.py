@@ -88,8 +88,12 @@ class ShapeReport:
     """In observe mode: the verdict enforce mode would have produced."""
     would_chars_out: int | None = None
     """In observe mode: what enforce mode would have sent."""
+    recorded: DecisionEvent | None = None
+    """The record committed to the ledger, while the draft has not changed since (a fall-back clears it)."""
 
     def record(self, call: CallInfo) -> DecisionEvent:
+        if self.recorded is not None:
+            return self.recorded
         return DecisionEvent(
             session_id=call.session_id, server=call.server, tool=call.downstream_tool, listed_tool=call.tool,
             mode=self.mode, verdict=self.verdict, reason=self.reason, decision=self.decision, chars_in=self.chars_in, chars_out=self.chars_out,
@@ -170,7 +174,7 @@ class ResultShaper:
         return self.shape_with_report(call, result)[0]
 
     def shape_with_report(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, DecisionEvent]:
-        """The result for the client and the decision record (already committed to the ledger when there is one)."""
+        """The result for the client and its decision record (the one committed or queued to the ledger, if one is open)."""
         out, report = self._shape(call, result)
         return out, report.record(call)
 
@@ -324,7 +328,8 @@ class ResultShaper:
                 log.warning("no ledger open: decisions are not recorded and nothing is offloaded")
                 self._warned_no_ledger = True
             return not required
-        event = report.record(call).ledger_event()
+        report.recorded = report.record(call)
+        event = report.recorded.ledger_event()
         if not (bodies or stash or required):
             self.ledger.record_later(event)  # guards no bytes: written off the call path
             return True
@@ -341,7 +346,7 @@ class ResultShaper:
             return not required
 
     def _fall_back(self, report: ShapeReport, reason: str, cause: str) -> ShapeReport:
-        report.verdict, report.reason, report.warning = "keep", reason, cause
+        report.verdict, report.reason, report.warning, report.recorded = "keep", reason, cause, None
         report.trm_id, report.stash_hashes, report.structured = None, [], None
         report.chars_out, report.tokens_out = report.chars_in, report.tokens_in
         if reason == "no_ledger" and not self._warned_no_ledger:

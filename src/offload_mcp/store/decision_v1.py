@@ -8,9 +8,11 @@ Version 1 is what ledgers held until the record became one typed model
 `inline`; an empty detail from code that wrote only the columns). This module
 is the one place that still knows those spellings: `upgrade_row` turns one row
 into a version-2 record (JSON, validated by record.DecisionEvent in the tests),
-and `Ledger.open` runs it over every version-1 row once, in one transaction,
-then stamps `meta.decision_record_version`. Pure JSON in, JSON out: the store
-does not import the model it stores.
+and `upgrade_sqlite`, called when a writable SQLite ledger opens, runs it over
+every version-1 row once, in one transaction, then stamps
+`meta.decision_record_version`. Pure JSON in, JSON out: the store does not
+import the model it stores. (Only SQLite files can hold version-1 rows: they
+predate every other backend.)
 
 Where an old row did not keep something the record now requires, the upgrade
 says so rather than invents it: no policy decision (`decision: null`), and in
@@ -19,8 +21,14 @@ observe mode without a would-be size, the original size (no saving claimed).
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
+
+log = logging.getLogger(__name__)
 
 UPGRADED_VERSION = 2
 META_KEY = "decision_record_version"
@@ -94,3 +102,41 @@ def upgrade_row(row: Mapping[str, Any]) -> dict[str, Any]:
         "would_be": would_be,
         "would_chars_out": would_chars_out,
     }
+
+
+_COLUMNS = ("id", "session_id", "server", "tool", "verdict", "reason", "ref_id", "chars_in", "chars_out", "detail")
+
+
+def upgrade_sqlite(conn: sqlite3.Connection, location: object = "") -> int:
+    """Rewrite every version-1 decision row of a SQLite ledger, once, in one transaction; returns how many.
+
+    A ledger already stamped costs one read and no write transaction. The caller holds the
+    connection's lock; a sqlite3.Error leaves the ledger as it was (rolled back) and propagates.
+    """
+    stamped = conn.execute("SELECT value FROM meta WHERE key = ?", (META_KEY,)).fetchone()
+    if stamped is not None and int(stamped[0]) >= UPGRADED_VERSION:
+        return 0
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        upgraded = 0
+        rows = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM events WHERE kind = 'decision'").fetchall()
+        for values in rows:
+            item = dict(zip(_COLUMNS, values))
+            item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
+            if isinstance(item["detail"], dict) and item["detail"].get("version") == UPGRADED_VERSION:
+                continue  # upgraded by another process that opened the file while we waited for the lock
+            record = upgrade_row(item)
+            conn.execute(
+                "UPDATE events SET verdict = ?, reason = ?, ref_id = ?, chars_in = ?, chars_out = ?, detail = ? WHERE id = ?",
+                (record["would_be"] or record["verdict"], record["reason"], record["trm_id"] or "", record["chars_in"],
+                 record["chars_out"], orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode(), item["id"]),
+            )
+            upgraded += 1
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_KEY, str(UPGRADED_VERSION)))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    if upgraded:
+        log.info("ledger %s: %d decision record(s) upgraded to version %d", location, upgraded, UPGRADED_VERSION)
+    return upgraded

@@ -226,9 +226,10 @@ class Ledger:
         ledger = cls(conn, target, settings, writable)
         if writable:
             try:
-                _upgrade_decision_records(ledger)
-            except LedgerWriteError as err:
-                log.warning("ledger %s: decision records not upgraded (%s); stats cannot read its older rows yet", target, err.cause)
+                with ledger._lock:
+                    decision_v1.upgrade_sqlite(conn, target)
+            except sqlite3.Error as err:
+                log.warning("ledger %s: decision records not upgraded (%s); stats cannot read its older rows yet", target, err)
         if writable and settings.max_age_days is not None:
             try:
                 ledger.evict()
@@ -677,34 +678,3 @@ def _create_schema(db: sqlite_utils.Database) -> None:
     db["events"].create_index(["kind", "at"], if_not_exists=True)
     db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
-
-def _upgrade_decision_records(ledger: Ledger) -> None:
-    """Rewrite decision rows older than the current record (store/decision_v1.py) once, in one transaction."""
-    with ledger._lock:
-        stamped = ledger._conn.execute("SELECT value FROM meta WHERE key = ?", (decision_v1.META_KEY,)).fetchone()
-    if stamped is not None and int(stamped[0]) >= decision_v1.UPGRADED_VERSION:
-        return  # the usual case: no write transaction on open
-    with ledger._write() as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (decision_v1.META_KEY,)).fetchone()
-        if row is not None and int(row[0]) >= decision_v1.UPGRADED_VERSION:
-            return
-        cols = ("id", "session_id", "server", "tool", "verdict", "reason", "ref_id", "chars_in", "chars_out", "detail")
-        rows = conn.execute(f"SELECT {', '.join(cols)} FROM events WHERE kind = 'decision'").fetchall()
-        upgraded = 0
-        for values in rows:
-            item = dict(zip(cols, values))
-            item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
-            if isinstance(item["detail"], dict) and item["detail"].get("version") == decision_v1.UPGRADED_VERSION:
-                continue
-            record = decision_v1.upgrade_row(item)
-            conn.execute(
-                "UPDATE events SET verdict = ?, reason = ?, ref_id = ?, chars_in = ?, chars_out = ?, detail = ? WHERE id = ?",
-                (record["would_be"] or record["verdict"], record["reason"], record["trm_id"] or "", record["chars_in"],
-                 record["chars_out"], canonical_json(record).decode(), item["id"]),
-            )
-            upgraded += 1
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (decision_v1.META_KEY, str(decision_v1.UPGRADED_VERSION))
-        )
-    if upgraded:
-        log.info("ledger %s: %d decision record(s) upgraded to version %d", ledger.path, upgraded, decision_v1.UPGRADED_VERSION)

@@ -15,8 +15,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.record import RECORD_VERSION, DecisionEvent, DecisionRecordError
 from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.stats import report_from_ledger
-from offload_mcp.store import Ledger
-from offload_mcp.store import decision_v1
+from offload_mcp.store import Ledger, decision_v1
 from offload_mcp.store.settings import LedgerSettings
 
 V1_LEDGER = Path(__file__).parent / "fixtures" / "ledgers" / "ledger_v1.db"

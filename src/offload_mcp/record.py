@@ -32,7 +32,7 @@ from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent
 from .store.ledger import LedgerEvent
 
-RECORD_VERSION = 2
+RECORD_VERSION: Literal[2] = 2
 DECISION_KIND = "decision"
 """The ledger event kind a DecisionEvent is stored under."""
 
@@ -72,8 +72,8 @@ class DecisionEvent(BaseModel):
     reducer_events: list[ReducerEvent]
     trm_id: str | None = None
     stash_hashes: list[str] = []
-    structured: Literal["kept", "stand_in"] | None = None
-    """How structuredContent was treated on a stub."""
+    structured: str | None = None
+    """What happened to structuredContent, in shaping's words (e.g. `kept`); None when the result had none."""
     warning: str | None = None
     would_be: ShapeVerdict | None = None
     """Observe mode only: the verdict enforce mode would have produced."""

@@ -81,7 +81,7 @@ class ShapeReport:
     reducer_events: list[ReducerEvent] = field(default_factory=list)
     trm_id: str | None = None
     stash_hashes: list[str] = field(default_factory=list)
-    structured: Literal["kept", "stand_in"] | None = None
+    structured: str | None = None
     """How structuredContent was treated on a stub: `kept`, `stand_in`, or None."""
     warning: str | None = None
     would_be: ShapeVerdict | None = None

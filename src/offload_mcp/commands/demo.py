@@ -146,12 +146,12 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from rich.console import Console
 
+    from .. import demo_workspace as demo_server
     from ..config import load_config
     from ..record import DecisionEvent
     from ..stats import report_from_ledger
     from ..store import Ledger
     from ..store.settings import LedgerSettings
-    from .. import demo_workspace as demo_server
 
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)

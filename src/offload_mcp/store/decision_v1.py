@@ -97,7 +97,7 @@ def upgrade_row(row: Mapping[str, Any]) -> dict[str, Any]:
         "reducer_events": _reducer_events(detail),
         "trm_id": str(trm_id) if trm_id and effective == "offload" else None,
         "stash_hashes": [str(h) for h in detail.get("stash_hashes") or []],
-        "structured": structured if structured in ("kept", "stand_in") else None,
+        "structured": structured if isinstance(structured, str) else None,
         "warning": detail.get("warning") if isinstance(detail.get("warning"), str) else None,
         "would_be": would_be,
         "would_chars_out": would_chars_out,
@@ -121,7 +121,7 @@ def upgrade_sqlite(conn: sqlite3.Connection, location: object = "") -> int:
         upgraded = 0
         rows = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM events WHERE kind = 'decision'").fetchall()
         for values in rows:
-            item = dict(zip(_COLUMNS, values))
+            item = dict(zip(_COLUMNS, values, strict=True))
             item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
             if isinstance(item["detail"], dict) and item["detail"].get("version") == UPGRADED_VERSION:
                 continue  # upgraded by another process that opened the file while we waited for the lock

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent
-from .store.ledger import LedgerEvent
+from .store import LedgerEvent
 
 RECORD_VERSION: Literal[2] = 2
 DECISION_KIND = "decision"

@@ -34,7 +34,7 @@ from .policy.economics import Rates
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 from .record import DecisionEvent
-from .store.ledger import Ledger
+from .store import Ledger
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""

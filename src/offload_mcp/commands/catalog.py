@@ -138,7 +138,7 @@ async def inspect(config: Config, ledger_path: str | os.PathLike[str] | None = N
     from ..catalog.hotset import HotSetMemory
     from ..catalog.presentation import present
     from ..downstream.pool import DownstreamPool
-    from ..store.ledger import Ledger, LedgerUnavailable
+    from ..store import Ledger, LedgerUnavailable
     from ..tools.own import load_own_tools
 
     settings = config.offload

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ..store.ledger import UnknownId
+from ..store import UnknownId
 from ..tools.expand import parse_hash
 from .metrics import metrics_route
 

@@ -49,7 +49,7 @@ from ..downstream.pool import DownstreamPool
 from ..reducers.base import SessionMemory
 from ..record import DecisionEvent
 from ..shaping import CallInfo, build_shaper
-from ..store.ledger import Ledger
+from ..store import Ledger
 from ..tools.own import load_own_tools
 from ..tools.registry import OwnTool, ToolEnv, error_result
 from .metrics import ProxyMetrics

@@ -19,7 +19,7 @@ from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
 if TYPE_CHECKING:
     from ..catalog.catalog import Catalog
     from ..config import OffloadSettings
-    from ..store.ledger import Ledger
+    from ..store import Ledger
 
 __all__ = ["ALWAYS_LISTED", "EXPAND", "RECALL", "Handler", "OwnTool", "ToolEnv", "error_result", "text_result"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sqlite3
 from pathlib import Path
@@ -106,3 +107,18 @@ def test_reading_is_strict_and_names_the_row(change: dict[str, object], problem:
 def test_a_row_of_another_kind_is_not_a_decision() -> None:
     with pytest.raises(DecisionRecordError, match="'recall' is not 'decision'"):
         DecisionEvent.from_ledger_row({"id": 3, "kind": "recall", "detail": {}})
+
+
+def test_stats_names_a_decision_row_it_cannot_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from offload_mcp.cli import main
+
+    path = tmp_path / "l.db"
+    ledger = Ledger.open(LedgerSettings(), path)
+    good = decision_record("s", "git", "git_log", "keep", "small", 300)
+    ledger.commit(events=[good.ledger_event()])
+    bad = good.ledger_event()
+    ledger.commit(events=[dataclasses.replace(bad, detail={**bad.detail, "verdict": "inline"})])
+    ledger.close()
+    assert main(["stats", "--ledger", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"offload-mcp stats: {path}: ledger event 2: not a version-2 decision record" in err and "verdict" in err

@@ -1,6 +1,7 @@
 """Time for a client to get a large result directly vs the stub through the proxy, side by side in one run.
 
     python bench/bench_offload.py                 # 1 MB and 10 MB, 5 repeats
+    python bench/bench_offload.py --sizes 1 4      # the issue-12 target sizes
     python bench/bench_offload.py --sizes 1 4 10 --repeat 9
 
 End to end over stdio with the Python SDK client, the same real downstream
@@ -11,8 +12,10 @@ server both ways, sessions warmed up first:
   the result reaches the policy whole and is offloaded: the proxy receives it,
   hashes, compresses and commits it to the ledger, and the client receives
   the stub;
-- proxy/default: the same with the default configuration (reducers on: the
-  collapse reducer usually wins first for line-oriented text).
+- proxy/default: the same with the default configuration (reducers on). A
+  result whose reducer floor (Pipeline.floor_chars: each distinct line once,
+  cut no shorter than linecap cuts) is offloaded anyway is decided before any
+  reducer runs, so this path should cost what proxy/offload costs.
 
 Servers: @modelcontextprotocol/server-filesystem `read_text_file` on a file of
 the given size (it also returns structuredContent and declares an

@@ -3,12 +3,20 @@
     python bench/bench_reducers.py                 # whole corpus
     python bench/bench_reducers.py --limit 2000    # a quick slice
     python bench/bench_reducers.py --large bench/out/large/files   # also the large real outputs
+    python bench/bench_reducers.py --shapes 1 4 --limit 1   # MB/s per reducer on 1 MB and 4 MB shapes
 
 Each reducer runs alone (a one-reducer pipeline, dedup with its session
 history per trajectory) over the same records, then the default pipeline; the
 table shows records/s, MB/s, how often each acted, the characters it removed,
 and its time relative to the whole pipeline. Best of `--repeat` runs (2 noisy
 cores: the minimum is the least disturbed measurement).
+
+`--shapes MB...` adds one table per size over generated outputs of the shapes
+a proxy meets at that size (a varied log, a git log, a JSON array of records,
+a pretty-printed JSON document): MB/s of each reducer alone and of the whole
+pipeline side by side, plus `floor` — the shaper's decide-first bound
+(Pipeline.floor_chars up to the client limit), the only work the default path
+spends on a result whose floor is offloaded anyway.
 """
 
 from __future__ import annotations
@@ -73,14 +81,69 @@ def table(title: str, rows: list[tuple[str, str, str]], repeat: int) -> None:
         )
 
 
+def shapes(mb: float) -> list[tuple[str, str, str]]:
+    """Generated outputs of about `mb` MB each: (label, tool, text)."""
+    import json
+    import random
+
+    size = int(mb * 1_000_000)
+    rng = random.Random(7)
+    words = "error warning info request response user order item price status ok failed retry timeout cache".split()
+    log, git, n = [], [], 0
+    while sum(map(len, log)) < size:
+        log.append(f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(words)} " + " ".join(rng.choice(words) for _ in range(8)) + f" id={rng.randrange(10**9):09d}")
+        n += 1
+    for i in range(size // 150):
+        git.append(f"Commit: {rng.getrandbits(160):040x}\nAuthor: Dev {i % 7} <dev{i % 7}@example.com>\nDate: 2026-01-{i % 28 + 1:02d} 10:00:00+00:00\nMessage: change {i}\n")
+    rows = [{"id": i, "name": f"item {i}", "price": round(rng.random() * 100, 2), "status": rng.choice(words)} for i in range(size // 70)]
+    return [
+        ("log", "read_text_file", "\n".join(log)[:size]),
+        ("git log", "git_log", "\n".join(git)[:size]),
+        ("json array", "query", json.dumps(rows)),
+        ("json pretty", "get", json.dumps({"total": len(rows), "results": rows}, indent=2)),
+    ]
+
+
+def shapes_table(mb: float, repeat: int) -> None:
+    from offload_mcp.policy.settings import PolicySettings
+
+    default = list(ReducerSettings().pipeline)
+    enough = PolicySettings().client_max_result_chars
+    floor_pipeline = build_pipeline(ReducerSettings(pipeline=[n for n in default if n not in ("collapse", "smartcrush")]))  # type: ignore[misc]
+    print(f"\nMB/s per reducer alone, pipeline and decide-first floor, on ~{mb:g} MB outputs (best of {repeat})")
+    columns = [*default, "pipeline", "floor"]
+    print(f"{'shape':<12} {'MB':>5} " + " ".join(f"{c:>10}" for c in columns))
+    for label, tool, text in shapes(mb):
+        rows = [("", tool, text)]
+        speeds = []
+        for name in columns:
+            if name == "floor":
+                best = float("inf")
+                for _ in range(repeat):
+                    ctx = ReduceContext(tool=tool, arguments={}, session=SessionMemory())
+                    start = time.perf_counter()
+                    bound = floor_pipeline.floor_chars(text, ctx, enough)
+                    best = min(best, time.perf_counter() - start)
+                speeds.append(f"{len(text) / 1e6 / best:>9.0f}" + ("-" if bound is None else " "))
+                continue
+            order = default if name == "pipeline" else [name]
+            secs, _acted, _removed = measure(order, rows, repeat)
+            speeds.append(f"{len(text) / 1e6 / secs:>10.1f}")
+        print(f"{label:<12} {len(text) / 1e6:>5.2f} " + " ".join(speeds))
+    print("floor: a trailing `-` means no bound (noise shapes or JSON present): the reducers run.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--large", type=Path, help="A folder of large real outputs (bench/data/large/make_large.py writes them).")
+    parser.add_argument("--shapes", type=float, nargs="*", help="Also MB/s on generated outputs of these sizes in MB (e.g. 1 4).")
     args = parser.parse_args()
     table(f"corpus {args.corpus.name}", load(args.corpus, args.limit), args.repeat)
+    for mb in args.shapes or []:
+        shapes_table(mb, args.repeat)
     if args.large and args.large.is_dir():
         files = [("large", f.name, f.read_text(encoding="utf-8", errors="replace")) for f in sorted(args.large.iterdir()) if f.is_file()]
         table(f"large outputs in {args.large}", files, args.repeat)

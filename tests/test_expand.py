@@ -66,12 +66,13 @@ async def test_no_ledger_and_bad_offset(ledger):
     assert out.is_error and "offset" in out.content[0].text
 
 
-async def test_large_original_pages_at_client_limit(ledger):
+async def test_large_original_pages_inline_sized(ledger):
     big = "".join(f"row {i} " + "é" * 30 + "\n" for i in range(8000))  # ~300K chars
     h = cg_hash(big)
     ledger.commit(stash={h: big})
     settings = OffloadSettings()
-    size = settings.policy.client_max_result_chars
+    size = expand.INLINE_PAGE_CHARS  # under Claude Code's 50K inline limit, not the 100K client limit (issue 11)
+    assert size < settings.policy.client_max_result_chars
     pieces, offset = [], 0
     while True:
         out = await expand.handle({"marker": marker(h), "offset": offset}, env_for(ledger, settings))
@@ -90,3 +91,44 @@ async def test_large_original_pages_at_client_limit(ledger):
 def test_tool_definition():
     assert expand.TOOL.name == "context_guru_expand"
     assert expand.TOOL.input_schema["required"] == ["marker"]
+
+
+# ---- one retrieval vocabulary (issue 11) ------------------------------------------------
+
+ROWS = "[" + ",".join(f'{{"id": {i}, "name": "item-{i}", "status": "ok"}}' for i in range(4000)) + "]"  # ~170K JSON
+
+
+async def test_expand_takes_recalls_styles_and_recall_takes_markers(ledger):
+    from offload_mcp.tools import recall
+
+    h = cg_hash(ROWS)
+    ledger.commit(stash={h: ROWS})
+    env = env_for(ledger)
+    found = await expand.handle({"marker": marker(h), "query": '"item-3210"'}, env)
+    assert not found.is_error
+    header, _, shown = found.content[0].text.partition("\n")
+    assert "1 match for '\"item-3210\"'" in header and '"name": "item-3210"' in shown and len(found.content[0].text) < 2_000
+    by_path = await expand.handle({"marker": marker(h), "json_path": "$[7].name"}, env)
+    assert by_path.content[0].text.partition("\n")[2] == '"item-7"'
+    ranged = await expand.handle({"marker": marker(h), "offset": 10, "max_chars": 25}, env)
+    assert ranged.content[0].text.partition("\n")[2] == ROWS[10:35]
+    # recall_tool_result answers the same call for the marker, byte for byte
+    same = await recall.handle({"mem_id": marker(h), "query": '"item-3210"'}, env)
+    assert same.content[0].text == found.content[0].text
+    assert h in env.session.expanded
+    bad = await expand.handle({"marker": marker(h), "lines": "x"}, env)
+    assert bad.is_error and "lines 'x' is not a line range" in bad.content[0].text
+    typo = await expand.handle({"marker": marker(h), "qeury": "x", "query": "y"}, env)
+    assert typo.is_error and "unknown argument(s) qeury" in typo.content[0].text
+    nope = await recall.handle({"mem_id": "<<cg:zz>>"}, env)
+    assert nope.is_error and "<<cg:HASH>> marker" in nope.content[0].text
+
+
+async def test_plain_pages_fit_inline_and_name_the_cheaper_call(ledger):
+    h = cg_hash(ROWS)
+    ledger.commit(stash={h: ROWS})
+    first = await expand.handle({"marker": marker(h)}, env_for(ledger))
+    assert first.content[0].text == ROWS[: expand.INLINE_PAGE_CHARS]
+    note = first.content[1].text
+    assert sum(len(c.text) for c in first.content) < expand.TOOL.meta["anthropic/maxResultSizeChars"]
+    assert f'context_guru_expand(marker="<<cg:{h}>>", query="text"' in note and note.endswith(f"next page: offset={expand.INLINE_PAGE_CHARS}]")

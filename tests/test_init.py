@@ -185,3 +185,25 @@ def test_desktop_source_prints_no_claude_code_removals(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "claude mcp add --scope user offload" in out and "claude mcp remove" not in out
     assert '"offload"' in out.split("Claude Desktop")[1]
+
+
+def test_init_never_wraps_an_entry_that_already_runs_offload_mcp(tmp_path, capsys):
+    # Issue 11: an HTTP entry that is an offload-mcp (asked via initialize), and launcher spellings.
+    from conftest import proxy_http, write_config
+
+    inner = write_config(tmp_path, {"t": {"command": "mcp-server-time"}}, name="inner.json")
+    with proxy_http(["-c", str(inner), "--ledger", str(tmp_path / "inner.db")]) as url:
+        client = tmp_path / "claude.json"
+        client.write_text(json.dumps({"mcpServers": {
+            "proxied": {"type": "http", "url": url},
+            "uvx": {"command": "uvx", "args": ["offload-mcp==0.3", "serve", "-c", "x.json"]},
+            "module": {"command": "python3", "args": ["-m", "offload_mcp.cli", "serve"]},
+            "time": {"command": "mcp-server-time"},
+        }}))
+        out = tmp_path / "offload.json"
+        assert main(["init", "--from", str(client), "-o", str(out)]) == 0
+    config = load_config(out)
+    assert set(config.mcpServers) == {"time"}
+    err = capsys.readouterr().err
+    assert "skipped mcpServers.proxied: it is offload-mcp itself (its serverInfo says so" in err
+    assert "skipped mcpServers.uvx: it is offload-mcp itself" in err and "skipped mcpServers.module" in err

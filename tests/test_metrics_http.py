@@ -14,7 +14,7 @@ from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 # No collapse: a 300K-char text reaches the policy whole and is offloaded (over the client limit).
-OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"]}}
+OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}}  # the 25K json_array is smartcrush-sized only without its 60K floor
 
 
 @contextmanager

@@ -27,7 +27,7 @@ def check_restorable(text, result):
 
 
 def test_default_order_is_the_seed_order():
-    assert build_pipeline(ReducerSettings()).names == ["dedup", "extract", "smartcrush", "collapse", "linecap"]
+    assert build_pipeline(ReducerSettings()).names == ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
     assert build_pipeline(ReducerSettings(pipeline=["linecap", "dedup"])).names == ["linecap", "dedup"]
 
 
@@ -36,14 +36,15 @@ def test_every_reducer_reports_an_event():
     assert [(e.reducer, e.acted, e.reason) for e in result.events] == [
         ("dedup", False, "below_min_tokens"),
         ("extract", False, "below_min_size"),
-        ("smartcrush", False, "not_json_array"),
+        ("smartcrush", False, "below_min_chars"),
+        ("tabulate", False, "below_min_size"),
         ("collapse", False, "below_max_tokens"),
         ("linecap", False, "below_min_size"),
     ]
 
 
 def test_extract_then_linecap_fold_into_one_marker():
-    noisy = "\x1b[32mbuild\x1b[0m step\n" + "\n" * 80 + "x" * 3000 + "\n" + "".join(f"line {i}\n" for i in range(10))
+    noisy = "\x1b[32mbuild\x1b[0m step\n" + "\n" * 200 + "x" * 3000 + "\n" + "".join(f"line {i}\n" for i in range(10))
     result = build_pipeline(ReducerSettings()).run(noisy, ctx())
     acted = [e.reducer for e in result.events if e.acted]
     assert acted == ["extract", "linecap"]

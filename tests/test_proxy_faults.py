@@ -194,10 +194,14 @@ def test_catalog_naming_is_deterministic_and_independent_of_start_order() -> Non
 
 @pytest.mark.parametrize("bad", ["--fail-at-start"])
 async def test_only_failing_servers_means_an_empty_but_working_proxy(tmp_path: Path, bad: str) -> None:
+    # Issue 11: no silent green. The tool list says no server is serving, and why.
     config = write_config(tmp_path, {"broken": fixture_entry(bad)})
     async with proxy_session(["-c", str(config)]) as s:
-        names = [t.name for t in (await s.list_tools()).tools]
-        assert names == ["recall_tool_result", "context_guru_expand"]
+        tools = (await s.list_tools()).tools
+        assert [t.name for t in tools] == ["recall_tool_result", "context_guru_expand", "offload_mcp_status"]
+        assert "NO wrapped MCP server is serving" in tools[-1].description and "broken (server 'broken'" in tools[-1].description
+        status = await s.call_tool("offload_mcp_status", {})
+        assert status.is_error and "Servers not serving: broken (server 'broken'" in text_of(status)
 
 
 def test_wrapped_servers_do_not_inherit_offload_settings(monkeypatch: pytest.MonkeyPatch) -> None:

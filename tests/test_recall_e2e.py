@@ -102,9 +102,10 @@ async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_
         stub = await s.call_tool("read_text_file", {"path": str(data / "big.txt")})
         assert not stub.is_error
         (trm_id,) = set(TRM.findall(text_of(stub)))
-        assert stub.structured_content["content"].startswith("[offloaded: ")
+        # Both channels carry the stub (issue 11); the listed outputSchema admits the stub object.
+        assert stub.structured_content == {"offloaded_result": {"mem_id": trm_id, "summary": text_of(stub)}}
+        assert "anyOf" in tools["read_text_file"].output_schema
         stub_text, stub_structured = text_of(stub), stub.structured_content
-        assert trm_id in stub.structured_content["content"]
         assert await reassemble(s, trm_id) == big
         via_path = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.content", "max_chars": 100})
         assert text_of(via_path).partition("\n")[2] == json.dumps(big, ensure_ascii=False)[:100]  # the JSON string, paged
@@ -136,7 +137,7 @@ def test_inspector_cli_accepts_a_stubbed_result_with_output_schema(tmp_path: Pat
     body = inspector("--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", f"path={data / 'big.txt'}")
     assert body["isError"] is False
     (trm_id,) = set(TRM.findall(body["content"][0]["text"]))
-    assert body["structuredContent"]["content"].startswith("[offloaded: ")
+    assert body["structuredContent"]["offloaded_result"]["mem_id"] == trm_id
     page = inspector("--method", "tools/call", "--tool-name", "recall_tool_result", "--tool-arg", f"mem_id={trm_id}", "--tool-arg", "lines=2-3")
     assert page["content"][0]["text"].partition("\n")[2] == "000001 lorem ipsum dolor sit amet\n000002 lorem ipsum dolor sit amet\n"
 

@@ -18,7 +18,8 @@ def test_seed_example_line_window():
     lines = out.text.split("\n")
     h = cg_hash(text)
     assert lines[:20] == text.split("\n")[:20] and lines[-20:] == text.split("\n")[-20:]
-    assert lines[20] == f"... (1960 lines omitted) {marker(h)} [full output: call context_guru_expand]"
+    offset = sum(len(line) + 1 for line in text.split("\n")[:20])
+    assert lines[20] == f"... (lines 21-1980 of 2000 omitted; expand from offset {offset}) {marker(h)} [full output: call context_guru_expand]"
     assert out.stash == {h: text}
 
 
@@ -26,7 +27,7 @@ def test_one_line_json_uses_char_window_within_budget():
     text = json.dumps({"items": [{"id": i, "v": "abc"} for i in range(20000)]})
     out = Collapse(CollapseSettings(max_tokens=2000)).reduce(text, ctx())
     assert isinstance(out, Acted)
-    assert "chars omitted" in out.text and len(out.text) < 2000 * 4 + 200
+    assert " omitted; expand from offset " in out.text and len(out.text) < 2000 * 4 + 200
     head = out.text.split("\n")[0]
     assert text.startswith(head)
 
@@ -34,7 +35,7 @@ def test_one_line_json_uses_char_window_within_budget():
 def test_huge_line_inside_window_routes_to_char_window():
     text = "first\n" + "y" * 300_000 + "\n" + "\n".join(f"l{i}" for i in range(100))
     out = Collapse(CollapseSettings(max_tokens=1000)).reduce(text, ctx())
-    assert isinstance(out, Acted) and "chars omitted" in out.text and len(out.text) < 5000
+    assert isinstance(out, Acted) and " omitted; expand from offset " in out.text and len(out.text) < 5000
 
 
 def test_char_cut_never_splits_a_character_and_floor_holds():
@@ -68,4 +69,4 @@ def test_declines():
 def test_negative_window_clamped():
     c = Collapse(CollapseSettings.model_construct(max_tokens=100, head_lines=-5, tail_lines=-5))
     out = c.reduce("q\n" * 5000, ctx())
-    assert isinstance(out, Acted) and "chars omitted" in out.text
+    assert isinstance(out, Acted) and " omitted; expand from offset " in out.text

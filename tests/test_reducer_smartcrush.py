@@ -7,6 +7,10 @@ from offload_mcp.reducers.settings import SmartcrushSettings
 from offload_mcp.reducers.smartcrush import Smartcrush
 
 
+SEED = SmartcrushSettings(min_chars=0)
+"""The seed's behaviour (no size floor), which these cases exercise."""
+
+
 def ctx():
     return ReduceContext(tool="list", arguments={}, session=SessionMemory())
 
@@ -17,11 +21,11 @@ def items(n):
 
 def test_seed_example_200_items():
     text = json.dumps(items(200))
-    out = Smartcrush(SmartcrushSettings()).reduce(text, ctx())
+    out = Smartcrush(SEED).reduce(text, ctx())
     assert isinstance(out, Acted)
     h = cg_hash(text)
     kept = [json.dumps(items(200)[i]) for i in (0, 1, 2, 198, 199)]
-    assert out.text == "[" + ", ".join(kept) + "]\n" + f"[5 of 200 items shown (0-2, 198-199); full array: call context_guru_expand {marker(h)}]"
+    assert out.text == "[" + ", ".join(kept) + "]\n" + f"[5 of 200 items shown (0-2, 198-199); items 3-197 omitted; full array: call context_guru_expand {marker(h)}]"
     assert out.stash == {h: text}
     assert json.loads(out.text.split("\n")[0]) == [items(200)[i] for i in (0, 1, 2, 198, 199)]
 
@@ -32,7 +36,7 @@ def test_error_items_kept_verbatim_and_pretty_printing_preserved():
     data[30]["error"] = {"code": 500}
     data[31]["error"] = None  # a null error field is no signal
     text = json.dumps(data, indent=2)
-    out = Smartcrush(SmartcrushSettings()).reduce(text, ctx())
+    out = Smartcrush(SEED).reduce(text, ctx())
     assert isinstance(out, Acted)
     array_part, note = out.text.rsplit("\n", 1)
     parsed = json.loads(array_part)
@@ -43,14 +47,15 @@ def test_error_items_kept_verbatim_and_pretty_printing_preserved():
 
 def test_envelope_object_with_array():
     text = json.dumps({"total": 100, "results": items(100)})
-    out = Smartcrush(SmartcrushSettings()).reduce(text, ctx())
+    out = Smartcrush(SEED).reduce(text, ctx())
     assert isinstance(out, Acted)
     obj = json.loads(out.text.rsplit("\n", 1)[0])
     assert obj["total"] == 100 and len(obj["results"]) == 5
 
 
 def test_declines():
-    s = Smartcrush(SmartcrushSettings())
+    s = Smartcrush(SEED)
+    assert Smartcrush(SmartcrushSettings()).reduce(json.dumps(items(200)), ctx()) == Declined("below_min_chars")
     assert s.reduce("plain text", ctx()) == Declined("not_json_array")
     assert s.reduce("[1, 2, oops]", ctx()) == Declined("not_json_array")
     assert s.reduce("[1, 2] trailing", ctx()) == Declined("not_json_array")

@@ -4,6 +4,7 @@ an optional bearer token (required off loopback). Real proxy processes, real HTT
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -65,7 +66,13 @@ def test_a_foreign_host_header_is_refused_on_every_route(open_proxy: tuple[str, 
 def test_loopback_host_and_origin_are_served(open_proxy: tuple[str, str]) -> None:
     _, url = open_proxy
     with httpx2.Client(base_url=base(url), timeout=10) as http:
-        ok = http.get("/healthz", headers={"origin": "http://localhost:3000"})
+        # The proxy serves at once while its downstream server starts (issue 11): healthy once it is up.
+        deadline = time.monotonic() + 30
+        while True:
+            ok = http.get("/healthz", headers={"origin": "http://localhost:3000"})
+            if ok.status_code != 200 or ok.json()["status"] == "ok" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert ok.status_code == 200 and ok.json()["status"] == "ok"
         missing = http.get("/expand/0123456789abcdef")
         assert missing.status_code == 404  # reached the route: only the hash is unknown

@@ -188,26 +188,63 @@ def test_unopenable_ledger_gives_a_pass_through_shaper(tmp_path, caplog):
 SCHEMA = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
 
 
-def test_output_schema_gets_a_valid_stand_in(shaper):
+def _sent(out) -> int:
+    body = dump_result(out)
+    texts = sum(len(b.get("text", "")) for b in body.get("content", []))
+    return texts + len(orjson.dumps(body.get("structuredContent"))) * ("structuredContent" in body and body["structuredContent"] is not None) + (
+        len(orjson.dumps(body["_meta"])) if body.get("_meta") is not None else 0
+    )
+
+
+def test_output_schema_tool_gets_the_stub_object_in_structured_content(shaper):
+    # Issue 11: structuredContent used to pass through (or shrink silently); now both channels carry the stub.
     call = CallInfo("fs", "read_text_file", "read_text_file", {}, output_schema=SCHEMA)
     original = result(BIG, structured_content={"content": BIG})
     out, rep = shaper.shape_with_report(call, original)
-    assert rep.verdict == "offload" and rep.structured == "stand_in"
-    assert out.structured_content["content"].startswith("[offloaded: ")
+    assert rep.verdict == "offload" and rep.structured == "stub"
+    assert out.structured_content == {"offloaded_result": {"mem_id": rep.trm_id, "summary": out.content[0].text}}
+    assert rep.chars_in == len(BIG) + len(orjson.dumps({"content": BIG}))
+    assert rep.chars_out == _sent(out) < 4_000
     assert shaper.ledger.get_body(rep.trm_id)["structuredContent"] == {"content": BIG}
 
 
-def test_output_schema_that_forbids_a_small_stand_in_keeps_the_result(shaper):
+def test_strict_output_schema_still_gets_the_stub_never_the_whole_result(shaper):
     schema = {"type": "object", "properties": {"content": {"type": "string", "minLength": 100000}}}
     call = CallInfo("fs", "read_text_file", "read_text_file", {}, output_schema=schema)
-    original = result(BIG, structured_content={"content": BIG})
-    out, rep = shaper.shape_with_report(call, original)
-    assert out is original and (rep.verdict, rep.reason) == ("keep", "output_schema")
+    out, rep = shaper.shape_with_report(call, result(BIG, structured_content={"content": BIG}))
+    assert rep.verdict == "offload" and out.structured_content["offloaded_result"]["mem_id"] == rep.trm_id
 
 
-def test_structured_content_dropped_when_no_schema(shaper):
-    out = shaper.shape(CALL, result(BIG, structured_content={"content": BIG}))
-    assert out.structured_content is None
+def test_structured_content_becomes_the_stub_when_no_schema(shaper):
+    out, rep = shaper.shape_with_report(CALL, result(BIG, structured_content={"content": BIG}))
+    assert out.structured_content == {"offloaded_result": {"mem_id": rep.trm_id, "summary": out.content[0].text}}
+
+
+def test_big_structured_content_beside_small_text_is_offloaded(shaper):
+    # The text says little; the data is in structuredContent, which Claude Code shows its model.
+    graph = {"entities": [{"name": f"e{i}", "observations": ["x" * 40]} for i in range(3000)]}
+    out, rep = shaper.shape_with_report(CALL, result("3000 entities", structured_content=graph))
+    assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
+    assert "3,000" in out.structured_content["offloaded_result"]["summary"] or "array[3000]" in out.structured_content["offloaded_result"]["summary"]
+    assert rep.chars_out == _sent(out) <= shaper.settings.policy.client_max_result_chars
+
+
+def test_two_channels_that_fit_apart_but_not_together_are_bounded(tmp_path):
+    shaper = build_shaper(no_reducers(policy={"small_threshold_chars": 1000, "large_threshold_chars": 50_000, "client_max_result_chars": 60_000}), tmp_path / "l.db")
+    text = "".join(f"word {i} " for i in range(6000))[:40_000]
+    other = {"rows": [f"r{i}" for i in range(8000)]}  # ~50K of JSON that is not the text
+    out, rep = shaper.shape_with_report(CALL, result(text, structured_content=other))
+    assert rep.verdict == "offload" and rep.chars_out == _sent(out) <= 60_000
+    # The same data in both channels: dropping the repeat is enough, nothing is offloaded.
+    out, rep = shaper.shape_with_report(CALL, result(text, structured_content={"content": text}))
+    assert (rep.verdict, rep.structured) == ("keep", "dropped_duplicate") and out.structured_content is None
+    assert out.content[0].text == text and rep.chars_out == len(text)
+
+
+def test_huge_meta_does_not_ride_along_with_a_stub(shaper):
+    out, rep = shaper.shape_with_report(CALL, result(BIG, _meta={"trace": "t" * 10_000}))
+    assert rep.verdict == "offload" and out.meta is None and rep.chars_out == _sent(out)
+    assert shaper.ledger.get_body(rep.trm_id)["_meta"] == {"trace": "t" * 10_000}
 
 
 def test_error_results_keep_their_flag(shaper):

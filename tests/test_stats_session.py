@@ -15,7 +15,7 @@ from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 
 # No collapse/extract: a 300K-char text then reaches the policy whole and is offloaded (over the client limit).
-OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"]}}
+OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}}  # the 25K json_array is smartcrush-sized only without its 60K floor
 
 
 async def play_session(config, ledger_path):

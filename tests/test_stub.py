@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from offload_mcp.policy.describe import describe_json, describe_text
-from offload_mcp.policy.stub import build_stub, structured_stand_in
+from offload_mcp.policy.stub import STUB_SCHEMA, admit_stub, build_stub, stub_object
 
 GIT_LOG = "".join(
     f"commit {i:040x}\nAuthor: Dev <d@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n    Change {i}\n\n" for i in range(3000)
@@ -96,30 +96,51 @@ def test_describe_helpers():
 
 
 SCHEMA_CONTENT = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
+ID = "trm_0123456789abcdef"
 
 
-def test_small_structured_content_is_kept_verbatim():
-    value = {"content": "short"}
-    assert structured_stand_in(value, SCHEMA_CONTENT, "trm_0123456789abcdef", keep_chars=1000) == (value, "kept")
+def _valid(value, schema) -> bool:
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema)
+    cls.check_schema(schema)
+    return next(iter(cls(schema).iter_errors(value)), None) is None
 
 
-def test_large_structured_content_gets_a_valid_stand_in():
-    value = {"content": "z" * 500_000}
-    got = structured_stand_in(value, SCHEMA_CONTENT, "trm_0123456789abcdef", keep_chars=1000)
-    assert got is not None
-    stand_in, how = got
-    assert how == "stand_in"
-    assert stand_in == {"content": '[offloaded: 500,000 chars; recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$.content")]'}
+def test_stub_object_carries_the_id_and_the_whole_stub_text():
+    text = stub(body_of(GIT_LOG))
+    obj = stub_object(ID, text)
+    assert obj == {"offloaded_result": {"mem_id": ID, "summary": text}}
+    assert _valid(obj, STUB_SCHEMA)
 
 
-def test_arrays_are_cut_when_the_schema_allows():
-    schema = {"type": "object", "properties": {"items": {"type": "array"}}}
-    stand_in, how = structured_stand_in(ITEMS, schema, "trm_0123456789abcdef", keep_chars=1000)
-    assert how == "stand_in" and len(stand_in["items"]) == 3
+@pytest.mark.parametrize(
+    "schema,original",
+    [
+        (SCHEMA_CONTENT, {"content": "z" * 500}),
+        ({"type": "object", "properties": {"items": {"type": "array", "minItems": 100}}, "required": ["items"], "additionalProperties": False}, ITEMS | {}),
+        (
+            {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "$defs": {"Entity": {"type": "object", "required": ["name"]}},
+             "properties": {"entities": {"type": "array", "items": {"$ref": "#/$defs/Entity"}}, "first": {"$ref": "#/properties/entities/items"}},
+             "required": ["entities"]},
+            {"entities": [{"name": "a"}], "first": {"name": "a"}},
+        ),
+    ],
+)
+def test_advertised_schema_admits_the_original_and_the_stub_and_nothing_else(schema, original):
+    if "minItems" in str(schema):
+        original = {"items": [{"id": i} for i in range(100)]}
+    widened = admit_stub(schema)
+    assert widened["type"] == "object"
+    assert _valid(original, widened) and _valid(original, schema)
+    assert _valid(stub_object(ID, "x"), widened)
+    assert not _valid(stub_object(ID, "x"), schema)
+    assert not _valid({"something": "else", "items": 3, "entities": 3, "content": 3}, widened)
+    assert admit_stub(schema) == widened  # deterministic
+    assert admit_stub(None) is None
 
 
-def test_no_stand_in_when_the_schema_forbids_it():
-    schema = {"type": "object", "properties": {"items": {"type": "array", "minItems": 100}}}
-    assert structured_stand_in(ITEMS, schema, "trm_0123456789abcdef", keep_chars=1000) is None
-    strict = {"type": "object", "properties": {"content": {"type": "string", "minLength": 1000}}}
-    assert structured_stand_in({"content": "z" * 5000}, strict, "trm_0123456789abcdef", keep_chars=1000) is None
+def test_no_stub_hides_what_it_dropped():
+    text = stub(body_of(orjson.dumps(ITEMS).decode()))
+    assert "stored, not shown here" in text
+    assert 'json_path="$.items[0:20]"' in text  # the cheapest structural call names a real key

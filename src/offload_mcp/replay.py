@@ -12,8 +12,19 @@ record that fails is counted as unrecoverable (the run fails if any is).
 Dollars (policy/economics.py, the terms the gate and stats use): a token saved
 on an output is worth carry(1, H), H being the calls that followed it in its
 trajectory (`last step - step`; records without `traj`/`step` count the
-policy's `horizon`). Offloaded outputs are charged the expected recall
-(`recall_probability` x a recall hop).
+policy's `horizon`). Recalls are charged as measured: one recall hop
+(`recall_input_tokens` in, `recall_output_tokens` out) per needed fact the
+model could not see (behind a stub, cut by a reducer, or filed/rejected by the
+client); the prior (`recall_probability` x a hop per offloaded output, what
+`gate` and `stats` assume) is reported beside it as `recall_usd_prior`.
+
+What the model sees: each result as sent goes through a client model
+(clients.py; `plain` shows the text blocks, `claude-code` applies Claude Code's
+structuredContent, file-to-disk and token-limit rules with the
+`anthropic/maxResultSizeChars` the proxy declares). `chars_out`, tokens,
+dollars and the needed facts (fidelity.py) are counted on that view; with a
+client other than `plain`, `client_alone` gives the same figures for the
+client receiving the raw outputs with no proxy.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 import orjson
 
+from .clients import ClientModel, ClientView, client_model
+from .fidelity import FidelityReport, Observed, measure
 from .reducers.base import MARKER_RE
 
 if TYPE_CHECKING:
@@ -54,6 +67,8 @@ class Record:
     traj: str
     step: int | None
     is_error: bool = False
+    structured: dict[str, Any] | None = None
+    """The result's structuredContent, when the recorded server sent one."""
 
 
 def read_records(path: str | os.PathLike[str], limit: int | None = None) -> list[Record]:
@@ -92,8 +107,14 @@ def read_records(path: str | os.PathLike[str], limit: int | None = None) -> list
         if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
             raise ReplayError(f"{source}:{number}: `step` must be an integer")
         traj = obj.get("traj")
+        structured = obj.get("structured")
+        if structured is not None and not isinstance(structured, dict):
+            raise ReplayError(f"{source}:{number}: `structured` must be a JSON object (a structuredContent)")
         records.append(
-            Record(number, tool, call, output, str(traj) if traj is not None else f"line{number}", step, bool(obj.get("is_error")))
+            Record(
+                number, tool, call, output, str(traj) if traj is not None else f"line{number}", step,
+                bool(obj.get("is_error")), structured,
+            )
         )
     return records
 
@@ -135,6 +156,10 @@ class ReplayReport:
     dollars: dict[str, dict[str, float]] = field(default_factory=dict)
     model: str = ""
     ledger: str | None = None
+    client: str = "plain"
+    fidelity: FidelityReport | None = None
+    client_alone: dict[str, Any] | None = None
+    client_limits: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         cpt = self.chars_per_token
@@ -167,6 +192,10 @@ class ReplayReport:
             "model": self.model,
             "dollars": self.dollars,
             "ledger": self.ledger,
+            "client": self.client,
+            "fidelity": self.fidelity.as_dict() if self.fidelity is not None else None,
+            "client_alone": self.client_alone,
+            "client_limits": self.client_limits,
         }
 
 
@@ -226,51 +255,214 @@ def replay(
     source: str = "",
     progress: Callable[[int], None] | None = None,
     models: tuple[str, ...] = (),
+    client: str = "plain",
+    dump: str | os.PathLike[str] | None = None,
 ) -> ReplayReport:
-    """Shape every record with the server's shaper; verify restoration; tally."""
-    from .shaping import CallInfo, ResultShaper
+    """Shape every record with the server's shaper; verify restoration; count what `client` shows; tally.
+
+    With `dump`, one JSON line per record (input order) says what the model was shown.
+    """
+    from .catalog.deferral import max_result_size_chars
+    from .shaping import CallInfo, ResultShaper, dump_result
     from .store import Ledger
 
+    viewer = client_model(client)
+    if dump is not None:
+        _check_writable(dump)  # fail before the replay, not after it
+    declared = max_result_size_chars(settings)  # what the proxy declares on every downstream tool
     cpt = settings.policy.chars_per_token
-    report = ReplayReport(file=source, chars_per_token=cpt, model=settings.policy.model)
+    report = ReplayReport(file=source, chars_per_token=cpt, model=settings.policy.model, client=viewer.name)
+    observed: list[Observed] = []
+    shaped_all: list[Any] = []
     with _ledger_at(ledger_path) as path:
         ledger = Ledger.open(settings.ledger, path)
         report.ledger = str(ledger_path) if ledger_path else None
         try:
             shaper = ResultShaper(settings, ledger)
-            saved_tokens: list[float] = []
-            offloaded: list[bool] = []
             started = time.perf_counter()
             for index, record in enumerate(records):
                 call = CallInfo(
                     server="replay", tool=record.tool, downstream_tool=record.tool,
                     arguments=call_arguments(record.call), session_id=record.traj,
                 )
-                result = types.CallToolResult(content=[types.TextContent(text=record.output)], is_error=record.is_error)
+                result = types.CallToolResult(
+                    content=[types.TextContent(text=record.output)], is_error=record.is_error,
+                    structured_content=record.structured,
+                )
                 out, shaped = shaper.shape_with_report(call, result)
-                _tally(report, record, shaped)
+                raw_body = _raw_body(record)
                 problem = _verify(record, out, shaped, ledger)
                 if problem:
                     report.unrecoverable.append({"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem})
-                saved_tokens.append((shaped.chars_in - shaped.chars_out) / cpt)
-                offloaded.append(shaped.verdict == "offload")
+                sent_body = dump_result(out)
+                view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
+                _tally(report, record, shaped, len(view.text))
+                observed.append(Observed(
+                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(raw_body),
+                    sent=viewer.channel(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
+                    restorable=problem is None, raw_shown=viewer.channel(raw_body),
+                ))
+                shaped_all.append(shaped)
                 if progress is not None:
                     progress(index + 1)
+            report.fidelity = measure(observed, _reducer_blame(shaper, records, shaped_all))
+            if viewer.name != "plain":
+                report.client_alone = _client_alone(records, viewer, cpt)
+                report.client_limits = _client_limits(viewer, declared, observed, cpt)
             report.seconds = time.perf_counter() - started
         finally:
             ledger.close()
-    report.dollars = _dollars(records, saved_tokens, offloaded, settings, models or (settings.policy.model,))
+    saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed, strict=True)]
+    offloaded = [s.verdict == "offload" for s in shaped_all]
+    report.dollars = _dollars(records, saved_tokens, offloaded, settings, models or (settings.policy.model,), hops=report.fidelity.hops)
+    if dump is not None:
+        _write_dump(dump, records, shaped_all, observed, report.fidelity)
     return report
 
 
-def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent) -> None:
+def _all_channels(body: dict[str, Any]) -> str:
+    """Every text channel of a result: its text blocks, then its structuredContent as JSON (if any)."""
+    from .clients import text_of
+
+    text = text_of(body)
+    structured = body.get("structuredContent")
+    return text if structured is None else text + "\n" + orjson.dumps(structured).decode()
+
+
+def _raw_body(record: Record) -> dict[str, Any]:
+    body: dict[str, Any] = {"content": [{"type": "text", "text": record.output}]}
+    if record.structured is not None:
+        body["structuredContent"] = record.structured
+    return body
+
+
+def _reducer_blame(shaper: Any, records: list[Record], shaped: list[Any]) -> Callable[[int, str], str]:
+    """Which reducer removed a fact from a reduced record.
+
+    One reducer acted: that one. dedup acted: dedup (it replaces the whole output, the rest see a
+    pointer). Otherwise the pipeline's prefixes are re-run on the raw output (fresh session
+    memory; only for records that lost a fact) and the first acting reducer after which the fact
+    is gone is named; if none is found alone, the acting reducers together ("a+b").
+    """
+    from .reducers.base import ReduceContext, SessionMemory
+    from .reducers.pipeline import Pipeline
+
+    prefix_texts: dict[int, list[tuple[str, str]]] = {}
+
+    def prefixes(index: int) -> list[tuple[str, str]]:
+        if index not in prefix_texts:
+            record = records[index]
+            ctx = ReduceContext(tool=record.tool, arguments=call_arguments(record.call), session=SessionMemory(),
+                                chars_per_token=shaper.settings.policy.chars_per_token)
+            reducers = list(getattr(shaper.pipeline, "reducers", []))
+            acted = _acted(shaped[index])
+            texts = []
+            for k, reducer in enumerate(reducers, 1):
+                if reducer.name in acted:
+                    texts.append((reducer.name, Pipeline(reducers[:k]).run(record.output, ctx).text))
+            prefix_texts[index] = texts
+        return prefix_texts[index]
+
+    def blame(index: int, token: str) -> str:
+        acted = _acted(shaped[index])
+        if len(acted) == 1:
+            return acted[0]
+        if not acted:
+            return "unknown"
+        if "dedup" in acted:
+            return "dedup"
+        for name, text in prefixes(index):
+            if token not in text:
+                return name
+        return "+".join(acted)
+
+    return blame
+
+
+def _acted(shaped: Any) -> list[str]:
+    return [e.reducer for e in shaped.reducer_events if e.acted]
+
+
+def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dict[str, Any]:
+    """The same client receiving every raw output directly (no proxy): tokens and needed facts."""
+    observed = []
+    chars_out = 0
+    fates: Counter[str] = Counter()
+    for record in records:
+        body = _raw_body(record)
+        view: ClientView = viewer.view(body, tool=record.tool, declared_max_chars=None)
+        chars_out += len(view.text)
+        fates[view.fate] += 1
+        shown = viewer.channel(body)
+        observed.append(Observed(
+            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(body),
+            sent=shown, seen=view.text, verdict="keep", fate=view.fate, raw_shown=shown,
+        ))
+    chars_in = sum(len(r.output) for r in records)
+    fidelity = measure(observed).as_dict()
+    fidelity.pop("examples", None)
+    fidelity.pop("by_tool", None)
+    return {
+        "client": viewer.name,
+        "chars_out": chars_out,
+        "tokens_out": round(chars_out / cpt),
+        "reduction_pct": _pct(chars_in, chars_out),
+        "fates": dict(sorted(fates.items())),
+        "fidelity": fidelity,
+    }
+
+
+def _client_limits(viewer: ClientModel, declared: int | None, observed: list[Observed], cpt: float) -> dict[str, Any]:
+    """The proxy's declared `anthropic/maxResultSizeChars` beside the client's limits and the largest result it got."""
+    inline_limit = getattr(viewer, "inline_limit", None)
+    max_tokens = getattr(viewer, "max_output_tokens", None)
+    largest = max((len(o.sent) for o in observed), default=0)
+    return {
+        "declared_max_result_chars": declared,
+        "client_inline_chars": inline_limit(declared) if inline_limit else None,
+        "client_max_output_tokens": max_tokens,
+        "client_max_output_chars_at_estimate": int(max_tokens * cpt) if max_tokens else None,
+        "largest_sent_chars": largest,
+        "filed": sum(o.fate == "file" for o in observed),
+        "rejected": sum(o.fate == "rejected" for o in observed),
+    }
+
+
+def _check_writable(path: str | os.PathLike[str]) -> None:
+    try:
+        with open(path, "wb"):
+            pass
+    except OSError as err:
+        raise ReplayError(f"{path}: cannot write the dump: {err.strerror or err}") from None
+
+
+def _write_dump(
+    path: str | os.PathLike[str], records: list[Record], shaped: list[Any], observed: list[Observed], fidelity: FidelityReport | None
+) -> None:
+    """One JSON object a line, input order: what the model was shown for each record."""
+    hidden = fidelity.hidden_at if fidelity is not None else {}
+    try:
+        with open(path, "wb") as out:
+            for index, (record, report, seen) in enumerate(zip(records, shaped, observed, strict=True)):
+                row: dict[str, Any] = {
+                    "line": record.line, "traj": record.traj, "step": record.step, "tool": record.tool,
+                    "verdict": report.verdict, "reason": report.reason, "seen": seen.seen, "fate": seen.fate,
+                }
+                if index in hidden:
+                    row["hidden_facts"] = hidden[index]
+                out.write(orjson.dumps(row) + b"\n")
+    except OSError as err:
+        raise ReplayError(f"{path}: cannot write the dump: {err.strerror or err}") from None
+
+
+def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent, chars_seen: int) -> None:
     report.records += 1
     report.chars_in += shaped.chars_in
-    report.chars_out += shaped.chars_out
+    report.chars_out += chars_seen
     if len(record.output) >= BIG_OUTPUT_CHARS:
         report.big_records += 1
         report.big_chars_in += shaped.chars_in
-        report.big_chars_out += shaped.chars_out
+        report.big_chars_out += chars_seen
     report.verdicts[shaped.verdict] += 1
     report.decisions[f"{shaped.verdict}:{shaped.reason}"] += 1
     for event in shaped.reducer_events:
@@ -282,7 +474,11 @@ def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent) -> None:
             tally.declined[event.reason] += 1
 
 
-def _dollars(records: list[Record], saved: list[float], offloaded: list[bool], settings: Any, models: tuple[str, ...]) -> dict[str, dict[str, float]]:
+def _dollars(
+    records: list[Record], saved: list[float], offloaded: list[bool], settings: Any, models: tuple[str, ...], *, hops: int = 0
+) -> dict[str, dict[str, float]]:
+    """Dollars saved net of recalls: `recall_usd` charges one hop per needed fact the model could not
+    see (measured); `recall_usd_prior` is what the `recall_probability` prior alone would charge."""
     from .policy.economics import Rates
     from .policy.pricing import resolve_price
 
@@ -297,14 +493,18 @@ def _dollars(records: list[Record], saved: list[float], offloaded: list[bool], s
         rates = Rates.of(price, prompt_caching=p.prompt_caching, cache_ttl=p.cache_ttl)
         carry = [rates.carry_per_token(turns) for turns in remaining]
         recall_hop = rates.recall_hop(p.recall_input_tokens, p.recall_output_tokens)
-        gross = sum(s * c for s, c in zip(saved, carry))
-        recall = sum(p.recall_probability * recall_hop for o in offloaded if o)
-        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry))
+        gross = sum(s * c for s, c in zip(saved, carry, strict=True))
+        prior = sum(p.recall_probability * recall_hop for o in offloaded if o)
+        recall = hops * recall_hop
+        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry, strict=True))
         out[model] = {
             "baseline_usd": round(baseline, 4),
             "saved_usd": round(gross - recall, 4),
             "saved_pct": round(100 * (gross - recall) / baseline, 2) if baseline else 0.0,
-            "expected_recall_usd": round(recall, 4),
+            "recall_usd": round(recall, 4),
+            "recall_hops": hops,
+            "recall_usd_prior": round(prior, 4),
+            "saved_usd_prior": round(gross - prior, 4),
         }
     return out
 

@@ -35,10 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types as types
+import orjson
 
 from .config import OffloadSettings
 from .policy.policy import Decision, PolicyInput, ResultPolicy
-from .policy.stub import build_stub, structured_stand_in, text_blocks
+from .policy.describe import parse_json_text
+from .policy.stub import build_stub, stub_object, text_blocks
 from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
@@ -82,7 +84,8 @@ class ShapeReport:
     trm_id: str | None = None
     stash_hashes: list[str] = field(default_factory=list)
     structured: str | None = None
-    """How structuredContent was treated on a stub: `kept`, `stand_in`, or None."""
+    """What happened to structuredContent: `stub` (the stub object), `dropped_duplicate` (it repeated
+    the text, which now carries the reduced data), `kept`, or None (the result had none)."""
     warning: str | None = None
     would_be: ShapeVerdict | None = None
     """In observe mode: the verdict enforce mode would have produced."""
@@ -128,17 +131,53 @@ def is_multimodal(result: types.CallToolResult) -> bool:
     return False
 
 
+def _json_chars(value: Any) -> int:
+    return 0 if value is None else len(orjson.dumps(value))
+
+
 def visible_chars(body: dict[str, Any]) -> int:
-    """Characters the model reads: text blocks; structuredContent only when there is no text."""
+    """Characters the model reads of one result: the larger of its two channels.
+
+    Clients differ: Claude Code shows structuredContent when a result has it, others show the text
+    blocks. Pricing the larger channel never undercounts what any client puts in front of its model.
+    """
+    return max(sum(len(t) for t in text_blocks(body)), _json_chars(body.get("structuredContent")))
+
+
+def sent_chars(body: dict[str, Any]) -> int:
+    """Characters the client receives for one result: text blocks + structuredContent + _meta (JSON).
+
+    This is the size `policy.client_max_result_chars` bounds, and what stats and metrics count.
+    """
+    return sum(len(t) for t in text_blocks(body)) + _json_chars(body.get("structuredContent")) + _json_chars(body.get("_meta"))
+
+
+def recall_chars(body: dict[str, Any]) -> int:
+    """Length of the text recall_tool_result pages through (tools/recall.py): the text blocks joined
+    by newlines, or the structuredContent JSON when there is no text. The stub states this size."""
     texts = text_blocks(body)
     if texts:
-        return sum(len(t) for t in texts)
-    structured = body.get("structuredContent")
-    if structured is None:
-        return 0
-    import orjson
+        return sum(len(t) for t in texts) + len(texts) - 1
+    return _json_chars(body.get("structuredContent"))
 
-    return len(orjson.dumps(structured))
+
+def structured_repeats_text(body: dict[str, Any]) -> bool:
+    """structuredContent carries nothing the text does not: the JSON the one text block holds,
+    or an object whose only value is that text (server-filesystem's `{"content": text}`)."""
+    structured = body.get("structuredContent")
+    texts = text_blocks(body)
+    if structured is None or len(texts) != 1:
+        return False
+    if isinstance(structured, dict) and len(structured) == 1 and next(iter(structured.values())) == texts[0]:
+        return True
+    return parse_json_text(texts[0]) == structured
+
+
+KEPT_ON_PURPOSE = frozenset({"disabled", "multimodal", "own_tool"})
+"""Policy reasons that keep a result whole whatever its size (no client bound applies)."""
+
+_META_KEEP_CHARS = 2_000
+"""A stub keeps the result's `_meta` up to this size; a larger one stays in the ledger only."""
 
 
 class ResultShaper:
@@ -183,7 +222,7 @@ class ResultShaper:
         own = call.tool in ALWAYS_LISTED
         multimodal = is_multimodal(result)
         body = dump_result(result)
-        chars_in = visible_chars(body)
+        chars_in = sent_chars(body)
         cpt = self.settings.policy.chars_per_token
 
         memory = self.session_memory(call.session_id)
@@ -194,18 +233,31 @@ class ResultShaper:
         for run in runs:
             stash.update(run.stash)
             events.extend(run.events)
-        if reduced:
-            candidate = result.model_copy(update={"content": reduced})
-            candidate_chars = visible_chars(dump_result(candidate))
-        else:
-            candidate, candidate_chars = result, chars_in
+        # A structuredContent that only repeats the text goes when the text is cut (the text then carries
+        # the data, with markers) or when the pair would not fit the client: one decision for both channels.
+        # With an outputSchema it must stay (validating clients require it), so the policy judges it instead.
+        repeat = not own and not multimodal and call.output_schema is None and structured_repeats_text(body)
+        candidate = result.model_copy(update={"content": reduced}) if reduced and stash else result
+        if repeat and candidate is not result:
+            candidate = candidate.model_copy(update={"structured_content": None})
+        candidate_body = body if candidate is result else dump_result(candidate)
 
-        decision = self.policy.decide(PolicyInput(chars=candidate_chars, multimodal=multimodal, own_tool=own))
+        decision = self.policy.decide(PolicyInput(chars=visible_chars(candidate_body), multimodal=multimodal, own_tool=own))
+        limit = self.settings.policy.client_max_result_chars
+        if not decision.offload and decision.reason not in KEPT_ON_PURPOSE and limit and sent_chars(candidate_body) > limit:
+            if repeat and candidate.structured_content is not None:
+                candidate = candidate.model_copy(update={"structured_content": None})
+                candidate_body = dump_result(candidate)
+            if sent_chars(candidate_body) > limit:
+                # Both channels together exceed what the client accepts: the client bound decides.
+                decision = self.policy.decide(PolicyInput(chars=sent_chars(candidate_body), multimodal=multimodal, own_tool=own))
         report = ShapeReport(
             verdict="keep", reason=decision.reason, decision=decision, mode=self.settings.mode,
             chars_in=chars_in, chars_out=chars_in, tokens_in=chars_in / cpt, tokens_out=chars_in / cpt,
             reducer_events=events,
         )
+        if body.get("structuredContent") is not None:
+            report.structured = "kept"
 
         out: types.CallToolResult = result
         bodies: list[BodyRecord] = []
@@ -213,17 +265,19 @@ class ResultShaper:
         if decision.offload:
             record = BodyRecord.of(
                 body, server=call.server, tool=call.downstream_tool, arguments=call.arguments,
-                session_id=call.session_id, chars=chars_in,
+                session_id=call.session_id, chars=recall_chars(body),
             )
-            stubbed = self._stub(call, result, body, record, report)
-            if stubbed is not None:
-                out, bodies = stubbed, [record]
-                report.verdict, report.trm_id = "offload", record.trm_id
-        if report.verdict == "keep" and reduced and stash:
-            out, commit_stash = candidate, stash
-            report.verdict = "reduce"
-            report.stash_hashes = sorted(stash)
-        report.chars_out = visible_chars(dump_result(out)) if out is not result else chars_in
+            out, bodies = self._stub(call, result, body, record, report), [record]
+            report.verdict, report.trm_id = "offload", record.trm_id
+        elif candidate is not result:
+            out = candidate
+            if reduced and stash:
+                commit_stash = stash
+                report.verdict = "reduce"
+                report.stash_hashes = sorted(stash)
+            if repeat and candidate.structured_content is None:
+                report.structured = "dropped_duplicate"
+        report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
         if observe:
@@ -234,11 +288,11 @@ class ResultShaper:
             self._remember(runs, ctx, offloaded=report.would_be == "offload")
             return result, report
 
-        changed = out is not result
-        if changed and self.ledger is None:
+        needs_ledger = bool(bodies or commit_stash)
+        if needs_ledger and self.ledger is None:
             return result, self._fall_back(report, "no_ledger", "no ledger is open, so nothing can be stored for recall")
-        committed = self._record(call, report, bodies=bodies, stash=commit_stash, required=changed)
-        if changed and not committed:
+        committed = self._record(call, report, bodies=bodies, stash=commit_stash, required=needs_ledger)
+        if needs_ledger and not committed:
             return result, report
         self._remember(runs, ctx, offloaded=report.verdict == "offload")
         return out, report
@@ -247,9 +301,10 @@ class ResultShaper:
 
     @staticmethod
     def _without_collapse(reducer_settings: ReducerSettings) -> Pipeline | None:
-        if "collapse" not in reducer_settings.pipeline:
+        # smartcrush windows records like collapse windows lines: both yield to offload (i12b)
+        if "collapse" not in reducer_settings.pipeline and "smartcrush" not in reducer_settings.pipeline:
             return None
-        names = [name for name in reducer_settings.pipeline if name != "collapse"]
+        names = [name for name in reducer_settings.pipeline if name not in ("collapse", "smartcrush")]
         return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
     def _reduce_before_policy(
@@ -263,10 +318,42 @@ class ResultShaper:
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
+        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in)
+        if decided is not None:
+            return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
         decision = self.policy.decide(PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False))
         return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
+
+    def _offload_before_reducing(
+        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
+    ) -> Any | None:
+        """A pipeline result that records "offload decided first", or None when the reducers must run.
+
+        When even the floor the reducers could reach (Pipeline.floor_chars) is
+        offloaded, their outcome cannot change the decision: skip them, and the
+        original is stored (a 1 MB log then costs ~1 ms here instead of ~70 ms).
+        """
+        pipeline = self.pipeline_before_collapse
+        floor_chars = getattr(pipeline, "floor_chars", None)
+        texts = [b.text for b in result.content if isinstance(b, types.TextContent) and b.text]
+        if floor_chars is None or not texts or len(texts) != len(result.content):
+            return None
+        policy = self.settings.policy
+        enough = policy.client_max_result_chars if policy.client_max_result_chars >= policy.large_threshold_chars else chars_in
+        floor = 0
+        for text in texts:
+            part = floor_chars(text, ctx, enough - floor)
+            if part is None:
+                return None
+            floor += part
+        if not self.policy.decide(PolicyInput(chars=floor, multimodal=multimodal, own_tool=False)).offload:
+            return None
+        from .reducers.pipeline import PipelineResult, ReducerEvent
+
+        events = [ReducerEvent(name, False, "offload_decided_first", chars_in, chars_in) for name in pipeline.names]
+        return PipelineResult(texts[0] if len(texts) == 1 else "", {}, events, "", chars_in)
 
     def _reduce(
         self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Pipeline | None
@@ -295,28 +382,21 @@ class ResultShaper:
 
     def _stub(
         self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], record: BodyRecord, report: ShapeReport
-    ) -> types.CallToolResult | None:
+    ) -> types.CallToolResult:
+        """Text: the stub. structuredContent (when the result had one, or the tool promises one): the stub
+        object with the same text, so a client that shows only that channel still sees the id, what is
+        missing and the call that gets it. `_meta` stays when small."""
         policy = self.settings.policy
-        structured = None
-        if call.output_schema is not None and result.structured_content is not None:
-            stand_in = structured_stand_in(
-                result.structured_content, call.output_schema, record.trm_id,
-                keep_chars=int(policy.stub_tokens * policy.chars_per_token),
-            )
-            if stand_in is None:
-                report.reason = "output_schema"
-                report.warning = "the tool's outputSchema admits no small structuredContent; kept inline"
-                return None
-            structured, report.structured = stand_in
         stub = build_stub(
             trm_id=record.trm_id, tool=call.tool, body=body, chars=record.chars, chars_per_token=policy.chars_per_token,
             budget_tokens=policy.stub_tokens, recall_mode=self.settings.recall.mode,
         )
         update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
-        if structured is not None:
-            update["structured_content"] = structured
-        elif "structured_content" in result.model_fields_set:
-            update["structured_content"] = None
+        if result.structured_content is not None or call.output_schema is not None:
+            update["structured_content"] = stub_object(record.trm_id, stub)
+            report.structured = "stub"
+        if result.meta is not None and _json_chars(body.get("_meta")) > _META_KEEP_CHARS:
+            update["meta"] = None
         return result.model_copy(update=update)
 
     def _record(

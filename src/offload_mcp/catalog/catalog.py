@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import mcp_types as types
 
+from ..policy.stub import admit_stub
 from .settings import CatalogSettings
 
 logger = logging.getLogger(__name__)
@@ -50,11 +51,14 @@ class CatalogEntry:
     server: str
     downstream_name: str
     tool: types.Tool
-    """The downstream definition with `name` set to the listed name."""
+    """The downstream definition as listed: `name` set to the listed name, and its outputSchema
+    widened to also admit the stub object an offloaded result carries (policy/stub.py `admit_stub`)."""
+    downstream_output_schema: dict | None = None
+    """The outputSchema the downstream server declared: what its own results are checked against."""
 
     @property
     def output_schema(self) -> dict | None:
-        return self.tool.output_schema
+        return self.downstream_output_schema
 
 
 class Catalog:
@@ -119,6 +123,14 @@ def build_catalog(
                     n += 1
                 name = f"{base}_{n}"
             taken.add(name)
-            listed = tool if name == tool.name else tool.model_copy(update={"name": name})
-            entries.append(CatalogEntry(name=name, server=server, downstream_name=tool.name, tool=listed))
+            update: dict[str, object] = {} if name == tool.name else {"name": name}
+            if tool.output_schema is not None:
+                update["output_schema"] = admit_stub(tool.output_schema)
+            listed = tool.model_copy(update=update) if update else tool
+            entries.append(
+                CatalogEntry(
+                    name=name, server=server, downstream_name=tool.name, tool=listed,
+                    downstream_output_schema=tool.output_schema,
+                )
+            )
     return Catalog(entries)

@@ -118,9 +118,72 @@ class Found:
     notes: list[str] = field(default_factory=list)
 
 
+_OFFLOAD_WORD = re.compile(r"(?:^|[/\\=@:\s])offload[-_]mcp(?:[.=@<>~!:\s/]|\.exe|$)", re.IGNORECASE)
+"""offload-mcp named in a launcher word: `offload-mcp`, `/x/offload-mcp`, `offload_mcp.cli`,
+`offload-mcp==0.3`, `offload-mcp@latest`, `--from=offload-mcp`."""
+
+PROBE_SECONDS = 3.0
+"""How long init asks a remote entry who it is (one MCP initialize) before wrapping it anyway."""
+
+
 def _is_offload_entry(entry: dict[str, Any]) -> bool:
+    """A stdio entry that launches offload-mcp (directly, via uvx/pipx/python -m, any version pin)."""
     words = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(a, str)]
-    return any(Path(w).name in ("offload-mcp", "offload_mcp") or w.endswith("offload_mcp.cli") for w in words)
+    if any(_OFFLOAD_WORD.search(w) for w in words):
+        return True
+    env = entry.get("env")
+    return isinstance(env, dict) and "OFFLOAD_MCP_CONFIG" in env
+
+
+def _worth_asking(url: Any) -> bool:
+    """Ask only where an offload-mcp is likely: this machine, or a host named for it. init does not
+    contact third-party services (a remote entry often carries credentials)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(str(url)).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("127.0.0.1", "localhost", "::1") or host.startswith("127.") or "offload" in host
+
+
+def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) -> str | None:
+    """The serverInfo name a remote (HTTP/SSE) entry answers initialize with; None when it cannot be asked.
+
+    A URL says nothing about what serves it, so init asks: an offload-mcp behind HTTP must not be
+    wrapped by another (the inner stub ids would not resolve through the outer recall)."""
+    import anyio
+
+    from ..config import RemoteServer
+
+    try:
+        remote = parse_config({"mcpServers": {"probe": entry}}, source="probe").mcpServers["probe"]
+    except ConfigError:
+        return None
+    if not isinstance(remote, RemoteServer):
+        return None
+
+    async def ask() -> str | None:
+        from contextlib import AsyncExitStack
+
+        from mcp.client.session import ClientSession
+
+        from ..downstream.server import _remote_transport
+
+        with anyio.move_on_after(seconds):
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(_remote_transport(remote))
+                session = await stack.enter_async_context(ClientSession(read, write))
+                result = await session.initialize()
+                return str(result.server_info.name)
+        return None
+
+    try:
+        return anyio.run(ask)
+    except BaseException as err:  # unreachable, refused, not MCP: cannot tell, so it is wrapped
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        return None
 
 
 def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
@@ -132,6 +195,9 @@ def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[st
         return None
     if _is_offload_entry(entry):
         notes.append(f"skipped {where}.{name}: it is offload-mcp itself")
+        return None
+    if "url" in entry and _worth_asking(entry["url"]) and remote_server_name(entry) == "offload-mcp":
+        notes.append(f"skipped {where}.{name}: it is offload-mcp itself (its serverInfo says so; one proxy must not wrap another)")
         return None
     keys = REMOTE_KEYS if "url" in entry else STDIO_KEYS
     kept = {k: entry[k] for k in keys if k in entry and entry[k] is not None}

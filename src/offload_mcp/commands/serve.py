@@ -89,7 +89,11 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
     from ..server.transports import serve
 
     problem: str | None = None
-    async with DownstreamPool(config.mcpServers, config.offload.downstream) as pool:
+    # background: initialize is answered at once whatever the downstream servers do (issue 11).
+    async with DownstreamPool(config.mcpServers, config.offload.downstream, background=True) as pool:
+        if config.offload.catalog.prefix == "never":
+            # Refusing a collision needs every server's tools: the one case where start-up waits (bounded).
+            await pool.wait_settled(config.offload.downstream.first_list_wait_s)
         try:
             state = ProxyState(config, pool, ledger_path=args.ledger)
         except CatalogCollision as err:

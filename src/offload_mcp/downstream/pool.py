@@ -6,6 +6,13 @@ failure with the server's name, command and stderr tail, and keeps serving
 with the ones that came up. The pool's task group holds the sessions, so
 they are independent of any upstream connection (an SSE connection's
 lifespan, a streamable-HTTP session) and survive it.
+
+`background=True` (what `serve` uses): entering returns at once and the
+servers start in the pool's task group, so the proxy answers `initialize`
+whatever they do (Claude Code gives up on a server after 30 s, and a hung
+downstream must not cost the healthy ones). Each server that comes up later
+is announced to listeners as kind `joined`; `settled` is set once every
+first start attempt has ended; `wait_settled(seconds)` bounds the wait.
 """
 
 from __future__ import annotations
@@ -26,7 +33,12 @@ logger = logging.getLogger(__name__)
 
 
 class DownstreamPool:
-    def __init__(self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None) -> None:
+    def __init__(
+        self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None, *, background: bool = False
+    ) -> None:
+        self.background = background
+        self.settled = anyio.Event()
+        """Set when every server's first start attempt has ended (ready or failed)."""
         self.settings = settings or DownstreamSettings()
         self.servers: dict[str, DownstreamServer] = {
             name: DownstreamServer(name, entry, self.settings, on_change=self._changed) for name, entry in servers.items()
@@ -46,7 +58,10 @@ class DownstreamPool:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         try:
-            await self.start_all()
+            if self.background:
+                self._task_group.start_soon(self.start_all)
+            else:
+                await self.start_all()
         except BaseException:
             self._task_group.cancel_scope.cancel()
             await self._task_group.__aexit__(None, None, None)
@@ -57,9 +72,16 @@ class DownstreamPool:
         assert self._task_group is not None
         tg_servers = self._task_group
 
-        async with anyio.create_task_group() as starting:
-            for server in self.servers.values():
-                starting.start_soon(server.start, tg_servers)
+        async def start(server: DownstreamServer) -> None:
+            if await server.start(tg_servers) and self.background:
+                await self._changed(server, "joined")
+
+        try:
+            async with anyio.create_task_group() as starting:
+                for server in self.servers.values():
+                    starting.start_soon(start, server)
+        finally:
+            self.settled.set()
         ready = [s.name for s in self.servers.values() if s.state == "ready"]
         failed = [s for s in self.servers.values() if s.state != "ready"]
         if self.servers:
@@ -73,8 +95,21 @@ class DownstreamPool:
         for server in self.servers.values():
             await server.stop()
         assert self._task_group is not None
+        if any(s.state in ("new", "starting") for s in self.servers.values()):
+            # A server still starting (hung, or a first npx download) does not hold the exit for its
+            # startup_timeout_s: cancel; each child is still stopped (stdio cleanup runs shielded).
+            self._task_group.cancel_scope.cancel()
         await self._task_group.__aexit__(exc_type, exc, tb)
         self._task_group = None
+
+    async def wait_settled(self, seconds: float) -> bool:
+        """Wait up to `seconds` for every first start attempt to end; True when they all have."""
+        with anyio.move_on_after(max(0.0, seconds)):
+            await self.settled.wait()
+        return self.settled.is_set()
+
+    def starting(self) -> list[DownstreamServer]:
+        return [s for s in self.servers.values() if s.state in ("new", "starting")]
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
         """Run `fn(*args)` in the pool's process-lifetime task group (work that must not delay an answer)."""

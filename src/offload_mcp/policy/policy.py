@@ -11,6 +11,14 @@ Branch order is load-bearing and reads top to bottom:
 4. `small` — at or below `small_threshold_chars`: too small for a stub: keep.
 5. `below_large` — under the gate's cheap pre-filter (`large_threshold_chars`):
    the recall hop would outweigh the re-prefill saving: keep.
+   The medium tier is split by measurement (issue 12; `replay --client
+   claude-code` on dev.jsonl.gz, opus-4-6, one recall hop charged per needed
+   fact not seen), with linecap keeping records: pre-filter at 60K: tokens
+   -6.01%, $ saved 4.32%, needed facts visible 99.97%; at 30K (the default):
+   -7.14%, 6.04%, 99.92% (2 facts behind a stub); 25K: -7.53%, 6.55%, 99.92%;
+   20K: facts 98.34% (65 behind stubs); from 8K: -34.8% but 94.04%. 8K-30K
+   results stay inline; 30K-100K go to the gate. mcp_dev.jsonl.gz is capped
+   at 10K chars, so unaffected.
 6. `over_client_limit` — above `client_max_result_chars` the client rejects
    or cuts the result, so offload whatever the gate says: the alternative is
    losing it.

@@ -6,15 +6,13 @@ to call `recall_tool_result`. It is a pure function of (body, tool name,
 id, settings): no clocks, no counters, so identical input and config give
 identical bytes and the client's prompt cache stays warm.
 
-outputSchema: a client validates `structuredContent` against the tool's
-declared `outputSchema` (the Python SDK raises when it is missing or does
-not conform). So when the downstream tool declared one, the stub keeps the
-original `structuredContent` if it is small (at most `keep_chars`);
-otherwise it builds a small stand-in — every long string replaced by a
-pointer to recall, every long array cut to its first items — and keeps it
-only if it still validates against the schema. If no small valid stand-in
-exists, `structured_stand_in` returns None and the shaper keeps the result
-inline (reason `output_schema`) rather than break the client.
+structuredContent: some clients (Claude Code) show their model
+`structuredContent` instead of the text when a result has it, so an
+offloaded result's structuredContent is the stub too: `stub_object`, the id
+plus the whole stub text, never a shrunk copy that hides what it dropped.
+Clients validate `structuredContent` against the tool's outputSchema, so
+the proxy lists every downstream outputSchema widened by `admit_stub` to
+also accept that object.
 """
 
 from __future__ import annotations
@@ -47,13 +45,30 @@ def text_blocks(body: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def recall_hint(trm_id: str, mode: RecallMode, *, has_json: bool = True) -> str:
+def recall_hint(trm_id: str, mode: RecallMode, *, has_json: bool = True, json_example: str = "$.key") -> str:
+    """The call that brings a detail back, cheapest style first: a search, then a JSONPath, then ranges."""
     styles = []
     if mode in ("window", "both") or not has_json:
-        styles += ['query="text"', "offset=0, max_chars=8000", 'lines="1-200"']
+        styles.append('query="text"')
     if mode in ("structural", "both") and has_json:
-        styles.append('json_path="$.key"')
+        styles.append(f'json_path="{json_example}"')
+    if mode in ("window", "both") or not has_json:
+        styles += ['lines="1-200"', "offset=0, max_chars=8000"]
     return f'Get any part: recall_tool_result(mem_id="{trm_id}", {" | ".join(styles)})'
+
+
+def json_path_example(doc: Any) -> str:
+    """A JSONPath into `doc` that reads a small first slice: `$.entities[0:20]`, `$[0:20]`, or `$.key`."""
+    if isinstance(doc, list):
+        return "$[0:20]"
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            if isinstance(value, list) and len(value) > 20 and isinstance(key, str) and key.isidentifier():
+                return f"$.{key}[0:20]"
+        for key in doc:
+            if isinstance(key, str) and key.isidentifier():
+                return f"$.{key}"
+    return "$.key"
 
 
 def build_stub(
@@ -70,7 +85,10 @@ def build_stub(
     """The stub text. Stays within `budget_tokens` by shortening the preview, then the index."""
     texts = text_blocks(body)
     structured = body.get("structuredContent")
-    header = f"[offloaded tool result {trm_id}] {tool}: {chars:,} chars (~{_est_tokens(chars, chars_per_token):,} tokens)"
+    header = (
+        f"[offloaded tool result {trm_id}] {tool}: {chars:,} chars (~{_est_tokens(chars, chars_per_token):,} tokens)"
+        " stored, not shown here; below is only its shape and first lines"
+    )
     if len(texts) > 1:
         header += f" in {len(texts)} text blocks"
     if reason:
@@ -84,8 +102,9 @@ def build_stub(
     if structured is not None and (not texts or _structured_differs(texts, structured)):
         index_lines.append(f"structuredContent: {describe_json(structured)}")
     preview_source = texts[0] if texts else (orjson.dumps(structured).decode() if structured is not None else "")
-    has_json = structured is not None or any(parse_json_text(t) is not None for t in texts[:1])
-    hint = recall_hint(trm_id, recall_mode, has_json=has_json)
+    doc = structured if structured is not None else next((parse_json_text(t) for t in texts[:1]), None)
+    has_json = doc is not None
+    hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))
     budget = int(budget_tokens * chars_per_token)
 
     for preview_lines in (_PREVIEW_LINES, 3, 1, 0):
@@ -122,52 +141,74 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# ------------------------------------------------------------------ outputSchema
+# ------------------------------------------------------------------ structuredContent
 
-_STRING_KEEP = 200
-_ARRAY_KEEP = 3
+STUB_KEY = "offloaded_result"
+"""The one key of the structuredContent stub object."""
+
+STUB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "offload-mcp stored this result; recall it by mem_id.",
+    "properties": {
+        STUB_KEY: {
+            "type": "object",
+            "properties": {
+                "mem_id": {"type": "string", "pattern": "^trm_[0-9a-f]{16}$"},
+                "summary": {"type": "string"},
+            },
+            "required": ["mem_id", "summary"],
+        }
+    },
+    "required": [STUB_KEY],
+}
+"""What a stubbed structuredContent looks like; every advertised outputSchema admits it (see `admit_stub`)."""
 
 
-def structured_stand_in(
-    structured: Any, output_schema: Mapping[str, Any], trm_id: str, *, keep_chars: int
-) -> tuple[Any, str] | None:
-    """A `structuredContent` the client will accept alongside the stub, and how it was made.
+def stub_object(trm_id: str, stub_text: str) -> dict[str, Any]:
+    """structuredContent of an offloaded result: the id and the whole stub text, never a shrunk copy.
 
-    Returns (value, "kept") when the original is at most `keep_chars` of JSON,
-    (value, "stand_in") when a shrunken copy validates against the schema,
-    or None when neither is possible.
+    Claude Code shows its model structuredContent instead of the text when a result has it, so this
+    channel must say on its own what is missing and how to get it: the stub text does exactly that.
     """
-    if len(orjson.dumps(structured)) <= keep_chars:
-        return structured, "kept"
-    candidate = _shrink(structured, "$", trm_id)
-    if len(orjson.dumps(candidate)) > keep_chars:
-        return None
-    if not _validates(candidate, output_schema):
-        return None
-    return candidate, "stand_in"
+    return {STUB_KEY: {"mem_id": trm_id, "summary": stub_text}}
 
 
-def _shrink(value: Any, path: str, trm_id: str) -> Any:
-    if isinstance(value, str) and len(value) > _STRING_KEEP:
-        return f'[offloaded: {len(value):,} chars; recall_tool_result(mem_id="{trm_id}", json_path="{path}")]'
+def admit_stub(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The outputSchema the proxy advertises: the downstream's, or the stub object.
+
+    Validating clients (ClientSession, mcp.Client, the Inspector) check structuredContent against the
+    listed schema, so the listed schema is `{"type": "object", "anyOf": [original, STUB_SCHEMA]}`.
+    `$defs`/`definitions` stay at the root so `#/$defs/...` references still resolve; any other
+    local reference into the original is rebased under `#/anyOf/0`. Deterministic: same in, same out.
+    """
+    if schema is None:
+        return None
+    if not isinstance(schema, Mapping):
+        return dict(schema) if schema else None
+    root_keys = ("$schema", "$id", "$defs", "definitions")
+    original = {k: _rebase_refs(v) for k, v in schema.items() if k not in root_keys}
+    widened: dict[str, Any] = {k: schema[k] for k in ("$schema", "$id") if k in schema}
+    widened["type"] = "object"
+    widened["anyOf"] = [original, STUB_SCHEMA]
+    for key in ("$defs", "definitions"):
+        if key in schema:
+            widened[key] = _rebase_refs(schema[key])
+    return widened
+
+
+def _rebase_refs(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if k == "$ref" and isinstance(v, str) and v.startswith("#/") and not v.startswith(("#/$defs/", "#/definitions/")):
+                out[k] = "#/anyOf/0/" + v[2:]
+            else:
+                out[k] = _rebase_refs(v)
+        return out
     if isinstance(value, list):
-        head = value[:_ARRAY_KEEP] if len(value) > _ARRAY_KEEP else value
-        return [_shrink(v, f"{path}[{i}]", trm_id) for i, v in enumerate(head)]
-    if isinstance(value, dict):
-        return {k: _shrink(v, f"{path}.{_path_key(k)}", trm_id) for k, v in value.items()}
+        return [_rebase_refs(v) for v in value]
     return value
 
 
-def _path_key(key: str) -> str:
-    return key if key.isidentifier() else "'" + key.replace("'", "\\'") + "'"
-
-
-def _validates(value: Any, schema: Mapping[str, Any]) -> bool:
-    from jsonschema.validators import validator_for
-    from referencing import Registry
-
-    try:
-        cls = validator_for(schema)
-        return next(iter(cls(schema, registry=Registry()).iter_errors(value)), None) is None
-    except Exception:  # an unusable schema cannot be satisfied knowingly
-        return False
+def is_stub_object(structured: Any) -> bool:
+    return isinstance(structured, dict) and set(structured) == {STUB_KEY}

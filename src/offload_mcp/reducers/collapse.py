@@ -38,8 +38,9 @@ def dense_token_estimate(text: str, chars_per_token: float) -> float:
     return max(len(text) / chars_per_token, len(_PIECE_RE.findall(text)) * 0.75)
 
 
-def _omission(count: int, unit: str, hash_: str) -> str:
-    return f"... ({count} {unit} omitted) {marker(hash_)} {EXPAND_CUE}"
+def _omission(first: int, last: int, total: int, unit: str, offset: int, hash_: str) -> str:
+    """Which lines/chars are gone and the expand offset where they start: a cut the model can act on."""
+    return f"... ({unit} {first}-{last} of {total} omitted; expand from offset {offset}) {marker(hash_)} {EXPAND_CUE}"
 
 
 class Collapse:
@@ -74,7 +75,9 @@ class Collapse:
             return None
         kept_head = lines[:head]
         kept_tail = lines[len(lines) - tail :] if tail else []
-        window = "\n".join([*kept_head, _omission(omitted, "lines", hash_), *kept_tail])
+        offset = sum(len(line) + 1 for line in kept_head)
+        note = _omission(head + 1, head + omitted, len(lines), "lines", offset, hash_)
+        window = "\n".join([*kept_head, note, *kept_tail])
         # bytes, not line counts: huge lines inside the window must not pass as a cut
         if len(window.encode("utf-8", "surrogatepass")) * 2 > len(text.encode("utf-8", "surrogatepass")):
             return None
@@ -91,7 +94,8 @@ class Collapse:
             tail_chars = int(budget) - head_chars
             omitted = len(text) - head_chars - tail_chars
             tail_part = text[len(text) - tail_chars :] if tail_chars else ""
-            window = f"{text[:head_chars]}\n{_omission(omitted, 'chars', hash_)}\n{tail_part}"
+            note = _omission(head_chars, head_chars + omitted - 1, len(text), "chars", head_chars, hash_)
+            window = f"{text[:head_chars]}\n{note}\n{tail_part}"
             measured = dense_token_estimate(text[:head_chars], cpt) + dense_token_estimate(tail_part, cpt)
             if measured <= max_tokens or budget <= CHAR_FLOOR:
                 break

@@ -7,8 +7,16 @@ their raw spans, so every kept item is byte-verbatim (schema-preserving):
 signal (an `error`/`exception`/`failure` key with a non-empty value, or a string
 value naming an error or failure). A note `[k of N items shown (indices);
 full array: call context_guru_expand <<cg:HASH>>]` follows the array.
-When it shines: list endpoints, search hits, record dumps (MCP-style traffic).
-When it is inert: non-JSON or non-array text (`not_json_array`), short arrays
+Measured reason for the size floor (`min_chars`, default 60,000): an agent
+reads an array result as data, and on real MCP results the first+last window
+hid the row the agent needed next (45% of the values hidden by reducers there:
+stock prices, SQL rows, hourly weather; on `mcp_dev.jsonl.gz` 94 values of one
+7.5K weather result). Below the floor every item stays; above it smartcrush is
+a last resort like collapse: the shaper judges an output that large by the
+policy first (an offloaded one gets a stub with a JSONPath-recallable index,
+not a window), and smartcrush only windows what the policy keeps inline.
+When it shines: list endpoints, search hits, record dumps kept inline above the floor.
+When it is inert: smaller outputs (`below_min_chars`), non-JSON or non-array text (`not_json_array`), short arrays
 (`too_few_items`), every item kept anyway (`nothing_to_drop`), JSON nested
 beyond the decoder's limit (`too_deeply_nested`).
 """
@@ -128,6 +136,8 @@ class Smartcrush:
         self.settings = settings
 
     def reduce(self, text: str, ctx: ReduceContext) -> Outcome:
+        if len(text) < self.settings.min_chars:
+            return Declined("below_min_chars")
         if (gate := common_decline(text, ctx)) is not None:
             return gate
         stripped = text.lstrip()
@@ -155,7 +165,11 @@ class Smartcrush:
         body = joiner.join(text[items[i][0] : items[i][1]] for i in kept)
         array = f"[\n{body}\n]" if multiline else f"[{body}]"
         hash_ = cg_hash(text)
-        note = f"[{len(kept)} of {total} items shown ({_ranges(kept)}); full array: call context_guru_expand {marker(hash_)}]"
+        dropped = sorted(set(range(total)) - keep)
+        note = (
+            f"[{len(kept)} of {total} items shown ({_ranges(kept)}); items {_ranges(dropped)} omitted; "
+            f"full array: call context_guru_expand {marker(hash_)}]"
+        )
         reduced = f"{text[:open_at]}{array}{text[close_end:]}"
         sep = "" if reduced.endswith("\n") else "\n"
         return never_worse(text, f"{reduced}{sep}{note}", hash_)

@@ -54,9 +54,9 @@ class ProxyMetrics:
         self.reducer_events = Counter(
             f"{PREFIX}_reducer_events", "Reducer runs by reducer, outcome (acted, declined) and reason.", ["reducer", "outcome", "reason"], registry=r
         )
-        self.chars_in = Counter(f"{PREFIX}_result_chars_in", "Characters of result text the downstream servers sent.", ["server"], registry=r)
+        self.chars_in = Counter(f"{PREFIX}_result_chars_in", "Characters of results the downstream servers sent (text + structuredContent + _meta).", ["server"], registry=r)
         self.chars_out = Counter(
-            f"{PREFIX}_result_chars_out", "Characters of result text the client received (in observe mode: the original).", ["server", "mode"], registry=r
+            f"{PREFIX}_result_chars_out", "Characters of results the client received, both channels (in observe mode: the original).", ["server", "mode"], registry=r
         )
         self.tokens_saved = Counter(
             f"{PREFIX}_tokens_saved",

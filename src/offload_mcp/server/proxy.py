@@ -57,6 +57,9 @@ logger = logging.getLogger(__name__)
 
 _presentation: ContextVar[Presentation | None] = ContextVar("offload_presentation", default=None)
 
+STATUS_TOOL = "offload_mcp_status"
+"""Listed only while no wrapped server is serving, so a broken setup is visible in the tool list."""
+
 INSTRUCTIONS = (
     "offload-mcp forwards the tools of the servers it wraps. A large tool result may come back as a short "
     "stub with a trm_ id, and cut passages as <<cg:HASH>> markers: call recall_tool_result or "
@@ -82,6 +85,7 @@ class ProxyState:
         self.sessions_seen: set[str] = set()
         """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
         self.metrics = _make_metrics(self.settings)
+        self._first_list_waited = False
         self.rebuild(strict=True)
         pool.on_change(self._downstream_changed)
 
@@ -120,9 +124,51 @@ class ProxyState:
             if self.metrics is not None:
                 self.metrics.observe_restart(server)
             kind = "tools"
+        if kind == "joined":
+            # A server that finished starting after the proxy was serving: every list may have grown.
+            self.rebuild()
+            joined = self.pool.servers.get(server)
+            caps = getattr(joined, "capabilities", None)
+            await self.notify_upstream("tools")
+            if caps is not None and caps.resources is not None:
+                await self.notify_upstream("resources")
+            if caps is not None and caps.prompts is not None:
+                await self.notify_upstream("prompts")
+            return
         if kind in ("tools", "prompts"):
             self.rebuild()
         await self.notify_upstream(kind)
+
+    async def wait_for_first_listing(self) -> None:
+        """The first tools/list waits (bounded by `downstream.first_list_wait_s`) for servers still
+        starting, so a client that lists once sees them; initialize never waits, later lists never do."""
+        if self._first_list_waited:
+            return
+        self._first_list_waited = True
+        wait = getattr(self.pool, "wait_settled", None)
+        if wait is not None and not self.pool.settled.is_set():
+            await wait(self.settings.downstream.first_list_wait_s)
+
+    def status_tool(self) -> types.Tool | None:
+        """A tool entry saying no wrapped server is serving (and why), or None while any serves."""
+        servers = list(self.pool.servers.values())
+        if not servers or any(s.state == "ready" for s in servers):
+            return None
+        return types.Tool(
+            name=STATUS_TOOL,
+            description="offload-mcp is running but NO wrapped MCP server is serving, so their tools are missing. " + self.not_serving(),
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        )
+
+    def not_serving(self) -> str:
+        parts = []
+        for s in self.pool.servers.values():
+            if s.state == "ready":
+                continue
+            # A failed server being retried in the background is "starting" again: its failure is the news.
+            why = s.failure.splitlines()[0] if s.failure else ("still starting" if s.state in ("new", "starting") else s.state)
+            parts.append(f"{s.name} ({why})")
+        return "Servers not serving: " + "; ".join(parts) if parts else ""
 
     # ---- upstream sessions ------------------------------------------------
 
@@ -191,7 +237,15 @@ class ProxyState:
         own = self._own_tool(name)
         if own is not None:
             return await self._call_own(own, arguments, session_id)
+        if name == STATUS_TOOL and self.catalog.lookup(name) is None:
+            return error_result(
+                ("offload-mcp: " + self.not_serving()) if self.status_tool() else "offload-mcp: every wrapped server is serving."
+            )
         entry = self.catalog.lookup(name)
+        if entry is None and not self.pool.settled.is_set():
+            # Called before listing, while servers start: the tool may be theirs; wait as a first listing would.
+            await self.pool.wait_settled(self.settings.downstream.first_list_wait_s)
+            entry = self.catalog.lookup(name)
         if entry is None:
             return error_result(self._unknown_tool(name))
         return await self._call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx)
@@ -210,6 +264,9 @@ class ProxyState:
         down = [s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))]
         if down:
             message += " Servers not serving: " + "; ".join(f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down)
+        starting = [s.name for s in self.pool.servers.values() if s.state in ("new", "starting") and not s.failure]
+        if starting:
+            message += " Still starting (their tools join when ready): " + ", ".join(starting) + "."
         return message
 
     async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str) -> types.CallToolResult:
@@ -396,8 +453,11 @@ def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: st
 
 def build_server(state: ProxyState) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        await state.wait_for_first_listing()
         state.pool.retry_failed()
-        return types.ListToolsResult(tools=state.presentation().tools)
+        tools = state.presentation().tools
+        status = state.status_tool()
+        return types.ListToolsResult(tools=[*tools, status] if status is not None else tools)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         return await state.call_tool(
@@ -453,6 +513,7 @@ def build_server(state: ProxyState) -> Server[Any]:
         state.remember_session(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
+        await state.wait_for_first_listing()  # before the listing is computed: it must include who joined
         presentation = state.presentation(state.session_id(ctx))
         token = _presentation.set(presentation)
         try:

@@ -7,12 +7,17 @@ the same content arriving again is kept verbatim (`kept_verbatim_after_expand`)
 instead of being cut and expanded a second time. Its result is never reduced
 or offloaded again.
 
-Large originals: an expand larger than what the client accepts at all
-(`policy.client_max_result_chars`, 100,000 chars by default — Claude Code
-rejects bigger MCP results) would be lost, so the original is returned in
-pages of that size. The first content block is always an exact slice of the
-original; when there is more, a second block says the total size and the
-`offset` of the next page. An original that fits comes back whole, alone.
+Large originals come back in pages that Claude Code shows inline: at most
+`INLINE_PAGE_CHARS` (40,000; also never above `policy.client_max_result_chars`),
+under the 50,000 chars the tool declares as `anthropic/maxResultSizeChars`
+(above it Claude Code writes a result to a file the model rarely reads).
+The first content block is always an exact slice of the original; when there
+is more, a second block says the total size, the cheaper ways to get a detail
+and the `offset` of the next page. An original that fits comes back whole, alone.
+
+One retrieval vocabulary: with `query`, `lines`, `json_path` or `max_chars`
+the answer is recall_tool_result's for the marker (tools/recall.py), with the
+same header and `next` call, so a detail costs one small call, not the page.
 """
 
 from __future__ import annotations
@@ -30,21 +35,30 @@ from .registry import EXPAND, ToolEnv, error_result
 log = logging.getLogger(__name__)
 
 DEFAULT_PAGE_CHARS = 100_000
+INLINE_PAGE_CHARS = 40_000
+"""Largest expand page: below Claude Code's 50,000-char inline limit with room for the note."""
+_STYLES = ("query", "lines", "json_path", "max_chars")
 _LOOSE_RE = re.compile(r"^(?:<<)?(?:cg:)?([0-9a-fA-F]{16})(?:>>)?$")
 
 TOOL = types.Tool(
     name=EXPAND,
+    _meta={"anthropic/maxResultSizeChars": 50_000},
     description=(
         "Restore the exact original output behind a <<cg:HASH>> marker that offload-mcp left in a tool result "
         "(cut noise, repeated lines, a head/tail window, a repeat pointer). Pass the marker, e.g. "
-        '{"marker": "<<cg:0123456789abcdef>>"}. Originals larger than the client accepts come back in pages: '
-        "pass the `offset` the answer names."
+        '{"marker": "<<cg:0123456789abcdef>>"}. To get one detail of a large original, add one style, as in '
+        'recall_tool_result: query (substring), lines ("120-180"), json_path ("$.items[3]") or offset + max_chars. '
+        "Without a style, large originals come back in pages: pass the `offset` the answer names."
     ),
     input_schema={
         "type": "object",
         "properties": {
             "marker": {"type": "string", "description": "The marker as shown (<<cg:HASH>>) or its 16-hex-digit hash."},
             "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Character offset of the page to return (for originals larger than one answer)."},
+            "query": {"type": "string", "description": "Substring to find in the original; shows a window around each match."},
+            "lines": {"type": "string", "description": "Line range of the original, 1-based inclusive: \"10-20\", \"10\", or \"10-\"."},
+            "json_path": {"type": "string", "description": "JSONPath into the original when it is JSON, e.g. $.items[0:5]"},
+            "max_chars": {"type": "integer", "minimum": 1, "description": "Most characters to return from offset (capped like recall)."},
         },
         "required": ["marker"],
         "additionalProperties": False,
@@ -69,7 +83,7 @@ def parse_hash(value: Any) -> str | None:
 
 def page_chars(settings: Any) -> int:
     limit = getattr(getattr(settings, "policy", None), "client_max_result_chars", 0) or 0
-    return int(limit) if limit > 0 else DEFAULT_PAGE_CHARS
+    return min(int(limit), INLINE_PAGE_CHARS) if limit > 0 else INLINE_PAGE_CHARS
 
 
 def page(original: str, offset: int, size: int, hash_: str) -> list[types.TextContent]:
@@ -78,7 +92,14 @@ def page(original: str, offset: int, size: int, hash_: str) -> list[types.TextCo
     chunk = original[offset : offset + size]
     end = offset + len(chunk)
     note = f"[context_guru_expand <<cg:{hash_}>>: characters {offset}-{end} of {len(original)}"
-    note += f"; next page: offset={end}]" if end < len(original) else "; last page]"
+    if end < len(original):
+        note += (
+            f"; {len(original) - end} more characters; one detail is cheaper: "
+            f'context_guru_expand(marker="<<cg:{hash_}>>", query="text" | lines="1-200"); '
+            f"next page: offset={end}]"
+        )
+    else:
+        note += "; last page]"
     return [types.TextContent(text=chunk), types.TextContent(text=note)]
 
 
@@ -91,12 +112,33 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
             f"context_guru_expand needs `marker`: a marker like <<cg:0123456789abcdef>> (as it appears in a tool result) "
             f"or its 16 lowercase hex digits; got {shown}."
         )
+    if any(arguments.get(style) is not None for style in _STYLES):
+        return await _with_style(arguments, env, hash_)
     offset = arguments.get("offset", 0)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {offset!r}.")
     if env.ledger is None:
         return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
     return await anyio.to_thread.run_sync(_expand, env, hash_, offset)
+
+
+async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> types.CallToolResult:
+    """recall_tool_result's answer for this marker: the same styles, header and next call."""
+    from . import recall
+
+    unknown = sorted(set(arguments) - {"marker", "hash", "offset", *_STYLES})
+    if unknown:
+        return error_result(f"context_guru_expand: unknown argument(s) {', '.join(unknown)}; valid: marker, offset, {', '.join(_STYLES)}")
+    forwarded = {k: v for k, v in arguments.items() if k in ("offset", *_STYLES) and v is not None}
+    forwarded["mem_id"] = f"<<cg:{hash_}>>"
+    try:
+        result, _style, chars = await recall._answer(forwarded, env)
+    except recall._BadInput as err:
+        if env.ledger is not None:
+            _record(env, hash_, ok=False, chars=0)
+        return error_result(f"context_guru_expand: {err}")
+    _record(env, hash_, ok=True, chars=chars)
+    return result
 
 
 def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:

@@ -16,6 +16,14 @@ slice itself, byte for byte, so paging with the `next` offsets reassembles
 the body exactly. Answers are capped at `recall.max_chars`. `recall.mode`
 (window / structural / both) restricts the styles offered.
 
+Markers too: `mem_id` may be a `<<cg:HASH>>` marker (or its hash); the
+styles then read the stashed original it stands for, so one vocabulary
+serves both handles (context_guru_expand passes its styles here).
+
+Inline in Claude Code: answers stay under `INLINE_RESULT_CHARS`, which the
+tool declares as `_meta["anthropic/maxResultSizeChars"]`, so Claude Code
+puts them in the model's context instead of persisting them to a file.
+
 Deterministic: the same ledger content and arguments give the same bytes.
 Slow inputs are bounded: substring search is linear; JSONPath parsing is
 limited in length and evaluation runs under a time limit.
@@ -45,10 +53,16 @@ _JSON_PATH_TIME_LIMIT_S = 5.0
 _MAX_OFFSET = 10**15
 _ARGS = ("mem_id", "query", "offset", "max_chars", "json_path", "lines")
 
+INLINE_RESULT_CHARS = 50_000
+"""What Claude Code shows inline (its default persist-to-file threshold); declared on recall and expand."""
+INLINE_META = {"anthropic/maxResultSizeChars": INLINE_RESULT_CHARS}
+
 TOOL = types.Tool(
     name=RECALL,
+    _meta=dict(INLINE_META),
     description=(
-        "Read back part of an offloaded tool result by its mem_id (trm_...), exactly as the tool returned it. "
+        "Read back part of an offloaded tool result by its mem_id (trm_...), exactly as the tool returned it; "
+        "a <<cg:HASH>> marker works as mem_id too (the original it stands for). "
         "Pick one style: query (substring; case-insensitive unless it has a capital letter) shows the text around each "
         "match with match positions; offset + max_chars a character range; lines a line range like \"120-180\"; "
         "json_path a JSONPath such as \"$.items[3].price\" into the result's JSON. With no style it returns the start. "
@@ -57,7 +71,7 @@ TOOL = types.Tool(
     input_schema={
         "type": "object",
         "properties": {
-            "mem_id": {"type": "string", "description": "The trm_ id from the stub."},
+            "mem_id": {"type": "string", "description": "The trm_ id from the stub, or a <<cg:HASH>> marker."},
             "query": {"type": "string", "description": "Substring to find; shows a window around each match."},
             "offset": {"type": "integer", "minimum": 0, "description": "Start character (range), or where a query/json_path answer continues."},
             "max_chars": {"type": "integer", "minimum": 1, "description": "Most characters to return (capped by the server)."},
@@ -145,6 +159,8 @@ class _Body:
 
 
 def _load(env: ToolEnv, mem_id: str) -> _Body:
+    if not mem_id.startswith("trm_"):
+        return _load_marker(env, mem_id)
     key = (str(getattr(env.ledger, "path", "")), mem_id)
     scoped = getattr(getattr(env.ledger, "settings", None), "scope", "global") == "session"
     with _CACHE_LOCK:
@@ -161,6 +177,17 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
         while len(_CACHE) > _CACHE_ENTRIES:
             _CACHE.popitem(last=False)
     return body
+
+
+def _load_marker(env: ToolEnv, marker: str) -> _Body:
+    """The stashed original a `<<cg:HASH>>` marker stands for, as a one-text-block body."""
+    from .expand import parse_hash
+
+    hash_ = parse_hash(marker)
+    assert hash_ is not None
+    original = env.ledger.get_stash(hash_, session_id=env.session_id)
+    env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
+    return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))
 
 
 def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | None:
@@ -219,7 +246,15 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     if not isinstance(mem_id, str) or not mem_id:
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
     if not _MEM_ID.match(mem_id):
-        raise _BadInput(f"mem_id {mem_id!r} is not a recall id; ids look like trm_ followed by 16 hex digits, as in the stub")
+        from .expand import parse_hash
+
+        hash_ = parse_hash(mem_id)
+        if hash_ is None:
+            raise _BadInput(
+                f"mem_id {mem_id[:80]!r} is not a recall id; ids look like trm_ followed by 16 hex digits "
+                "(as in the stub), or a <<cg:HASH>> marker"
+            )
+        mem_id = f"<<cg:{hash_}>>"
     settings = env.settings.recall
     cap = settings.max_chars
     query = _str_arg(arguments, "query")

@@ -1,0 +1,520 @@
+"""Build the MCP-shaped dev corpus: scripted agent sessions against real MCP servers, recorded as replay records.
+
+    .venv/bin/python bench/corpus_mcp.py                       # writes bench/data/corpus/mcp_servers.jsonl.gz
+    .venv/bin/python bench/corpus_mcp.py --out /tmp/c.jsonl.gz
+    offload-mcp replay bench/data/corpus/mcp_servers.jsonl.gz --client claude-code
+
+Servers, all real and spoken to over stdio with the mcp SDK's client:
+- `sqlite` / `postgres`: bench/corpus_servers.py over a sample shop database
+  (results shaped like the reference SQLite server: a Python repr of row
+  dicts; and the reference Postgres server: rows as indented JSON);
+- `memory`: npm @modelcontextprotocol/server-memory (a knowledge graph);
+- `filesystem`: npm @modelcontextprotocol/server-filesystem over a generated
+  project tree (code, a CSV of orders, an application log);
+- `git`: PyPI mcp-server-git over the same tree's history (a generated
+  repository: 7 authors, 220 commits, fixed dates);
+- `github`: a GitHub REST-shaped JSON API (bench/corpus_servers.py);
+- `finance`: daily price series, quotes (with structuredContent), options;
+- `sheets`, `notion`, `playwright`: a Sheets API-shaped spreadsheet, a
+  Notion API-shaped database, Playwright MCP-shaped page snapshots whose
+  `[ref=eN]` handles the next click names (bench/corpus_servers.py).
+
+Each session is a trajectory whose later calls use values an agent would read
+out of earlier results (an order number from the middle of a result set, the
+sha of a commit deep in a log, the date of the lowest close, an entity from
+the middle of a graph): the needed facts replay's fidelity counts.
+
+Records use the shared corpus format (`source`, `server`, `tool` as
+`server.tool`, `call` as a JSON string, `output` as the text blocks joined,
+`structured` when the server sent structuredContent, `traj`, `step`,
+`is_error`, `chars`). Deterministic: fixed seeds, fixed dates, temporary
+paths rewritten to `/srv/corpus`, so two runs write the same bytes (gzip
+mtime 0). Needs node (the npm servers in node_modules) and mcp-server-git.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import csv
+import gzip
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "peers"))
+
+from corpus_servers import build_db  # noqa: E402
+from mcp_drive import open_session  # noqa: E402
+
+DEFAULT_OUT = HERE / "data" / "corpus" / "mcp_servers.jsonl.gz"
+SOURCE = "offload-mcp:bench/corpus_mcp.py"
+FIXED_ROOT = "/srv/corpus"
+AUTHORS = [("Ada Lovelace", "ada@acme.example"), ("Grace Hopper", "grace@acme.example"), ("Alan Turing", "alan@acme.example"),
+           ("Edsger Dijkstra", "edsger@acme.example"), ("Barbara Liskov", "barbara@acme.example"), ("Donald Knuth", "don@acme.example"),
+           ("Dev 1", "dev1@acme.example")]
+
+
+# ---- the generated project tree and its history --------------------------------------------
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(repo), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "TZ": "UTC"}
+    done = subprocess.run(["git", *args], cwd=repo, env={**base, **(env or {})}, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def build_repo(repo: Path) -> None:
+    """A small inventory service with 220 commits by 7 authors at fixed dates: same hashes every run."""
+    import random
+
+    rng = random.Random(1729)
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    modules = ["stock", "orders", "pricing", "sync", "api"]
+    (repo / "src" / "inventory").mkdir(parents=True)
+    (repo / "data").mkdir()
+    (repo / "logs").mkdir()
+    (repo / "notes").mkdir()
+    (repo / "README.md").write_text("# inventory-service\n\nKeeps warehouse stock in sync with orders.\n")
+    for m in modules:
+        (repo / "src" / "inventory" / f"{m}.py").write_text(f'"""{m} handling."""\n\nWAREHOUSES = ["WH-12", "WH-31", "WH-47"]\n')
+    (repo / "data" / "orders.csv").write_text("order_no,sku,qty,warehouse,status\n")
+    (repo / "logs" / "app.log").write_text("")
+    base = datetime(2026, 1, 5, 9, 0, 0)
+    for i in range(220):
+        name, email = AUTHORS[rng.randrange(len(AUTHORS))]
+        module = rng.choice(modules)
+        kind = rng.choice(["fix", "feat", "refactor", "perf", "chore"])
+        with open(repo / "src" / "inventory" / f"{module}.py", "a") as f:
+            f.write(f"\n\ndef reconcile_{module}_{i:03d}(warehouse: str = \"WH-{rng.randint(10, 99)}\") -> int:\n"
+                    f"    \"\"\"{kind}: threshold tuned for SKU-{rng.randint(1000, 9999)}.\"\"\"\n"
+                    f"    return {rng.randint(1, 5000)}\n")
+        with open(repo / "data" / "orders.csv", "a") as f:
+            for _ in range(3):
+                f.write(f"ORD-2026-{rng.randint(1, 99999):05d},SKU-{rng.randint(1000, 9999)},{rng.randint(1, 9)},WH-{rng.randint(10, 99)},"
+                        f"{rng.choice(['open', 'picked', 'shipped', 'returned'])}\n")
+        with open(repo / "logs" / "app.log", "a") as f:
+            for k in range(14):
+                when = base + timedelta(hours=3 * i, seconds=97 * k)
+                level = "ERROR" if rng.random() < 0.04 else rng.choice(["INFO", "INFO", "INFO", "DEBUG", "WARN"])
+                f.write(f"{when.isoformat()}Z {level} [{module}] req=r-{rng.getrandbits(48):012x} "
+                        f"{'sync failed for' if level == 'ERROR' else 'processed'} SKU-{rng.randint(1000, 9999)} at WH-{rng.randint(10, 99)} "
+                        f"in {rng.randint(2, 900)} ms\n")
+        stamp = (base + timedelta(hours=3 * i)).strftime("%Y-%m-%dT%H:%M:%S+0000")
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
+               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+        _git(repo, "add", "-A")
+        subject = {"fix": "Fix", "feat": "Add", "refactor": "Refactor", "perf": "Speed up", "chore": "Tidy"}[kind]
+        _git(repo, "commit", "-q", "-m", f"{subject} {module} reconciliation #{i}", env=env)
+
+
+# ---- recording -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Recorder:
+    root: Path
+    records: list[dict[str, Any]] = field(default_factory=list)
+    traj: str = ""
+    step: int = 0
+
+    def start(self, traj: str) -> None:
+        self.traj, self.step = traj, 0
+
+    def _fix(self, text: str) -> str:
+        return text.replace(str(self.root), FIXED_ROOT)
+
+    async def call(self, session: Any, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
+        """Call a tool for real and record it; returns (text, structuredContent) as the agent got them."""
+        result: types.CallToolResult = await session.call_tool(tool, arguments)
+        text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+        structured = result.structured_content
+        record: dict[str, Any] = {
+            "source": SOURCE, "server": server, "tool": f"{server}.{tool}",
+            "call": self._fix(json.dumps(arguments, sort_keys=True)), "output": self._fix(text),
+            "traj": self.traj, "step": self.step, "is_error": bool(result.is_error), "truncated_by_agent": False,
+        }
+        if structured is not None:
+            record["structured"] = json.loads(self._fix(json.dumps(structured)))
+        record["chars"] = len(record["output"])
+        self.records.append(record)
+        self.step += 1
+        return text, structured
+
+
+Session = Callable[[Recorder, "Servers"], Awaitable[None]]
+
+
+@dataclass
+class Servers:
+    """Commands that start each real server for this run."""
+
+    work: Path
+    db: Path
+    repo: Path
+    real_repo: Path | None
+    memory_file: Path
+
+    def command(self, name: str) -> tuple[list[str], dict[str, str]]:
+        py = sys.executable
+        bin_dir = ROOT / "node_modules" / ".bin"
+        if name in ("sqlite", "postgres"):
+            return [py, str(HERE / "corpus_servers.py"), name, str(self.db)], {}
+        if name in ("github", "finance", "sheets", "notion"):
+            return [py, str(HERE / "corpus_servers.py"), name], {}
+        if name == "playwright":
+            return [py, str(HERE / "corpus_servers.py"), "browser"], {}
+        if name == "memory":
+            return [str(bin_dir / "mcp-server-memory")], {"MEMORY_FILE_PATH": str(self.memory_file)}
+        if name == "filesystem":
+            return [str(bin_dir / "mcp-server-filesystem"), str(self.repo)], {}
+        if name == "git":
+            return [str(Path(py).parent / "mcp-server-git")], {}
+        raise KeyError(name)
+
+
+async def with_server(servers: Servers, name: str, body: Callable[[Any], Awaitable[None]]) -> None:
+    command, env = servers.command(name)
+    async with open_session(command, env=env, cwd=servers.work, timeout_s=120) as session:
+        await body(session)
+
+
+# ---- scripted sessions ----------------------------------------------------------------------------
+
+
+def _pick(items: list[Any], fraction: float) -> Any:
+    return items[min(len(items) - 1, int(len(items) * fraction))]
+
+
+def sql_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for k, (status, frac) in enumerate([("refunded", 0.6), ("shipped", 0.45), ("cancelled", 0.3), ("delivered", 0.7)]):
+        async def s(rec: Recorder, servers: Servers, status: str = status, frac: float = frac) -> None:
+            async def body(db: Any) -> None:
+                await rec.call(db, "sqlite", "list_tables", {})
+                await rec.call(db, "sqlite", "describe_table", {"table_name": "orders"})
+                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM orders WHERE status = '{status}' ORDER BY created_at"})
+                row = _pick(ast.literal_eval(text), frac)
+                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM customers WHERE id = {row['customer_id']}"})
+                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM order_items WHERE order_id = {row['id']}"})
+                item = ast.literal_eval(text)[-1]
+                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT sku, name, price, stock FROM products WHERE sku = '{item['sku']}'"})
+                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT order_no, status, total FROM orders WHERE order_no = '{row['order_no']}'"})
+            await with_server(servers, "sqlite", body)
+        out.append((f"sqlite-orders-{k}", s))
+    for k, city in enumerate(["Lyon", "Tartu", "Graz"]):
+        async def c(rec: Recorder, servers: Servers, city: str = city) -> None:
+            async def body(db: Any) -> None:
+                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT id, name, email, city, created_at FROM customers WHERE city = '{city}' ORDER BY id"})
+                who = _pick(ast.literal_eval(text), 0.55)
+                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM orders WHERE customer_id = {who['id']} ORDER BY created_at"})
+                refs = [r for r in ast.literal_eval(text) if r["shipping_ref"]]
+                if refs:
+                    await rec.call(db, "sqlite", "read_query", {"query": f"SELECT id, order_no, status FROM orders WHERE shipping_ref = '{refs[-1]['shipping_ref']}'"})
+                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT COUNT(*) AS n FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.email = '{who['email']}'"})
+            await with_server(servers, "sqlite", body)
+        out.append((f"sqlite-customers-{k}", c))
+    for k, (limit, frac) in enumerate([(60, 0.55), (120, 0.8), (25, 0.4)]):
+        async def p(rec: Recorder, servers: Servers, limit: int = limit, frac: float = frac) -> None:
+            async def body(db: Any) -> None:
+                text, _ = await rec.call(db, "postgres", "query", {"sql": "SELECT o.order_no, o.total, o.status, c.email FROM orders o JOIN customers c ON c.id = o.customer_id "
+                                                                   f"ORDER BY o.total DESC LIMIT {limit}"})
+                row = _pick(json.loads(text), frac)
+                text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM orders WHERE order_no = '{row['order_no']}'"})
+                order = json.loads(text)[0]
+                text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM order_items WHERE order_id = {order['id']}"})
+                await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM customers WHERE email = '{row['email']}'"})
+            await with_server(servers, "postgres", body)
+        out.append((f"postgres-top-orders-{k}", p))
+
+    async def stock(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(db, "postgres", "query", {"sql": "SELECT * FROM products ORDER BY stock, sku"})
+            product = _pick(json.loads(text), 0.5)
+            text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT order_id, qty, unit_price FROM order_items WHERE sku = '{product['sku']}' ORDER BY order_id"})
+            line = _pick(json.loads(text), 0.5)
+            await rec.call(db, "postgres", "query", {"sql": f"SELECT order_no, created_at, shipping_ref FROM orders WHERE id = {line['order_id']}"})
+        await with_server(servers, "postgres", body)
+    out.append(("postgres-stock", stock))
+    return out
+
+
+def github_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    repo = {"owner": "acme-labs", "repo": "inventory-service"}
+    for k, frac in enumerate([0.57, 0.15, 0.85]):
+        async def issues(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            async def body(gh: Any) -> None:
+                text, _ = await rec.call(gh, "github", "list_issues", {**repo, "state": "open", "per_page": 30})
+                issue = _pick(json.loads(text), frac)
+                await rec.call(gh, "github", "get_issue", {**repo, "issue_number": issue["number"]})
+                text, _ = await rec.call(gh, "github", "get_issue_comments", {**repo, "issue_number": issue["number"]})
+                shas = [h for h in re.findall(r"\b[0-9a-f]{10,12}\b", text + "\n" + issue["body"]) if not h.isdigit()]
+                if shas:
+                    text, _ = await rec.call(gh, "github", "get_commit", {**repo, "sha": shas[-1]})
+                    await rec.call(gh, "github", "get_user", {"username": json.loads(text)["author"]["login"]})
+            await with_server(servers, "github", body)
+        out.append((f"github-issue-{k}", issues))
+    for k, (per_page, frac) in enumerate([(60, 0.62), (100, 0.9)]):
+        async def commits(rec: Recorder, servers: Servers, per_page: int = per_page, frac: float = frac) -> None:
+            async def body(gh: Any) -> None:
+                text, _ = await rec.call(gh, "github", "list_commits", {**repo, "per_page": per_page})
+                commit = _pick(json.loads(text), frac)
+                text, _ = await rec.call(gh, "github", "get_commit", {**repo, "sha": commit["sha"]})
+                detail = json.loads(text)
+                text, _ = await rec.call(gh, "github", "list_issues", {**repo, "state": "all", "per_page": 90})
+                hit = next((i for i in json.loads(text) if commit["sha"][:12] in (i["body"] or "")), _pick(json.loads(text), 0.66))
+                await rec.call(gh, "github", "get_issue", {**repo, "issue_number": hit["number"]})
+                await rec.call(gh, "github", "get_user", {"username": detail["author"]["login"]})
+            await with_server(servers, "github", body)
+        out.append((f"github-commits-{k}", commits))
+    return out
+
+
+def finance_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for symbol, exp_index, frac in [("ACME", 2, 0.63), ("GLOBX", 0, 0.4), ("INITECH", 3, 0.77)]:
+        async def s(rec: Recorder, servers: Servers, symbol: str = symbol, exp_index: int = exp_index, frac: float = frac) -> None:
+            async def body(fin: Any) -> None:
+                text, _ = await rec.call(fin, "finance", "get_historical_stock_prices", {"symbol": symbol, "period": "1y"})
+                rows = json.loads(text)
+                low = min(rows, key=lambda r: r["close"])
+                await rec.call(fin, "finance", "get_news", {"symbol": symbol, "day": low["date"]})
+                _, quote = await rec.call(fin, "finance", "get_quote", {"symbol": symbol})
+                expiration = quote["option_expirations"][exp_index]
+                text, _ = await rec.call(fin, "finance", "get_option_chain", {"symbol": symbol, "expiration": expiration})
+                contract = _pick(json.loads(text)["calls"], frac)
+                await rec.call(fin, "finance", "get_option_quote", {"contract_symbol": contract["contractSymbol"]})
+                text, _ = await rec.call(fin, "finance", "get_price_table", {"symbol": symbol, "days": 120})
+                table = list(csv.DictReader(io.StringIO(text)))
+                busiest = max(table, key=lambda r: int(r["Volume"]))
+                await rec.call(fin, "finance", "get_news", {"symbol": symbol, "day": busiest["Date"]})
+            await with_server(servers, "finance", body)
+        out.append((f"finance-{symbol.lower()}", s))
+    return out
+
+
+def memory_sessions() -> list[tuple[str, Session]]:
+    import random
+
+    async def build(rec: Recorder, servers: Servers) -> None:
+        rng = random.Random(99)
+
+        async def body(mem: Any) -> None:
+            entities = [{"name": f"Customer C-{1000 + i * 17}", "entityType": "customer",
+                         "observations": [f"account ACC-{rng.randint(100000, 999999)}", f"prefers warehouse WH-{rng.randint(10, 99)}",
+                                          f"last order ORD-2025-{rng.randint(1, 720):05d}", f"contact {rng.choice(['email', 'phone'])}"]}
+                        for i in range(45)]
+            await rec.call(mem, "memory", "create_entities", {"entities": entities})
+            relations = [{"from": entities[i]["name"], "to": entities[(i * 7 + 3) % 45]["name"], "relationType": "referred"} for i in range(30)]
+            await rec.call(mem, "memory", "create_relations", {"relations": relations})
+            text, structured = await rec.call(mem, "memory", "read_graph", {})
+            graph = structured if structured is not None else json.loads(text)
+            target = _pick(graph["entities"], 0.6)
+            await rec.call(mem, "memory", "open_nodes", {"names": [target["name"]]})
+            account = next(o for o in target["observations"] if o.startswith("account "))[len("account "):]
+            await rec.call(mem, "memory", "add_observations", {"observations": [{"entityName": target["name"], "contents": [f"escalated ticket SUP-{rng.randint(10000, 99999)}"]}]})
+            await rec.call(mem, "memory", "search_nodes", {"query": account})
+        await with_server(servers, "memory", body)
+
+    async def recall(rec: Recorder, servers: Servers) -> None:
+        async def body(mem: Any) -> None:
+            text, structured = await rec.call(mem, "memory", "search_nodes", {"query": "WH-4"})
+            graph = structured if structured is not None else json.loads(text)
+            if graph["entities"]:
+                target = _pick(graph["entities"], 0.7)
+                order = next((o for o in target["observations"] if o.startswith("last order ")), "")[len("last order "):]
+                await rec.call(mem, "memory", "open_nodes", {"names": [target["name"]]})
+                await rec.call(mem, "memory", "search_nodes", {"query": order})
+            await rec.call(mem, "memory", "read_graph", {})
+        await with_server(servers, "memory", body)
+
+    return [("memory-build", build), ("memory-recall", recall)]
+
+
+def filesystem_sessions() -> list[tuple[str, Session]]:
+    async def browse(rec: Recorder, servers: Servers) -> None:
+        root = str(servers.repo)
+
+        async def body(fs: Any) -> None:
+            await rec.call(fs, "filesystem", "list_allowed_directories", {})
+            await rec.call(fs, "filesystem", "directory_tree", {"path": root})
+            text, _ = await rec.call(fs, "filesystem", "list_directory", {"path": f"{root}/src/inventory"})
+            names = re.findall(r"\[FILE\] (\S+)", text)
+            path = f"{root}/src/inventory/{_pick(names, 0.5)}"
+            text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": path})
+            funcs = re.findall(r"def (reconcile_\w+)", text)
+            await rec.call(fs, "filesystem", "read_text_file", {"path": path, "tail": 12})
+            await rec.call(fs, "filesystem", "write_file", {"path": f"{root}/notes/review.md",
+                                                          "content": f"Review {_pick(funcs, 0.5)} and {_pick(funcs, 0.9)} in {path}\n"})
+        await with_server(servers, "filesystem", body)
+
+    async def incident(rec: Recorder, servers: Servers) -> None:
+        root = str(servers.repo)
+
+        async def body(fs: Any) -> None:
+            text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": f"{root}/logs/app.log"})
+            errors = [line for line in text.splitlines() if " ERROR " in line]
+            line = _pick(errors, 0.5)
+            req = re.search(r"req=(r-[0-9a-f]+)", line).group(1)  # type: ignore[union-attr]
+            sku = re.search(r"(SKU-\d+)", line).group(1)  # type: ignore[union-attr]
+            text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": f"{root}/data/orders.csv"})
+            rows = list(csv.DictReader(io.StringIO(text)))
+            order = _pick([r for r in rows if r["status"] == "returned"], 0.5)
+            await rec.call(fs, "filesystem", "search_files", {"path": root, "pattern": "*.md"})
+            await rec.call(fs, "filesystem", "write_file", {"path": f"{root}/notes/incident.md",
+                                                          "content": f"# Incident\n\nrequest {req} failed for {sku}; returned order {order['order_no']} ({order['sku']}, {order['warehouse']}).\n"})
+            await rec.call(fs, "filesystem", "read_multiple_files", {"paths": [f"{root}/notes/incident.md", f"{root}/README.md"]})
+        await with_server(servers, "filesystem", body)
+
+    return [("filesystem-browse", browse), ("filesystem-incident", incident)]
+
+
+def git_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for k, (count, frac) in enumerate([(300, 0.5), (60, 0.7), (150, 0.35)]):
+        async def log(rec: Recorder, servers: Servers, count: int = count, frac: float = frac) -> None:
+            repo = str(servers.repo)
+
+            async def body(g: Any) -> None:
+                await rec.call(g, "git", "git_status", {"repo_path": repo})
+                text, _ = await rec.call(g, "git", "git_log", {"repo_path": repo, "max_count": count})
+                shas = re.findall(r"Commit: '?([0-9a-f]{40})", text)
+                sha = _pick(shas, frac)
+                text, _ = await rec.call(g, "git", "git_show", {"repo_path": repo, "revision": sha})
+                await rec.call(g, "git", "git_branch", {"repo_path": repo, "branch_type": "local", "contains": sha})
+                await rec.call(g, "git", "git_diff", {"repo_path": repo, "target": _pick(shas, min(frac + 0.1, 1.0))})
+            await with_server(servers, "git", body)
+        out.append((f"git-log-{k}", log))
+
+    async def real(rec: Recorder, servers: Servers) -> None:
+        if servers.real_repo is None:
+            return
+        repo = str(servers.real_repo)
+
+        async def body(g: Any) -> None:
+            text, _ = await rec.call(g, "git", "git_log", {"repo_path": repo, "max_count": 120})
+            shas = re.findall(r"Commit: '?([0-9a-f]{40})", text)
+            await rec.call(g, "git", "git_show", {"repo_path": repo, "revision": _pick(shas, 0.6)})
+        await with_server(servers, "git", body)
+    out.append(("git-real-history", real))
+    return out
+
+
+def office_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for k, frac in enumerate([0.52, 0.81]):
+        async def sheet(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            async def body(sh: Any) -> None:
+                sid = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
+                text, _ = await rec.call(sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": "A1:H401"})
+                values = json.loads(text)["values"]
+                overdue = [(i + 1, r) for i, r in enumerate(values) if r[6] == "overdue"]
+                row_no, row = _pick(overdue, frac)
+                await rec.call(sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": f"A{row_no}:H{row_no}"})
+                await rec.call(sh, "sheets", "update_cells", {"spreadsheet_id": sid, "range": f"G{row_no}:H{row_no}", "values": [["reminded", row[7]]]})
+            await with_server(servers, "sheets", body)
+        out.append((f"sheets-overdue-{k}", sheet))
+    for k, frac in enumerate([0.45, 0.7]):
+        async def notion(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            async def body(no: Any) -> None:
+                text, _ = await rec.call(no, "notion", "query_database", {"database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90", "page_size": 50})
+                pages = [p for p in json.loads(text)["results"] if p["properties"]["Status"]["status"]["name"] != "Done"]
+                target = _pick(pages, frac)
+                await rec.call(no, "notion", "retrieve_page", {"page_id": target["id"]})
+                sku = target["properties"]["SKU"]["rich_text"][0]["plain_text"]
+                await rec.call(no, "notion", "update_page", {"page_id": target["id"], "properties": {"Status": {"status": {"name": "In progress"}},
+                                                                                                   "Note": {"rich_text": [{"text": {"content": f"ordered {sku}"}}]}}})
+            await with_server(servers, "notion", body)
+        out.append((f"notion-tasks-{k}", notion))
+    for k, frac in enumerate([0.5, 0.2, 0.9]):
+        async def browse(rec: Recorder, servers: Servers, frac: float = frac, k: int = k) -> None:
+            async def body(pw: Any) -> None:
+                text, _ = await rec.call(pw, "playwright", "browser_navigate", {"url": f"https://backoffice.acme.example/orders?page={k + 1}"})
+                links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
+                order, ref = _pick(links, frac)
+                text, _ = await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
+                links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
+                order, ref = _pick(links, 1 - frac)
+                await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
+            await with_server(servers, "playwright", body)
+        out.append((f"playwright-orders-{k}", browse))
+    return out
+
+
+def all_sessions() -> list[tuple[str, Session]]:
+    return [*sql_sessions(), *github_sessions(), *finance_sessions(), *memory_sessions(), *filesystem_sessions(), *git_sessions(),
+            *office_sessions()]
+
+
+REAL_REPO_COMMIT = "8a9bb35"
+"""This project's own history at a fixed commit: a real `git log` of real messages (skipped if unavailable)."""
+
+
+def _real_repo(work: Path) -> Path | None:
+    target = work / "offload-mcp-history"
+    try:
+        full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", f"{REAL_REPO_COMMIT}^{{commit}}"], capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(target)], check=True, capture_output=True)
+        subprocess.run(["git", "-C", str(target), "checkout", "-q", full], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, OSError) as err:
+        print(f"real history skipped: {err}", file=sys.stderr)
+        return None
+    return target
+
+
+async def build(out: Path, only: list[str] | None) -> int:
+    work = Path(tempfile.mkdtemp(prefix="corpus-mcp-"))
+    try:
+        chosen = [(name, s) for name, s in all_sessions() if not only or any(name.startswith(o) for o in only)]
+        names = " ".join(name for name, _ in chosen)
+        root = work / "inventory"
+        if "filesystem" in names or "git-log" in names:
+            build_repo(root)
+        db = work / "shop.sqlite"
+        if "sqlite" in names or "postgres" in names:
+            build_db(str(db))
+        real = _real_repo(work) if "git-real" in names else None
+        servers = Servers(work=work, db=db, repo=root, real_repo=real, memory_file=work / "memory.jsonl")
+        rec = Recorder(root=work)
+        for name, session in chosen:
+            rec.start(name)
+            print(f"session {name}", file=sys.stderr, flush=True)
+            await session(rec, servers)
+        data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rec.records).encode()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
+            gz.write(data)
+        print(f"{len(rec.records)} records, {sum(r['chars'] for r in rec.records):,} chars -> {out} ({out.stat().st_size:,} bytes)", file=sys.stderr)
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"Where to write the corpus (default: {DEFAULT_OUT.relative_to(ROOT)}).")
+    parser.add_argument("--only", nargs="*", help="Run only sessions whose name starts with one of these.")
+    args = parser.parse_args(argv)
+    return asyncio.run(build(args.out, args.only))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""What Claude Code's model actually sees through the proxy (issue 11): the real CLI, headless.
+
+Each case runs `claude -p PROMPT --output-format json` once, with an isolated HOME, telemetry,
+auto-update and nonessential traffic off, and ANTHROPIC_BASE_URL pointing at a fake Messages API
+(tests/claude_code/fake_messages_api.py) that plays scripted `tool_use` turns and records the
+`tool_result` blocks Claude Code sends back: the ground truth for what the model sees. The proxy
+runs as Claude Code's one MCP server (`mcp__proxy__*` tools) in front of real servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_code.fake_messages_api import FakeMessagesAPI, Step, tool_use
+from conftest import NPM_BIN, OFFLOAD_MCP, PYTHON, ROOT, fixture_entry, write_config
+
+CLAUDE = NPM_BIN / "claude"
+HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
+STRUCTURED_SERVER = str(ROOT / "tests" / "claude_code" / "structured_server.py")
+TRM = re.compile(r"trm_[0-9a-f]{16}")
+INLINE = 50_000
+"""Claude Code persists a tool result above this many chars to a file unless the tool declares more."""
+PERSISTED = ("Output too large", "Full output saved to", "exceeds maximum allowed tokens")
+
+pytestmark = pytest.mark.skipif(
+    not CLAUDE.exists(), reason="@anthropic-ai/claude-code is not installed (npm install in the repo root)"
+)
+
+
+def seen(result: dict[str, Any]) -> str:
+    """The text of one tool_result block as the model receives it."""
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(block.get("text", "") for block in content or [] if isinstance(block, dict))
+
+
+def run_claude(
+    tmp_path: Path,
+    servers: dict[str, Any],
+    steps: Sequence[Step | Callable[[list[dict[str, Any]]], Step]],
+    offload: dict[str, Any] | None = None,
+) -> tuple[FakeMessagesAPI, dict[str, Any]]:
+    """One headless Claude Code session through the proxy; returns the fake API's record and claude's JSON."""
+    config = write_config(tmp_path, servers, offload, name="offload.json")
+    mcp = tmp_path / "claude-mcp.json"
+    mcp.write_text(json.dumps({"mcpServers": {"proxy": {
+        "command": OFFLOAD_MCP, "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
+    }}}))
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    prompt = f"issue-11 e2e {tmp_path.name}"
+    with FakeMessagesAPI(prompt, steps) as api:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(home),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "ANTHROPIC_BASE_URL": api.base_url,
+            "ANTHROPIC_API_KEY": "dummy",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "ENABLE_TOOL_SEARCH": "false",  # every MCP tool offered directly, as a scripted turn expects
+            "OFFLOAD_MCP_TEST": "1",
+        }
+        done = subprocess.run(
+            [str(CLAUDE), "-p", prompt, "--output-format", "json", "--mcp-config", str(mcp), "--strict-mcp-config",
+             "--allowedTools", "mcp__proxy"],
+            env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return api, json.loads(done.stdout)
+
+
+def results_of(api: FakeMessagesAPI, tool: str) -> list[str]:
+    return [seen(r) for r in api.tool_results if r["tool"] == f"mcp__proxy__{tool}"]
+
+
+def assert_inline(text: str) -> None:
+    assert len(text) <= INLINE and not any(p in text for p in PERSISTED), text[:400]
+
+
+def recall_of(tool: str, **style: Any) -> Callable[[list[dict[str, Any]]], Step]:
+    """A turn that recalls from the id the latest result of `tool` carried."""
+
+    def step(results: list[dict[str, Any]]) -> Step:
+        (trm_id,) = set(TRM.findall(seen([r for r in results if r["tool"] == f"mcp__proxy__{tool}"][-1])))
+        return tool_use("mcp__proxy__recall_tool_result", mem_id=trm_id, **style)
+
+    return step
+
+
+# ---------------------------------------------------------------------- cases
+
+
+@pytest.mark.skipif(not (NPM_BIN / "mcp-server-memory").exists(), reason="@modelcontextprotocol/server-memory not installed")
+def test_memory_read_graph_of_3000_entities_then_recall_one(tmp_path: Path) -> None:
+    memory = tmp_path / "memory.jsonl"
+    lines = [json.dumps({"type": "entity", "name": f"person-{i:04d}", "entityType": "person",
+                         "observations": [f"works on project {i % 97}", f"lives in city-{i % 211}", "likes tea and long walks"]})
+             for i in range(3000)]
+    lines += [json.dumps({"type": "relation", "from": f"person-{i:04d}", "to": f"person-{(i * 7) % 3000:04d}", "relationType": "knows"})
+              for i in range(1000)]
+    memory.write_text("\n".join(lines))
+    servers = {"memory": {"command": str(NPM_BIN / "mcp-server-memory"), "env": {"MEMORY_FILE_PATH": str(memory)}}}
+    api, _ = run_claude(tmp_path, servers, [
+        tool_use("mcp__proxy__read_graph"),
+        recall_of("read_graph", query='"person-2345"'),
+        {"text": "done"},
+    ])
+    (graph,) = results_of(api, "read_graph")
+    assert_inline(graph)
+    assert len(graph) < 6_000 and len(set(TRM.findall(graph))) == 1
+    assert "stored, not shown here" in graph and "array[3000]" in graph  # says plainly what is missing
+    assert "recall_tool_result" in graph
+    (found,) = results_of(api, "recall_tool_result")
+    assert_inline(found)
+    assert '"name": "person-2345"' in found and "lives in city-" in found
+
+
+@pytest.mark.skipif(not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed")
+def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for d in range(40):
+        sub = data / f"package_{d:02d}" / "src" / "components"
+        sub.mkdir(parents=True)
+        for f in range(60):
+            (sub / f"component_with_a_long_name_{f:03d}.tsx").write_text("")
+    big = "".join(f"{i:07d} the quick brown fox jumps over the lazy dog, again and again\n" for i in range(15_000))
+    assert len(big) > 1_000_000
+    (data / "big.txt").write_text(big)
+    servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}
+    api, _ = run_claude(tmp_path, servers, [
+        tool_use("mcp__proxy__directory_tree", path=str(data)),
+        tool_use("mcp__proxy__read_text_file", path=str(data / "big.txt")),
+        recall_of("read_text_file", lines="5001-5002"),
+        {"text": "done"},
+    ])
+    (tree,) = results_of(api, "directory_tree")
+    (read,) = results_of(api, "read_text_file")
+    for text in (tree, read):
+        assert_inline(text)
+        assert len(text) < 6_000 and TRM.search(text) and "stored, not shown here" in text
+    assert f"{len(big):,} chars" in read  # the size recall pages through, stated plainly
+    (lines,) = results_of(api, "recall_tool_result")
+    assert lines.partition("\n")[2] == big.splitlines(keepends=True)[5000] + big.splitlines(keepends=True)[5001]
+
+
+def test_output_schema_tool_with_3mb_structured_content(tmp_path: Path) -> None:
+    servers = {"rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
+    api, _ = run_claude(tmp_path, servers, [
+        tool_use("mcp__proxy__big_rows", count=30_000),
+        recall_of("big_rows", json_path="$.rows[12345]"),
+        {"text": "done"},
+    ])
+    (stub,) = results_of(api, "big_rows")
+    assert_inline(stub)
+    assert len(stub) < 8_000 and TRM.search(stub) and "stored, not shown here" in stub
+    assert "validation" not in stub.lower() and "error" not in stub.lower()[:200]
+    (row,) = results_of(api, "recall_tool_result")
+    assert json.loads(row.partition("\n")[2]) == {"id": 12345, "name": "row-12345", "payload": "12345-" + "abcdefghij" * 7}
+
+
+def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) -> None:
+    items = [{"id": i, "name": f"item-{i}", "status": "ok"} for i in range(3400)]
+    original = json.dumps(items)
+    assert 165_000 < len(original) < 200_000
+
+    def next_page(results: list[dict[str, Any]]) -> Step:
+        last = seen(results[-1])
+        if results[-1]["tool"] == "mcp__proxy__json_array":
+            (marker,) = set(re.findall(r"<<cg:[0-9a-f]{16}>>", last))
+            return tool_use("mcp__proxy__context_guru_expand", marker=marker)
+        if "last page" in last or "next page" not in last:
+            return {"text": "done"}
+        marker = re.search(r"<<cg:[0-9a-f]{16}>>", last).group(0)
+        return tool_use("mcp__proxy__context_guru_expand", marker=marker, offset=int(last.rsplit("offset=", 1)[1].rstrip("]")))
+
+    api, _ = run_claude(tmp_path, {"fx": fixture_entry()}, [tool_use("mcp__proxy__json_array", count=3400)] + [next_page] * 8)
+    (cut,) = results_of(api, "json_array")
+    assert len(cut) < 2_000 and "context_guru_expand" in cut
+    pages = [r for r in api.tool_results if r["tool"] == "mcp__proxy__context_guru_expand"]
+    assert 4 <= len(pages) <= 6
+    restored = ""
+    for page in pages:
+        text = seen(page)
+        assert_inline(text)
+        blocks = page["content"]
+        restored += blocks[0]["text"] if isinstance(blocks, list) else blocks
+    assert restored == original
+
+
+def test_a_hung_server_beside_a_healthy_one(tmp_path: Path) -> None:
+    servers = {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}, "good": fixture_entry()}
+    started = time.monotonic()
+    api, _ = run_claude(
+        tmp_path, servers, [tool_use("mcp__proxy__echo", text="still here"), {"text": "done"}],
+        offload={"downstream": {"startup_timeout_s": 60, "first_list_wait_s": 10}},
+    )
+    assert time.monotonic() - started < 45  # the old proxy held initialize for the whole startup_timeout_s
+    assert "mcp__proxy__echo" in api.tools_seen[0]
+    assert results_of(api, "echo") == ["still here"]
+
+
+def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:
+    servers = {"broken": fixture_entry("--fail-at-start"), "ghost": {"command": str(tmp_path / "no-such-server")}}
+    api, _ = run_claude(tmp_path, servers, [tool_use("mcp__proxy__offload_mcp_status"), {"text": "done"}])
+    assert "mcp__proxy__offload_mcp_status" in api.tools_seen[0]
+    (status,) = results_of(api, "offload_mcp_status")
+    assert "Servers not serving: broken (server 'broken'" in status and "ghost (server 'ghost'" in status

@@ -1,0 +1,83 @@
+"""Start-up no client gives up on (issue 11): initialize at once, late servers join, a hung one costs nothing."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from conftest import PYTHON, ROOT, _params, fixture_entry, text_of, write_config
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+
+HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
+
+
+async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        {
+            "hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]},
+            "good": fixture_entry(),
+            "late": fixture_entry("--start-delay", "12"),
+        },
+        # The first listing waits at most 8 s: `late` (12 s) joins afterwards, `hung` never does.
+        {"downstream": {"startup_timeout_s": 25, "first_list_wait_s": 8}, "catalog": {"prefix": "always"}},
+    )
+    changed = [anyio.Event()]
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed[-1].set()
+
+    with anyio.fail_after(60):
+        async with stdio_client(_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)) as (read, write):
+            async with ClientSession(read, write, message_handler=on_message) as s:
+                started = time.monotonic()
+                await s.initialize()
+                # Idle machine: ~1 s, nearly all of it importing the MCP SDK. The bound is loose for a shared
+                # CI box; the old start-up waited for `hung` up to startup_timeout_s (25 s here).
+                assert time.monotonic() - started < 10.0, "initialize must not wait for downstream servers"
+                started = time.monotonic()
+                names = [t.name for t in (await s.list_tools()).tools]
+                waited = time.monotonic() - started
+                changed.append(anyio.Event())  # `good` joining during that wait was announced too; wait for the next
+                assert "good__echo" in names and "late__echo" not in names and not any(n.startswith("hung__") for n in names)
+                assert waited < 11.0, f"the first listing waits at most first_list_wait_s (took {waited:.1f}s)"
+                assert text_of(await s.call_tool("good__echo", {"text": "up"})) == "up"
+                await changed[-1].wait()
+                names = [t.name for t in (await s.list_tools()).tools]
+                assert "late__echo" in names and "offload_mcp_status" not in names
+                assert text_of(await s.call_tool("late__echo", {"text": "joined"})) == "joined"
+                # A later listing never waits, though `hung` is still starting.
+                started = time.monotonic()
+                await s.list_tools()
+                assert time.monotonic() - started < 1.0
+                unknown = await s.call_tool("hung__echo", {})
+                assert unknown.is_error and "Still starting (their tools join when ready): hung." in text_of(unknown)
+
+
+def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    from conftest import OFFLOAD_MCP, proxy_env
+
+    config = write_config(tmp_path, {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}}, {"downstream": {"startup_timeout_s": 60}})
+    proc = subprocess.Popen(
+        [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=proxy_env(),
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"serverInfo"' in proc.stdout.readline()
+        closed = time.monotonic()
+        proc.stdin.close()  # how a stdio client ends the session
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - closed < 20, "exit waited for the hung server's startup_timeout_s (60 s)"
+    finally:
+        proc.kill()

@@ -48,11 +48,15 @@ def test_gate_stats_and_replay_price_a_would_be_offload_the_same(caching: bool, 
     # replay: the same result as step 0 of an (H+1)-step trajectory, offloaded to an S-token stub
     records = [Record(i + 1, "tool", "", "x", "traj", i) for i in range(H + 1)]
     settings = OffloadSettings(policy=policy)
-    replay_usd = _dollars(records, [T - S] + [0.0] * H, [True] + [False] * H, settings, (MODEL,))[MODEL]["saved_usd"]
+    replay = _dollars(records, [T - S] + [0.0] * H, [True] + [False] * H, settings, (MODEL,), hops=1)[MODEL]
 
     assert gate.fire
     assert stats_usd == pytest.approx(gate.net_saving_usd, rel=1e-12)
-    assert replay_usd == pytest.approx(gate.net_saving_usd, abs=5e-5)  # replay rounds to 4 decimals
+    # replay rounds to 4 decimals; `saved_usd_prior` charges the prior recall the gate assumes, `saved_usd`
+    # the hops it measured (one here), each priced as the gate prices a recall hop
+    assert replay["saved_usd_prior"] == pytest.approx(gate.net_saving_usd, abs=5e-5)
+    hop = gate.expected_recall_hop_cost_usd / policy.recall_probability
+    assert replay["saved_usd"] == pytest.approx(gate.reprefill_saving_usd - gate.stub_carry_cost_usd - hop, abs=5e-5)
 
 
 @pytest.mark.parametrize("caching", [True, False])

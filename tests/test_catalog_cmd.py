@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
+from decision_records import decision_record
 from test_deferral_wire import RawSession
 
-from offload_mcp.store.ledger import Ledger, LedgerEvent
+from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
@@ -37,7 +38,7 @@ def seed_history(path: Path) -> None:
     try:
         for tool, times in (("list_issues", 5), ("get_issue", 3), ("get_me", 1)):
             for _ in range(times):
-                ledger.record_event(LedgerEvent(kind="decision", session_id="earlier", server="github", tool=tool, verdict="inline", reason="small"))
+                ledger.record_event(decision_record("earlier", "github", tool, "keep", "small").ledger_event())
     finally:
         ledger.close()
 

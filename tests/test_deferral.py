@@ -8,6 +8,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from decision_records import decision_record
 
 from offload_mcp.catalog import deferral
 from offload_mcp.catalog.catalog import build_catalog
@@ -15,7 +16,7 @@ from offload_mcp.catalog.hotset import Candidate, HotSetMemory, decide_hot_set
 from offload_mcp.catalog.presentation import present
 from offload_mcp.catalog.settings import CatalogSettings
 from offload_mcp.config import OffloadSettings
-from offload_mcp.store.ledger import Ledger, LedgerEvent
+from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import invoke, tool_search
 from offload_mcp.tools.registry import EXPAND, RECALL
@@ -211,10 +212,10 @@ def test_hot_set_learned_from_a_real_ledger(tmp_path):
     ledger = Ledger.open(LedgerSettings(path=tmp_path / "ledger.db"))
     try:
         for _ in range(4):
-            ledger.record_event(LedgerEvent(kind="decision", session_id="old", server="github", tool="list_issues", verdict="inline", reason="small"))
+            ledger.record_event(decision_record("old", "github", "list_issues", "keep", "small").ledger_event())
         for _ in range(3):
-            ledger.record_event(LedgerEvent(kind="decision", session_id="old", server="git", tool="git_log", verdict="inline", reason="small"))
-        ledger.record_event(LedgerEvent(kind="decision", session_id="old", server="github", tool="get_me", verdict="inline", reason="small"))
+            ledger.record_event(decision_record("old", "git", "git_log", "keep", "small").ledger_event())
+        ledger.record_event(decision_record("old", "github", "get_me", "keep", "small").ledger_event())
         settings = CatalogSettings(deferral="search")
         shown = present(catalog(settings).entries, OWN, settings, optional_tools=OPTIONAL, ledger=ledger, session_id="new")
         assert shown.hot.learning == "learned"

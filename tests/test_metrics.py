@@ -10,9 +10,11 @@ import time
 import urllib.request
 import pytest
 import uvicorn
+from decision_records import decision_record
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
+from offload_mcp.reducers.pipeline import ReducerEvent
 from offload_mcp.server.metrics import ProxyMetrics, call_log_line, metrics_route
 
 
@@ -58,13 +60,13 @@ def served_metrics():
 
 def record_session(metrics: ProxyMetrics) -> None:
     events = [
-        {"reducer": "dedup", "acted": False, "reason": "first_seen"},
-        {"reducer": "linecap", "acted": True, "reason": "acted"},
+        ReducerEvent("dedup", False, "first_seen", 600_000, 600_000),
+        ReducerEvent("linecap", True, "acted", 600_000, 1_000),
     ]
     metrics.observe_call(server="git", tool="git_log", duration_s=0.2, decision="offload", reason="gate_net_saving",
                          chars_in=600_000, chars_out=1_000, reducer_events=events, shape_s=0.01)
-    metrics.observe_call(server="git", tool="git_status", duration_s=0.01, decision="inline", reason="small", chars_in=300, chars_out=300)
-    metrics.observe_call(server="fs", tool="read_file", duration_s=3.0, decision="inline", reason="gate_declined",
+    metrics.observe_call(server="git", tool="git_status", duration_s=0.01, decision="keep", reason="small", chars_in=300, chars_out=300)
+    metrics.observe_call(server="fs", tool="read_file", duration_s=3.0, decision="keep", reason="gate_declined",
                          chars_in=70_000, chars_out=70_000, observe=True, is_error=True)
     metrics.observe_recall(True)
     metrics.observe_recall(False)
@@ -83,7 +85,7 @@ def test_metrics_scraped_over_http_parse_and_count(served_metrics):
     assert value(parsed, "offload_mcp_calls_total", server="git", tool="git_log", outcome="ok") == 1
     assert value(parsed, "offload_mcp_calls_total", server="fs", tool="read_file", outcome="error") == 1
     assert value(parsed, "offload_mcp_results_total", server="git", decision="offload", reason="gate_net_saving", mode="enforce") == 1
-    assert value(parsed, "offload_mcp_results_total", server="fs", decision="inline", reason="gate_declined", mode="observe") == 1
+    assert value(parsed, "offload_mcp_results_total", server="fs", decision="keep", reason="gate_declined", mode="observe") == 1
     assert value(parsed, "offload_mcp_reducer_events_total", reducer="dedup", outcome="declined", reason="first_seen") == 1
     assert value(parsed, "offload_mcp_reducer_events_total", reducer="linecap", outcome="acted", reason="acted") == 1
     assert value(parsed, "offload_mcp_result_chars_in_total", server="git") == 600_300
@@ -123,28 +125,23 @@ def test_call_log_line_has_no_bodies_or_argument_values_by_default(caplog):
 
 def test_call_log_line_with_log_bodies_quotes_values():
     metrics = ProxyMetrics(log_bodies=True)
-    line = metrics.observe_call(server="fs", tool="read file", duration_s=0.001, decision="inline", reason="small",
+    line = metrics.observe_call(server="fs", tool="read file", duration_s=0.001, decision="keep", reason="small",
                                 chars_in=5, chars_out=5, arguments={"path": "/a b"}, body="hi there", observe=True, is_error=True)
     assert 'tool="read file"' in line and "mode=observe" in line and "error=true" in line
     assert 'args="{\\"path\\":\\"/a b\\"}"' in line and 'body="hi there"' in line
 
 
 def test_log_line_values_cannot_forge_fields():
-    line = call_log_line(server="a b", tool="x decision=offload", decision="inline", reason="r\nnext", chars_in=1, chars_out=1, duration_s=0)
+    line = call_log_line(server="a b", tool="x decision=offload", decision="keep", reason="r\nnext", chars_in=1, chars_out=1, duration_s=0)
     assert "\n" not in line
     assert line.count("decision=") == 2 and 'tool="x decision=offload"' in line
 
 
 def test_observe_report_reads_a_shape_report():
-    """The fields come from shaping.ShapeReport: what the client got, or in observe mode what would have happened."""
-    from types import SimpleNamespace
-
-    decision = SimpleNamespace(verdict="keep", reason="small", chars=2_000)
-    events = [SimpleNamespace(reducer="linecap", acted=True, reason="acted")]
-    enforce = SimpleNamespace(verdict="reduce", reason="small", would_be=None, decision=decision, mode="enforce",
-                              chars_in=10_000, chars_out=2_000, reducer_events=events)
-    observe = SimpleNamespace(verdict="keep", reason="small", would_be="reduce", decision=decision, mode="observe",
-                              chars_in=10_000, chars_out=10_000, reducer_events=events)
+    """The fields come from the shaper's decision record: what the client got, or in observe mode what would have happened."""
+    linecap = [{"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 10_000, "chars_after": 2_000}]
+    enforce = decision_record("s", "s", "t", "reduce", "small", 10_000, 2_000, reducers=linecap, reduced_chars=2_000)
+    observe = decision_record("s", "s", "t", "reduce", "small", 10_000, reducers=linecap, mode="observe", reduced_chars=2_000)
     metrics = ProxyMetrics()
     line = metrics.observe_report(server="s", tool="t", duration_s=0.01, report=enforce)
     assert "decision=reduce reason=small chars_in=10000 chars_out=2000" in line

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from decision_records import decision_record, decision_row
 
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import aggregate, exit_summary, parse_since, report_from_ledger, summary_lines
@@ -19,13 +20,8 @@ CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6
 
 def decision(session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None, reduced_chars=None):
     """A decision event as shaping.ResultShaper records it (observe mode: the client got chars_in)."""
-    detail = {"reducers": [dict(r) for r in reducers], "mode": mode or "enforce"}
-    if reduced_chars is not None:
-        detail["decision"] = {"chars": reduced_chars}
-    if mode == "observe":
-        chars_out = chars_in
-    return LedgerEvent("decision", session_id=session, server=server, tool=tool, verdict=verdict, reason=reason,
-                       ref_id=ref, chars_in=chars_in, chars_out=chars_out, detail=detail)
+    return decision_record(session, server, tool, verdict, reason, chars_in, chars_out, ref=ref, reducers=reducers,
+                           mode=mode or "enforce", reduced_chars=reduced_chars).ledger_event()
 
 
 LINECAP = {"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 4000, "chars_after": 2000}
@@ -139,10 +135,8 @@ def test_exit_summary_names_only_levers_that_fired_in_its_sessions(ledger):
 
 def test_since_filters_events():
     events = [
-        {"id": 1, "at": 1000.0, "kind": "decision", "session_id": "a", "server": "s", "tool": "old", "verdict": "keep",
-         "reason": "small", "chars_in": 5, "chars_out": 5, "detail": {}},
-        {"id": 2, "at": 2000.0, "kind": "decision", "session_id": "a", "server": "s", "tool": "new", "verdict": "keep",
-         "reason": "small", "chars_in": 5, "chars_out": 5, "detail": {}},
+        decision_row(decision_record("a", "s", "old", "keep", "small", 5), id_=1, at=1000.0),
+        decision_row(decision_record("a", "s", "new", "keep", "small", 5), id_=2, at=2000.0),
     ]
     report = aggregate(events, since=1500.0)
     assert [r.tool for r in report.rows] == ["new"]

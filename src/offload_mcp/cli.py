@@ -8,13 +8,13 @@ stays fast. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or config.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
 from . import __version__
+from .commands import catalog, demo, docs, init, ledger, replay, serve, stats, toolset_config
 
-COMMANDS = ("serve", "demo", "replay", "stats", "catalog", "toolset_config", "init", "ledger")
+COMMANDS = (serve, demo, replay, stats, catalog, toolset_config, init, ledger, docs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,14 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"offload-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as err:
-            if err.name and err.name.endswith(f"commands.{name}"):
-                continue  # command not built yet
-            raise
-        module.add_parser(sub)
+    for command in COMMANDS:
+        command.add_parser(sub)
     return parser
 
 

@@ -1,15 +1,14 @@
 """The configuration reference, generated from the pydantic models.
 
-`python -m offload_mcp.docs` rewrites docs/configuration.md;
-`python -m offload_mcp.docs --check` exits 1 when the file and the models
-have drifted (tests/test_docs.py runs the same comparison). Every field's
+`offload-mcp docs` (commands/docs.py; also `python -m offload_mcp.docs`)
+rewrites docs/configuration.md; `--check` exits 1 when the file and the
+models have drifted (tests/test_docs.py runs the same comparison). Every field's
 text is its `description`, so the reference cannot say something the code
 does not.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import types as pytypes
@@ -164,32 +163,8 @@ def render_reference() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m offload_mcp.docs",
-        description="Generate the configuration reference from the pydantic models.",
-        epilog="examples:\n  python -m offload_mcp.docs            # rewrite docs/configuration.md\n  python -m offload_mcp.docs --check    # exit 1 if it is out of date",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--check", action="store_true", help="do not write; exit 1 if the file differs from the models")
-    parser.add_argument("-o", "--output", type=Path, default=REFERENCE_PATH, help="file to write or check (default: %(default)s)")
-    args = parser.parse_args(argv)
-    missing = missing_descriptions()
-    if missing:
-        print(f"fields without a description: {', '.join(missing)}", file=sys.stderr)
-        return 1
-    text = render_reference()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is out of date: run `python -m offload_mcp.docs`", file=sys.stderr)
-            return 1
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}", file=sys.stderr)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # Kept for the command documented in docs/configuration.md; the one CLI is `offload-mcp docs`.
+    from .cli import main
+
+    sys.exit(main(["docs", *sys.argv[1:]]))

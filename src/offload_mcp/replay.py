@@ -9,11 +9,10 @@ a reduced one must name a marker whose stash is the exact original, an
 offloaded one must recall (by its `trm_` id) to the exact original body. A
 record that fails is counted as unrecoverable (the run fails if any is).
 
-Dollars: a token saved on an output is a token not carried on every later turn
-of its trajectory. With prompt caching (the default, as on Claude Code) that
-is one cache write plus one cache read per remaining turn; remaining turns come
-from the trajectory's real last `step` (records without `traj`/`step` count
-the policy's `horizon`). Recalls are charged as measured: one recall hop
+Dollars (policy/economics.py, the terms the gate and stats use): a token saved
+on an output is worth carry(1, H), H being the calls that followed it in its
+trajectory (`last step - step`; records without `traj`/`step` count the
+policy's `horizon`). Recalls are charged as measured: one recall hop
 (`recall_input_tokens` in, `recall_output_tokens` out) per needed fact the
 model could not see (behind a stub, cut by a reducer, or filed/rejected by the
 client); the prior (`recall_probability` x a hop per offloaded output, what
@@ -38,7 +37,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import orjson
@@ -46,6 +45,10 @@ import orjson
 from .clients import ClientModel, ClientView, client_model
 from .fidelity import FidelityReport, Observed, measure
 from .reducers.base import MARKER_RE
+
+if TYPE_CHECKING:
+    from .record import DecisionEvent
+    from .store.ledger import Ledger
 
 BIG_OUTPUT_CHARS = 60_000
 REFERENCE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-haiku-4-5", "gpt-5")
@@ -205,7 +208,7 @@ def _text_of(result: types.CallToolResult) -> str | None:
     return texts[0] if len(texts) == 1 and len(result.content) == 1 else None
 
 
-def _verify(record: Record, out: types.CallToolResult, report: Any, ledger: Any) -> str | None:
+def _verify(record: Record, out: types.CallToolResult, report: DecisionEvent, ledger: Ledger) -> str | None:
     """None when the record restores byte for byte, else what is missing."""
     verdict = report.verdict
     if verdict == "offload":
@@ -452,7 +455,7 @@ def _write_dump(
         raise ReplayError(f"{path}: cannot write the dump: {err.strerror or err}") from None
 
 
-def _tally(report: ReplayReport, record: Record, shaped: Any, chars_seen: int) -> None:
+def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent, chars_seen: int) -> None:
     report.records += 1
     report.chars_in += shaped.chars_in
     report.chars_out += chars_seen
@@ -476,6 +479,7 @@ def _dollars(
 ) -> dict[str, dict[str, float]]:
     """Dollars saved net of recalls: `recall_usd` charges one hop per needed fact the model could not
     see (measured); `recall_usd_prior` is what the `recall_probability` prior alone would charge."""
+    from .policy.economics import Rates
     from .policy.pricing import resolve_price
 
     p = settings.policy
@@ -486,15 +490,13 @@ def _dollars(
         if price is None:
             out[model] = {"error": 1.0}
             continue
-        if p.prompt_caching:
-            carry = [price.cache_write(p.cache_ttl) + turns * price.cache_read for turns in remaining]
-        else:
-            carry = [(1 + turns) * price.input for turns in remaining]
-        recall_hop = p.recall_input_tokens * price.input + p.recall_output_tokens * price.output
-        gross = sum(s * c for s, c in zip(saved, carry)) / 1e6
-        prior = sum(p.recall_probability * recall_hop for o in offloaded if o) / 1e6
-        recall = hops * recall_hop / 1e6
-        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry)) / 1e6
+        rates = Rates.of(price, prompt_caching=p.prompt_caching, cache_ttl=p.cache_ttl)
+        carry = [rates.carry_per_token(turns) for turns in remaining]
+        recall_hop = rates.recall_hop(p.recall_input_tokens, p.recall_output_tokens)
+        gross = sum(s * c for s, c in zip(saved, carry, strict=True))
+        prior = sum(p.recall_probability * recall_hop for o in offloaded if o)
+        recall = hops * recall_hop
+        baseline = sum(len(r.output) / p.chars_per_token * c for r, c in zip(records, carry, strict=True))
         out[model] = {
             "baseline_usd": round(baseline, 4),
             "saved_usd": round(gross - recall, 4),

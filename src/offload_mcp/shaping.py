@@ -28,21 +28,26 @@ reduced or offloaded.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 import orjson
 
+from .config import OffloadSettings
 from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.describe import parse_json_text
 from .policy.stub import build_stub, stub_object, text_blocks
+from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory
+from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
+from .reducers.settings import ReducerSettings
 from .server.identity import is_anonymous
-from .store import BodyRecord, Ledger, LedgerError, LedgerEvent, LedgerUnavailable, LedgerWriteError
-from .tools.registry import ALWAYS_LISTED
+from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
+from .tool_names import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)
 
@@ -66,70 +71,45 @@ class CallInfo:
 
 @dataclass
 class ShapeReport:
-    """What shaping did to one result and why; for replay, stats and tests."""
+    """The shaper's working draft of one decision; `record()` freezes it into the DecisionEvent everyone reads."""
 
-    verdict: str
+    verdict: ShapeVerdict
     """What the client got: `offload` (a stub), `reduce` (markers), `keep` (unchanged)."""
     reason: str
     """The policy's reason code, or the shaper's override (`output_schema`, `ledger_error`, `no_ledger`)."""
     decision: Decision
-    mode: str
+    mode: Mode
     chars_in: int
     chars_out: int
     tokens_in: float
     tokens_out: float
-    reducer_events: list[Any] = field(default_factory=list)
+    reducer_events: list[ReducerEvent] = field(default_factory=list)
     trm_id: str | None = None
     stash_hashes: list[str] = field(default_factory=list)
     structured: str | None = None
     """What happened to structuredContent: `stub` (the stub object), `dropped_duplicate` (it repeated
     the text, which now carries the reduced data), `kept`, or None (the result had none)."""
     warning: str | None = None
-    would_be: str | None = None
+    would_be: ShapeVerdict | None = None
     """In observe mode: the verdict enforce mode would have produced."""
     would_chars_out: int | None = None
     """In observe mode: what enforce mode would have sent."""
+    recorded: DecisionEvent | None = None
+    """The record committed to the ledger, while the draft has not changed since (a fall-back clears it)."""
 
-    @property
-    def priced_terms(self) -> dict[str, Any]:
-        return self.decision.terms()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "mode": self.mode,
-            "would_be": self.would_be,
-            "would_chars_out": self.would_chars_out,
-            "decision": self.decision.as_dict(),
-            "chars_in": self.chars_in,
-            "chars_out": self.chars_out,
-            "tokens_in": round(self.tokens_in, 1),
-            "tokens_out": round(self.tokens_out, 1),
-            "trm_id": self.trm_id,
-            "stash_hashes": self.stash_hashes,
-            "structured": self.structured,
-            "warning": self.warning,
-            "reducers": [_event_dict(e) for e in self.reducer_events],
-        }
+    def record(self, call: CallInfo) -> DecisionEvent:
+        if self.recorded is not None:
+            return self.recorded
+        return DecisionEvent(
+            session_id=call.session_id, server=call.server, tool=call.downstream_tool, listed_tool=call.tool,
+            mode=self.mode, verdict=self.verdict, reason=self.reason, decision=self.decision, chars_in=self.chars_in, chars_out=self.chars_out,
+            tokens_in=round(self.tokens_in, 1), tokens_out=round(self.tokens_out, 1), reducer_events=self.reducer_events,
+            trm_id=self.trm_id, stash_hashes=self.stash_hashes, structured=self.structured,
+            warning=self.warning, would_be=self.would_be, would_chars_out=self.would_chars_out,
+        )
 
 
-def _event_dict(event: Any) -> dict[str, Any]:
-    return {
-        "reducer": getattr(event, "reducer", "?"),
-        "acted": getattr(event, "acted", False),
-        "reason": getattr(event, "reason", ""),
-        "chars_before": getattr(event, "chars_before", 0),
-        "chars_after": getattr(event, "chars_after", 0),
-    }
-
-
-def _load_pipeline(reducer_settings: Any) -> Any | None:
-    try:
-        from .reducers.pipeline import build_pipeline
-    except ImportError as err:
-        log.info("reducer pipeline not available (%s): results are not reduced", err)
-        return None
+def _load_pipeline(reducer_settings: ReducerSettings) -> Pipeline | None:
     try:
         return build_pipeline(reducer_settings)
     except Exception:
@@ -206,7 +186,7 @@ _META_KEEP_CHARS = 2_000
 class ResultShaper:
     """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
 
-    def __init__(self, settings: Any, ledger: Ledger | None = None, *, pipeline: Any | None = "auto") -> None:
+    def __init__(self, settings: OffloadSettings, ledger: Ledger | None = None, *, pipeline: Pipeline | None | Literal["auto"] = "auto") -> None:
         self.settings = settings
         self.ledger = ledger
         self.policy = ResultPolicy(settings.policy)
@@ -238,7 +218,12 @@ class ResultShaper:
     def shape(self, call: CallInfo, result: types.CallToolResult) -> types.CallToolResult:
         return self.shape_with_report(call, result)[0]
 
-    def shape_with_report(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, ShapeReport]:
+    def shape_with_report(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, DecisionEvent]:
+        """The result for the client and its decision record (the one committed or queued to the ledger, if one is open)."""
+        out, report = self._shape(call, result)
+        return out, report.record(call)
+
+    def _shape(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, ShapeReport]:
         observe = self.settings.mode == "observe"
         own = call.tool in ALWAYS_LISTED
         multimodal = is_multimodal(result)
@@ -250,7 +235,7 @@ class ResultShaper:
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
         reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in)
         stash: dict[str, str] = {}
-        events: list[Any] = []
+        events: list[ReducerEvent] = []
         for run in runs:
             stash.update(run.stash)
             events.extend(run.events)
@@ -321,7 +306,7 @@ class ResultShaper:
     # ---- steps --------------------------------------------------------------
 
     @staticmethod
-    def _without_collapse(reducer_settings: Any) -> Any | None:
+    def _without_collapse(reducer_settings: ReducerSettings) -> Pipeline | None:
         # smartcrush windows records like collapse windows lines: both yield to offload (i12b)
         if "collapse" not in reducer_settings.pipeline and "smartcrush" not in reducer_settings.pipeline:
             return None
@@ -330,7 +315,7 @@ class ResultShaper:
 
     def _reduce_before_policy(
         self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
-    ) -> tuple[list[Any], list[Any]]:
+    ) -> tuple[list[Any], list[PipelineResult]]:
         """The reduction the policy judges: without collapse when that is offloaded, else the full pipeline.
 
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
@@ -376,12 +361,14 @@ class ResultShaper:
         events = [ReducerEvent(name, False, "offload_decided_first", chars_in, chars_in) for name in pipeline.names]
         return PipelineResult(texts[0] if len(texts) == 1 else "", {}, events, "", chars_in)
 
-    def _reduce(self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Any) -> tuple[list[Any], list[Any]]:
+    def _reduce(
+        self, result: types.CallToolResult, ctx: ReduceContext, pipeline: Pipeline | None
+    ) -> tuple[list[Any], list[PipelineResult]]:
         """Reduced content blocks (empty when nothing changed) and the pipeline results."""
         if pipeline is None:
             return [], []
         blocks: list[Any] = []
-        runs: list[Any] = []
+        runs: list[PipelineResult] = []
         changed = False
         for block in result.content:
             if isinstance(block, types.TextContent) and block.text:
@@ -427,12 +414,8 @@ class ResultShaper:
                 log.warning("no ledger open: decisions are not recorded and nothing is offloaded")
                 self._warned_no_ledger = True
             return not required
-        event = LedgerEvent(
-            "decision", session_id=call.session_id, server=call.server, tool=call.downstream_tool,
-            verdict=report.would_be or report.verdict, reason=report.reason, ref_id=report.trm_id or "",
-            chars_in=report.chars_in, chars_out=report.chars_out,
-            detail={**report.as_dict(), "listed_tool": call.tool},
-        )
+        report.recorded = report.record(call)
+        event = report.recorded.ledger_event()
         if not (bodies or stash or required):
             self.ledger.record_later(event)  # guards no bytes: written off the call path
             return True
@@ -449,7 +432,7 @@ class ResultShaper:
             return not required
 
     def _fall_back(self, report: ShapeReport, reason: str, cause: str) -> ShapeReport:
-        report.verdict, report.reason, report.warning = "keep", reason, cause
+        report.verdict, report.reason, report.warning, report.recorded = "keep", reason, cause, None
         report.trm_id, report.stash_hashes, report.structured = None, [], None
         report.chars_out, report.tokens_out = report.chars_in, report.tokens_in
         if reason == "no_ledger" and not self._warned_no_ledger:
@@ -457,21 +440,18 @@ class ResultShaper:
             self._warned_no_ledger = True
         return report
 
-    def _remember(self, runs: list[Any], ctx: ReduceContext, *, offloaded: bool) -> None:
+    def _remember(self, runs: list[PipelineResult], ctx: ReduceContext, *, offloaded: bool) -> None:
         """Tell the pipeline what the model now has in its context (dedup history), after the commit."""
         if self.pipeline is None or offloaded:
             return
-        commit_session = getattr(self.pipeline, "commit_session", None)
-        if commit_session is None:
-            return
         for run in runs:
             try:
-                commit_session(run, ctx)
+                self.pipeline.commit_session(run, ctx)
             except Exception:
                 log.exception("pipeline.commit_session failed")
 
 
-def build_shaper(settings: Any, ledger_path: Any | None = None) -> ResultShaper:
+def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] | None = None) -> ResultShaper:
     """The shaper the server uses: opens the ledger (path override from `--ledger`).
 
     If the ledger cannot be opened the shaper still forwards results

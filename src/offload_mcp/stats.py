@@ -1,22 +1,21 @@
 """What offload-mcp did, read back from the ledger: per server and tool, priced per model.
 
-How it works: the shaper writes one `decision` event per downstream result
-(verdict, reason, chars in and out, reducer events, gate terms in `detail`);
-the own tools write `recall` and `expand` events. `aggregate()` folds those
+How it works: the shaper writes one decision record (record.DecisionEvent:
+verdict, reason, mode, chars in and out, reducer events, the gate's terms) per
+downstream result, read back strictly; the own tools write `recall` and
+`expand` events. `aggregate()` folds those
 into a `StatsReport`: results seen, reduced, offloaded, tokens and dollars
 saved, the recall rate and conversation horizon actually observed next to the
 configured priors (with suggested values), decisions by reason and reducer
 declines by reason. The `stats` command, `serve`'s exit summary and the demo
 all read this one aggregation.
 
-Pricing (cache-aware, the same carry model as policy/gate.py): a token kept
-out of the transcript saves its cache write once plus a cache read on every
-later turn that would have carried it. "Later turns" is observed, never
-assumed: the calls that followed the result in its session (a result that
-ended its session saved nothing beyond its tokens, which is conservative).
-Recalls and expands are charged back: the slice they returned enters the
-context as new input (cache write rate) and the model writes the call
-(`recall_output_tokens` at the output rate). Observe-mode results are priced
+Pricing: policy/economics.py, the same terms the gate decides on. A token
+kept out of the transcript saves carry(1, H), H being observed, never assumed:
+the calls that followed the result in its session (economics.py defines H and
+says why the final answer turn is not counted). Recalls and expands are charged
+back as a recall hop: the slice they returned enters the context as new content
+and the model writes the call (`recall_output_tokens` at the output rate). Observe-mode results are priced
 the same way and reported as "would have saved"; since nothing was offloaded,
 their recall cost is the configured prior, p_recall x one recall hop.
 """
@@ -31,81 +30,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .policy.economics import Rates
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
+from .record import DecisionEvent
+from .store import Ledger
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
 MIN_SAMPLES_FOR_SUGGESTION = 5
-_PER_MILLION = 1_000_000.0
 
 
 # ---------------------------------------------------------------- reading events
 
 
-def _detail(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    detail = event.get("detail") or {}
-    return detail if isinstance(detail, Mapping) else {}
-
-
-def is_observe(event: Mapping[str, Any]) -> bool:
-    """An event recorded in observe mode: the client got the original; the figures are what would have happened."""
-    d = _detail(event)
-    return d.get("mode") == "observe" or d.get("observe") is True or str(event.get("verdict", "")).startswith("would_")
-
-
-def verdict_of(event: Mapping[str, Any]) -> str:
-    verdict = str(event.get("verdict") or "keep")
-    return verdict.removeprefix("would_")
-
-
-def reducer_events(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    d = _detail(event)
-    for key in ("reducer_events", "reducers", "events"):
-        value = d.get(key)
-        if isinstance(value, list):
-            return [e for e in value if isinstance(e, Mapping)]
-    return []
-
-
-def chars_after_reducers(event: Mapping[str, Any]) -> int:
-    """Characters left after the reducers, before the policy: what a kept result costs."""
-    d = _detail(event)
-    decision = d.get("decision")
-    if isinstance(decision, Mapping) and isinstance(decision.get("chars"), int):
-        return int(decision["chars"])
-    acted = [e for e in reducer_events(event) if e.get("acted")]
-    if acted and isinstance(acted[-1].get("chars_after"), int):
-        return int(acted[-1]["chars_after"])
-    return int(event.get("chars_in") or 0)
-
-
-def chars_sent(event: Mapping[str, Any], stub_chars: float) -> int:
-    """Characters the client received (enforce) or would have received (observe).
-
-    In observe mode the client got the original, so the ledger's chars_out is
-    chars_in; what enforce mode would have sent is `would_chars_out` when the
-    shaper records it, else the reduced size for a reduction and at most one
-    stub budget for an offload.
-    """
-    d = _detail(event)
-    chars_in = int(event.get("chars_in") or 0)
-    if not is_observe(event):
-        return int(event.get("chars_out") or 0)
-    for key in ("would_chars_out", "would_be_chars_out"):
-        if isinstance(d.get(key), int):
-            return int(d[key])
-    verdict = verdict_of(event)
-    if verdict == "offload":
-        return int(min(chars_in, stub_chars))
-    if verdict == "reduce":
-        return min(chars_in, chars_after_reducers(event))
-    return chars_in
-
-
-def stash_hashes(event: Mapping[str, Any]) -> list[str]:
-    value = _detail(event).get("stash_hashes")
-    return [str(h) for h in value] if isinstance(value, list) else []
+def chars_sent(record: DecisionEvent) -> int:
+    """Characters the client received (enforce) or would have received (observe): the record says which."""
+    return record.shaped_chars_out
 
 
 # ---------------------------------------------------------------- the report
@@ -178,22 +119,12 @@ class StatsReport:
         return data
 
 
-def _carry_rate(price: Price, settings: PolicySettings, turns: int) -> float:
-    """USD per token carried for `turns` later turns (gate.py's model; 0 turns costs nothing)."""
-    if turns <= 0:
-        return 0.0
-    if settings.prompt_caching:
-        return (price.cache_write(settings.cache_ttl) + price.cache_read * (turns - 1)) / _PER_MILLION
-    return price.input * turns / _PER_MILLION
+def _rates(price: Price, settings: PolicySettings) -> Rates:
+    return Rates.of(price, prompt_caching=settings.prompt_caching, cache_ttl=settings.cache_ttl)
 
 
-def _new_content_rate(price: Price, settings: PolicySettings) -> float:
-    return (price.cache_write(settings.cache_ttl) if settings.prompt_caching else price.input) / _PER_MILLION
-
-
-def _recall_hop_usd(price: Price, settings: PolicySettings, chars_returned: float) -> float:
-    cpt = settings.chars_per_token
-    return (chars_returned / cpt) * _new_content_rate(price, settings) + settings.recall_output_tokens * price.output / _PER_MILLION
+def _recall_hop_usd(rates: Rates, settings: PolicySettings, chars_returned: float) -> float:
+    return rates.recall_hop(chars_returned / settings.chars_per_token, settings.recall_output_tokens)
 
 
 def _suggest_horizon(values: list[int]) -> float | None:
@@ -216,6 +147,7 @@ def aggregate(
     settings = settings or PolicySettings()
     model = model or settings.model
     price = resolve_price(model, settings.pricing)
+    rates = _rates(price, settings) if price else None
     cpt = settings.chars_per_token
     wanted = set(session_ids) if session_ids is not None else None
 
@@ -253,45 +185,44 @@ def aggregate(
     for index, event in enumerate(calls):
         kind = event.get("kind")
         if kind == "decision":
-            key = (str(event.get("server") or "?"), str(event.get("tool") or "?"))
+            record = DecisionEvent.from_ledger_row(event)
+            key = (record.server, record.tool)
             row = rows.setdefault(key, ToolStats(*key))
-            observe = is_observe(event)
-            verdict = verdict_of(event)
-            reason = str(event.get("reason") or "none")
-            chars_in = int(event.get("chars_in") or 0)
-            sent = chars_sent(event, settings.stub_tokens * cpt)
+            observe = record.observe
+            verdict = record.effective_verdict
+            chars_in = record.chars_in
+            sent = chars_sent(record)
             row.results += 1
             row.chars_in += chars_in
             row.chars_out += sent
-            decisions[f"{verdict}/{reason}"] += 1
+            decisions[f"{verdict}/{record.reason or 'none'}"] += 1
             reduced = False
-            for r in reducer_events(event):
-                name = str(r.get("reducer") or "?")
-                if r.get("acted"):
-                    acts[name] += 1
+            for r in record.reducer_events:
+                if r.acted:
+                    acts[r.reducer] += 1
                     reduced = True
                 else:
-                    declines[f"{name}/{r.get('reason') or 'none'}"] += 1
+                    declines[f"{r.reducer}/{r.reason or 'none'}"] += 1
             row.reduced += reduced
             turns = following[index]
             all_horizons.append(turns)
             offloaded = verdict == "offload"
-            for cg in stash_hashes(event):
+            for cg in record.stash_hashes:
                 stash_owner.setdefault(cg, key)
             if offloaded:
                 row.offloaded += 1
                 offload_horizons.append(turns)
-                ref = str(event.get("ref_id") or "")
+                ref = record.trm_id or ""
                 if ref and not observe:
                     offloaded_ids.add(ref)
                     offload_owner[ref] = key
             saved_tokens = max(0, chars_in - sent) / cpt
-            usd = saved_tokens * _carry_rate(price, settings, turns) if price else 0.0
+            usd = rates.carry(saved_tokens, turns) if rates else 0.0
             if observe:
                 row.observed += 1
-                if offloaded and price:
+                if offloaded and rates:
                     # Nothing was offloaded, so no recall was observed: charge the configured prior.
-                    usd -= settings.recall_probability * _recall_hop_usd(price, settings, settings.recall_input_tokens * cpt)
+                    usd -= settings.recall_probability * _recall_hop_usd(rates, settings, settings.recall_input_tokens * cpt)
                 row.would_tokens_saved += saved_tokens
                 row.would_usd_saved += usd
             else:
@@ -313,8 +244,8 @@ def aggregate(
             owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
             if kind == "expand" and ok and owner in rows:
                 rows[owner].expands += 1
-            if price and ok:
-                recall_usd_by_row[owner] += _recall_hop_usd(price, settings, int(event.get("chars_out") or 0))
+            if rates and ok:
+                recall_usd_by_row[owner] += _recall_hop_usd(rates, settings, int(event.get("chars_out") or 0))
 
     # Recall and expand hops are charged to the tool whose result they brought back.
     for owner, usd in recall_usd_by_row.items():
@@ -391,7 +322,7 @@ def aggregate(
     )
 
 
-def report_from_ledger(ledger: Any, settings: PolicySettings | None = None, *, since: float | None = None,
+def report_from_ledger(ledger: Ledger, settings: PolicySettings | None = None, *, since: float | None = None,
                        session_ids: Iterable[str] | None = None, model: str | None = None) -> StatsReport:
     return aggregate(ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model)
 
@@ -457,7 +388,7 @@ def summary_lines(report: StatsReport) -> list[str]:
     return lines
 
 
-def exit_summary(ledger: Any, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
+def exit_summary(ledger: Ledger | None, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
                  *, since: float | None = None) -> str:
     """What `serve` prints to stderr on exit: only the levers that fired in these sessions; "" if none did.
 

@@ -25,13 +25,14 @@ from typing import Any
 
 import mcp_types as types
 
+from ..tool_names import INVOKE, SEARCH
 from . import deferral
 from .catalog import CatalogEntry
 from .hotset import HotSet, HotSetMemory
 from .settings import CatalogSettings
 
-SEARCH_TOOL = "search_tools"
-INVOKE_TOOL = "invoke_tool"
+SEARCH_TOOL = SEARCH
+INVOKE_TOOL = INVOKE
 
 HOT_SETS = HotSetMemory()
 """Per-session learned hot sets of this process (session ids are unique per proxy)."""
@@ -46,6 +47,17 @@ class Presentation:
     """Tool name -> extra top-level JSON fields for that tool on the wire."""
     hot: HotSet = field(default_factory=HotSet)
     """The hot set behind this listing, with why each tool is hot."""
+
+
+def naming_servers(search_tool: types.Tool, entries: Sequence[CatalogEntry]) -> types.Tool:
+    """The search tool with the servers it searches named, so the model knows when searching can help."""
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry.server] = counts.get(entry.server, 0) + 1
+    if not counts:
+        return search_tool
+    servers = ", ".join(f"{server} ({n} tools)" for server, n in counts.items())
+    return search_tool.model_copy(update={"description": f"{search_tool.description} Servers searched: {servers}."})
 
 
 def present(
@@ -70,10 +82,8 @@ def present(
     mode = settings.deferral
     if mode == "search" and len(search_tools) < 2:
         mode = "hint"  # never hide cold tools without a way to reach them
-    if mode == "search":
-        from ..tools.tool_search import describe
-
-        search_tools[0] = describe(entries) if search_tools[0].name == SEARCH_TOOL else search_tools[0]
+    if mode == "search" and search_tools[0].name == SEARCH_TOOL:
+        search_tools[0] = naming_servers(search_tools[0], entries)
     tools, extras = deferral.apply(
         mode,
         entries,

@@ -17,7 +17,9 @@ the marks loads eagerly (the hot tools only; Claude Code does this).
 from __future__ import annotations
 
 import argparse
+import logging
 import math
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +27,8 @@ from typing import Any
 import orjson
 
 from ..config import Config
+
+log = logging.getLogger(__name__)
 
 MODES = ("off", "hint", "search")
 OWN_ROW = "(offload-mcp)"
@@ -128,33 +132,43 @@ def is_eager(tool: Any, extras: dict[str, Any]) -> bool:
     return not extras.get(DEFER_LOADING)
 
 
-async def inspect(config: Config, ledger_path: Any | None = None) -> CatalogReport:
+async def inspect(config: Config, ledger_path: str | os.PathLike[str] | None = None) -> CatalogReport:
     """Start the servers, build the catalog like `serve`, and cost every mode for a new session."""
+    from ..catalog.catalog import build_catalog
     from ..catalog.hotset import HotSetMemory
     from ..catalog.presentation import present
     from ..downstream.pool import DownstreamPool
-    from ..server.proxy import ProxyState
+    from ..store import Ledger, LedgerUnavailable
+    from ..tools.own import load_own_tools
 
     settings = config.offload
     report = CatalogReport(chars_per_token=settings.policy.chars_per_token, configured_mode=settings.catalog.deferral)
+    own_always, own_optional = load_own_tools()
     async with DownstreamPool(config.mcpServers, settings.downstream) as pool:
-        state = ProxyState(config, pool, ledger_path=ledger_path)
+        server_tools = {s.name: s.tools for s in pool.servers.values() if s.tools}
+        catalog = build_catalog(server_tools, settings.catalog, [*own_always, *own_optional], strict=True)
+        # The ledger only as call history for hot-tool learning, as `serve` reads it; none is fine.
+        history: Ledger | None = None
+        try:
+            history = Ledger.open(settings.ledger, ledger_path)
+        except LedgerUnavailable as err:
+            log.warning("%s; the hot set is not learned from history", err)
         try:
             for server in pool.servers.values():
                 if server.state != "ready":
                     report.failed[server.name] = (server.failure or server.state).splitlines()[0]
-            server_of = {e.name: e.server for e in state.catalog.entries}
-            for e in state.catalog.entries:
+            server_of = {e.name: e.server for e in catalog.entries}
+            for e in catalog.entries:
                 report.tool_counts[e.server] = report.tool_counts.get(e.server, 0) + 1
             rows = list(dict.fromkeys([*report.tool_counts, OWN_ROW]))
             report.servers = {row: {mode: ModeCost() for mode in MODES} for row in rows}
             for mode in MODES:
                 shown = present(
-                    state.catalog.entries,
-                    [t.tool for t in state.own_always.values()],
+                    catalog.entries,
+                    [t.tool for t in own_always.values()],
                     settings.catalog.model_copy(update={"deferral": mode}),
-                    optional_tools={name: t.tool for name, t in state.own_optional.items()},
-                    ledger=state.ledger,
+                    optional_tools={name: t.tool for name, t in own_optional.items()},
+                    ledger=history,
                     session_id="catalog-report",
                     offload=settings,
                     hot_sets=HotSetMemory(),
@@ -176,9 +190,8 @@ async def inspect(config: Config, ledger_path: Any | None = None) -> CatalogRepo
                 for name, why in hot.reasons.items()
             ]
         finally:
-            ledger = state.ledger
-            if ledger is not None and hasattr(ledger, "close"):
-                ledger.close()
+            if history is not None:
+                history.close()
     return report
 
 

@@ -1,7 +1,7 @@
 """`offload-mcp demo`: see what offload-mcp does, in seconds, with no configuration.
 
 It starts the real proxy (`offload-mcp serve`) in front of a real MCP server
-(the demo workspace in commands/demo_server.py, over stdio), plays a short
+(the demo workspace in demo_workspace.py, over stdio), plays a short
 agent session against it as an MCP client, and prints for each call what the
 server sent and what the client received. At the end: the tokens and dollars
 saved (from the ledger, the same numbers `offload-mcp stats` shows) and a
@@ -19,7 +19,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import OffloadSettings
+    from ..policy.settings import PolicySettings
+    from ..record import DecisionEvent
+    from ..stats import StatsReport
 
 EXAMPLES = """\
 examples:
@@ -104,7 +110,7 @@ def _write_config(workdir: Path, observe: bool, model: str | None, source: str |
     if model:
         offload["policy"] = {**dict(offload.get("policy") or {}), "model": model}
     config = {
-        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.commands.demo_server"]}},
+        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.demo_workspace"]}},
         "offload": offload,
     }
     path = workdir / "offload.json"
@@ -140,11 +146,12 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from rich.console import Console
 
+    from .. import demo_workspace as demo_server
     from ..config import load_config
+    from ..record import DecisionEvent
     from ..stats import report_from_ledger
     from ..store import Ledger
     from ..store.settings import LedgerSettings
-    from . import demo_server
 
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)
@@ -195,10 +202,10 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     ledger = Ledger.open(LedgerSettings(), ledger_path)
     try:
         report = report_from_ledger(ledger, settings.policy)
-        events = [e for e in ledger.events(kinds=["decision"])]
+        records = [DecisionEvent.from_ledger_row(e) for e in ledger.events(kinds=["decision"])]
     finally:
         ledger.close()
-    _print_decisions(events, console)
+    _print_decisions(records, console)
     _print_totals(report, settings, console)
     console.print(f"\nfinished in {time.perf_counter() - started:.1f}s.", end=" ")
     if args.ledger:
@@ -209,7 +216,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
 
 
 async def _bring_back(session: Any, received: dict[int, str], console: Any, recall_settings: Any) -> None:
-    from . import demo_server
+    from .. import demo_workspace as demo_server
 
     needle = demo_server.NEEDLE
     original = demo_server.git_log_text()
@@ -252,21 +259,20 @@ async def _bring_back(session: Any, received: dict[int, str], console: Any, reca
         console.print("      │ " + _clip(line.strip()), markup=False)
 
 
-def _print_decisions(events: list[dict[str, Any]], console: Any) -> None:
+def _print_decisions(records: list[DecisionEvent], console: Any) -> None:
     console.print("\n[bold]what happened, per call[/bold] (from the ledger):")
-    for event in events:
-        detail = event.get("detail") or {}
-        acted = [r["reducer"] for r in detail.get("reducers", []) if r.get("acted")]
-        verdict = ("would " if detail.get("mode") == "observe" else "") + event["verdict"]
+    for record in records:
+        acted = [r.reducer for r in record.reducer_events if r.acted]
+        verdict = record.effective_verdict
         reducers = ""
-        if acted and event["verdict"] == "reduce":
+        if acted and verdict == "reduce":
             reducers = f" by {', '.join(acted)}"
-        elif acted and event["verdict"] == "offload":
+        elif acted and verdict == "offload":
             reducers = f" (after {', '.join(acted)})"
-        console.print(f"   {event['tool']:<12} {verdict}{reducers}  [dim]policy: {event['reason']}[/dim]")
+        console.print(f"   {record.tool:<12} {'would ' if record.observe else ''}{verdict}{reducers}  [dim]policy: {record.reason}[/dim]")
 
 
-def _print_totals(report: Any, settings: Any, console: Any) -> None:
+def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) -> None:
     t = report.totals
     observe = report.observe_mode
     tokens = t.would_tokens_saved if observe else t.tokens_saved
@@ -275,14 +281,25 @@ def _print_totals(report: Any, settings: Any, console: Any) -> None:
     verb = "would have kept" if observe else "kept"
     console.print(f"\n[bold]saved[/bold]: the model {verb} ~{tokens:,.0f} of ~{before:,.0f} tokens out of its context "
                   f"({tokens / before:.0%})." if before else "")
-    if report.priced:
-        from ..policy.pricing import resolve_price
-
-        price = resolve_price(report.model, settings.policy.pricing)
-        first = tokens * price.cache_write(settings.policy.cache_ttl) / 1e6
-        later = tokens * price.cache_read / 1e6
-        console.print(f"   at {report.model} with prompt caching: ${first:,.2f} on the turn each result arrives, "
+    per_turn = carry_figures(tokens, report.model, settings.policy)
+    if report.priced and per_turn is not None:
+        first, later = per_turn
+        caching = "with prompt caching" if settings.policy.prompt_caching else "without prompt caching"
+        console.print(f"   at {report.model} {caching}: ${first:,.2f} on the turn each result arrives, "
                       f"then ${later:,.2f} on every later turn that carries it.")
         saved = "would have saved" if observe else "saved"
         console.print(f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
                       f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers.")
+
+
+def carry_figures(tokens: float, model: str, policy: PolicySettings) -> tuple[float, float] | None:
+    """USD to carry `tokens` on the first request that reads them and on each later one (policy/economics.py)."""
+    from ..policy.economics import Rates
+    from ..policy.pricing import resolve_price
+
+    price = resolve_price(model, policy.pricing)
+    if price is None:
+        return None
+    rates = Rates.of(price, prompt_caching=policy.prompt_caching, cache_ttl=policy.cache_ttl)
+    first = rates.carry(tokens, 1)
+    return first, rates.carry(tokens, 2) - first

@@ -61,6 +61,7 @@ def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path | 
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..record import DecisionRecordError
     from ..stats import parse_since, report_from_ledger
     from ..store import Ledger, LedgerError
     from ..store.settings import LedgerSettings
@@ -82,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{err}; pass another file with --ledger PATH") from None
     try:
         report = report_from_ledger(ledger, settings.policy, since=since, model=args.model)
+    except DecisionRecordError as err:
+        # A row no build wrote this way (older rows are upgraded when the ledger opens writable).
+        print(f"offload-mcp stats: {path}: {err}", file=sys.stderr)
+        return 1
     except LedgerError as err:  # a server-backed ledger that does not answer
         raise ConfigError(f"{err}; pass another ledger with --ledger") from None
     finally:

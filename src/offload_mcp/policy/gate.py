@@ -2,31 +2,15 @@
 
 Pure and side-effect free. Offload fires iff
 
-    net = reprefill_saving - (stub_carry_cost + expected_recall_hop_cost) > 0
+    net = carry(T, H) - carry(S, H) - p * recall_hop(R_in, R_out) > 0
 
-with T = output_tokens, S = stub_tokens, H = horizon (expected remaining
-turns, a fixed prior), p = recall_probability, and the model's rates per
-token: in (input), out (output), cw (cache write at `cache_ttl`), cr (cache
-read).
-
-Uncached (`prompt_caching=False`), exactly the seed: every turn re-prefills
-the inline result at the input rate.
-
-    reprefill_saving         = T * in * H
-    stub_carry_cost          = S * in * H
-    expected_recall_hop_cost = p * (R_in * in + R_out * out)
-
-Cached (`prompt_caching=True`, what Claude Code does): an inline result is
-written to the cache once (on the first turn that carries it) and read from
-the cache on each of the H-1 later turns. The stub rides the same way. The
-recalled slice is new content, so it is written to the cache.
-
-    carry(x)                 = x * (cw + cr * (H - 1))     (0 when H = 0)
-    reprefill_saving         = carry(T)    # = T*cr*H + T*(cw - cr): the per-turn
-                                           #   saving at cache-read rate plus the
-                                           #   one-time cache-write difference
-    stub_carry_cost          = carry(S)
-    expected_recall_hop_cost = p * (R_in * cw + R_out * out)
+with T = output_tokens, S = stub_tokens, H = horizon (a prior of the calls
+that will follow the result), p = recall_probability. Every term, the horizon
+and the cached/uncached rates are defined once in policy/economics.py, which
+stats, replay and the demo use too. Uncached this is exactly the seed
+(T * in * H - S * in * H - p * (R_in * in + R_out * out)); cached, an inline
+result is written to the cache once and read on each of the H - 1 later
+requests, and a recalled slice is new content, so it is written to the cache.
 
 Conservatism carried over from the seed: below the large pre-filter the gate
 never fires; an unknown model (no price row) cannot prove a saving and does
@@ -39,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .economics import Rates, offload_terms
 from .pricing import Price, resolve_price
 from .settings import PriceRow
 
@@ -46,7 +31,6 @@ DEFAULT_LARGE_OFFLOAD_THRESHOLD_TOKENS = 15_000
 DEFAULT_STUB_TOKENS = 250
 DEFAULT_RECALL_INPUT_TOKENS = 2_000
 DEFAULT_RECALL_OUTPUT_TOKENS = 200
-_PER_MILLION = 1_000_000.0
 
 
 @dataclass(frozen=True)
@@ -96,26 +80,18 @@ def evaluate_offload_gate(inputs: OffloadGateInputs) -> OffloadGateDecision:
     if price is None:
         return _declined(f"no pricing row for {inputs.model_name!r}")
 
-    input_rate = price.input / _PER_MILLION
-    output_rate = price.output / _PER_MILLION
     h = max(0, int(inputs.horizon))
     p_recall = max(0.0, min(1.0, float(inputs.recall_probability)))
+    rates = Rates.of(price, prompt_caching=inputs.prompt_caching, cache_ttl=inputs.cache_ttl)
+    terms = offload_terms(
+        rates, output_tokens=inputs.output_tokens, stub_tokens=inputs.stub_tokens, horizon=h, recall_probability=p_recall,
+        recall_input_tokens=inputs.recall_input_tokens, recall_output_tokens=inputs.recall_output_tokens,
+    )
+    reprefill_saving, stub_carry_cost = terms.reprefill_saving, terms.stub_carry_cost
+    expected_recall_hop_cost = terms.expected_recall_hop_cost
+    pricing_note = f"cached {inputs.cache_ttl}" if inputs.prompt_caching else "uncached"
 
-    if inputs.prompt_caching:
-        write_rate = price.cache_write(inputs.cache_ttl) / _PER_MILLION
-        read_rate = price.cache_read / _PER_MILLION
-        per_token_carry = (write_rate + read_rate * (h - 1)) if h > 0 else 0.0
-        reprefill_saving = inputs.output_tokens * per_token_carry
-        stub_carry_cost = inputs.stub_tokens * per_token_carry
-        expected_recall_hop_cost = p_recall * (inputs.recall_input_tokens * write_rate + inputs.recall_output_tokens * output_rate)
-        pricing_note = f"cached {inputs.cache_ttl}"
-    else:
-        reprefill_saving = inputs.output_tokens * input_rate * h
-        stub_carry_cost = inputs.stub_tokens * input_rate * h
-        expected_recall_hop_cost = p_recall * (inputs.recall_input_tokens * input_rate + inputs.recall_output_tokens * output_rate)
-        pricing_note = "uncached"
-
-    net = reprefill_saving - (stub_carry_cost + expected_recall_hop_cost)
+    net = terms.net
     reason = (
         f"net=${net:.4f} (saving=${reprefill_saving:.4f} − stub=${stub_carry_cost:.4f} − recall=${expected_recall_hop_cost:.4f}); "
         f"H={h} p_recall={p_recall:.2f} model={inputs.model_name} {pricing_note}"

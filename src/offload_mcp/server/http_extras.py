@@ -1,19 +1,28 @@
 """Plain HTTP routes served beside the MCP endpoint on the SSE and streamable-HTTP transports.
 
 `extra_routes(state)` returns starlette routes; each feature adds its own here
-(/healthz, /expand/{hash}, /metrics).
+(/healthz, /expand/{hash}: a stashed original as text/plain, /metrics).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from ..store import LedgerError, UnknownId
+from ..tools.expand import parse_hash
+from .identity import owner_key, principal_of
+from .metrics import metrics_route
+from .security import is_authorized, public_server_status
+
+if TYPE_CHECKING:
+    from ..store import Ledger
 
 logger = logging.getLogger(__name__)
 
@@ -21,25 +30,16 @@ LEDGER_PROBE_TIMEOUT_S = 2.0
 """A probe slower than this counts as unreachable: a health check must answer while the ledger hangs."""
 
 
-async def ledger_health(ledger: Any | None) -> str:
+async def ledger_health(ledger: Ledger | None) -> str:
     """`ok`, `unreachable` (the error goes to the log, not to an unauthenticated caller) or `none`.
 
-    The ledger's own `reachable()` (a trivial query) where it has one, else one cheap read
-    through the same interface recall uses.
+    The ledger's `reachable()` is a trivial query against its backend.
     """
     if ledger is None:
         return "none"
-
-    def probe() -> tuple[bool, str]:
-        reachable = getattr(ledger, "reachable", None)
-        if callable(reachable):
-            return reachable()  # type: ignore[no-any-return]
-        ledger.has_body("trm_healthz")
-        return True, ""
-
     try:
         with anyio.fail_after(LEDGER_PROBE_TIMEOUT_S):
-            ok, why = await anyio.to_thread.run_sync(probe, abandon_on_cancel=True)
+            ok, why = await anyio.to_thread.run_sync(ledger.reachable, abandon_on_cancel=True)
     except Exception as err:
         ok, why = False, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
     if not ok:
@@ -48,12 +48,14 @@ async def ledger_health(ledger: Any | None) -> str:
     return "ok"
 
 
-def extra_routes(state: Any) -> list[Route]:
-    async def healthz(request: Request) -> JSONResponse:
-        from .security import is_authorized, public_server_status
+if TYPE_CHECKING:
+    from .proxy import ProxyState
 
+
+def extra_routes(state: ProxyState) -> list[Route]:
+    async def healthz(request: Request) -> JSONResponse:
         servers = state.pool.status()
-        ledger = await ledger_health(getattr(state, "ledger", None))
+        ledger = await ledger_health(state.ledger)
         ok = all(s["state"] == "ready" for s in servers) and ledger != "unreachable"
         body: dict[str, Any] = {"status": "ok" if ok else "degraded"}
         if is_authorized(request.scope):
@@ -62,13 +64,39 @@ def extra_routes(state: Any) -> list[Route]:
         return JSONResponse(body, status_code=200)
 
     async def expand(request: Request) -> Response:
-        from ..tools.expand import http_expand
-
         return await http_expand(request, state)
 
     routes = [Route("/healthz", healthz, methods=["GET"]), Route("/expand/{hash}", expand, methods=["GET"])]
-    if getattr(state, "metrics", None) is not None:
-        from .metrics import metrics_route
-
-        routes.append(metrics_route(state.metrics))
+    routes.append(metrics_route(state.metrics))
     return routes
+
+
+async def http_expand(request: Request, state: ProxyState) -> Response:
+    """GET /expand/{hash}: the original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no ledger."""
+    raw = request.path_params.get("hash", "")
+    hash_ = parse_hash(raw)
+
+    def answer(status: int, text: str) -> Response:
+        state.metrics.observe_expand(status == 200, "http")
+        return PlainTextResponse(text, status_code=status, media_type="text/plain; charset=utf-8")
+
+    if hash_ is None:
+        return answer(400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n")
+    ledger = state.ledger
+    if ledger is None:
+        return answer(503, "no ledger is open in this offload-mcp process\n")
+    scope = ledger.settings.scope
+    if scope == "session":
+        # A plain GET carries no MCP session, so under session scope nobody may read a stash this way.
+        return answer(403, "ledger scope is `session`: GET /expand has no session; use the context_guru_expand tool\n")
+    owner = None
+    if scope == "principal":
+        # The bearer token names the caller: only markers handed to that principal are readable.
+        owner = owner_key(scope, principal=principal_of(request), session_id="")
+    try:
+        original = await anyio.to_thread.run_sync(lambda: ledger.get_stash(hash_, session_id=owner))
+    except UnknownId as err:
+        return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
+    except LedgerError as err:
+        return answer(503, f"the ledger cannot be read right now: {err}\n")
+    return answer(200, original)

@@ -25,6 +25,9 @@ import orjson
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..record import DecisionEvent
+from ..reducers.pipeline import ReducerEvent
+
 call_log = logging.getLogger("offload_mcp.calls")
 
 PREFIX = "offload_mcp"
@@ -82,11 +85,11 @@ class ProxyMetrics:
         server: str,
         tool: str,
         duration_s: float,
-        decision: str = "inline",
+        decision: str,
         reason: str = "",
         chars_in: int = 0,
         chars_out: int = 0,
-        reducer_events: Iterable[Any] = (),
+        reducer_events: Iterable[ReducerEvent] = (),
         is_error: bool = False,
         observe: bool = False,
         shape_s: float | None = None,
@@ -99,15 +102,15 @@ class ProxyMetrics:
         In observe mode the client gets the original (`chars_out == chars_in`); `would_chars_out` is
         what enforce mode would have sent, counted in tokens_saved{mode="observe"}.
 
-        `reducer_events` are objects with `reducer`, `acted`, `reason` (reducers.pipeline.ReducerEvent)
-        or dicts with those keys. `arguments` and `body` are logged only when log_bodies is on.
+        `decision` is a record's verdict (keep, reduce, offload) or `passthrough` for a result that was
+        not shaped. `arguments` and `body` are logged only when log_bodies is on.
         """
         mode = "observe" if observe else "enforce"
         self.calls.labels(server, tool, "error" if is_error else "ok").inc()
-        self.results.labels(server, decision or "inline", reason or "none", mode).inc()
+        self.results.labels(server, decision, reason or "none", mode).inc()
         for event in reducer_events:
-            name, acted, why = _event_fields(event)
-            self.reducer_events.labels(name, "acted" if acted else "declined", "acted" if acted else (why or "none")).inc()
+            acted = event.acted
+            self.reducer_events.labels(event.reducer, "acted" if acted else "declined", "acted" if acted else (event.reason or "none")).inc()
         self.chars_in.labels(server).inc(max(0, chars_in))
         self.chars_out.labels(server, mode).inc(max(0, chars_out))
         shaped = would_chars_out if observe and would_chars_out is not None else chars_out
@@ -125,15 +128,20 @@ class ProxyMetrics:
         call_log.info(line)
         return line
 
-    def observe_report(self, *, server: str, tool: str, duration_s: float, report: Any | None, is_error: bool = False,
+    def observe_report(self, *, server: str, tool: str, duration_s: float, report: DecisionEvent | None, is_error: bool = False,
                        shape_s: float | None = None, arguments: Mapping[str, Any] | None = None, body: str | None = None) -> str:
-        """`observe_call` from a shaping.ShapeReport (None when the result was not shaped, e.g. an error)."""
+        """`observe_call` from the shaper's decision record (None when the result was not shaped, e.g. an error).
+
+        In observe mode the decision counted is what enforce mode would have done, and the tokens saved
+        what it would have sent (the record's `would_chars_out`)."""
         if report is None:
             return self.observe_call(server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s,
                                      decision="passthrough", reason="not_shaped", arguments=arguments, body=body)
-        fields = report_fields(report)
-        return self.observe_call(server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s,
-                                 arguments=arguments, body=body, **fields)
+        return self.observe_call(
+            server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s, arguments=arguments, body=body,
+            decision=report.effective_verdict, reason=report.reason, chars_in=report.chars_in, chars_out=report.chars_out,
+            reducer_events=report.reducer_events, observe=report.observe, would_chars_out=report.would_chars_out,
+        )
 
     def observe_recall(self, ok: bool) -> None:
         self.recalls.labels("ok" if ok else "error").inc()
@@ -153,47 +161,6 @@ class ProxyMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def _event_fields(event: Any) -> tuple[str, bool, str]:
-    if isinstance(event, Mapping):
-        return str(event.get("reducer", "?")), bool(event.get("acted")), str(event.get("reason", ""))
-    return str(getattr(event, "reducer", "?")), bool(getattr(event, "acted", False)), str(getattr(event, "reason", ""))
-
-
-def report_fields(report: Any) -> dict[str, Any]:
-    """The fields `observe_call` needs, read from a ShapeReport (attribute names tolerated in two spellings)."""
-
-    def pick(*names: str, default: Any = None) -> Any:
-        for name in names:
-            value = getattr(report, name, None)
-            if value is not None:
-                return value
-        return default
-
-    # shaping.ShapeReport: `verdict` is what the client got (keep/reduce/offload), `would_be` what enforce mode
-    # would have done in observe mode; `decision` is the policy's Decision. Plain strings are accepted too.
-    verdict = pick("would_be") or pick("verdict")
-    reason = pick("reason", default="")
-    decision = pick("decision")
-    if isinstance(decision, str):
-        verdict = verdict or decision
-    elif decision is not None:
-        verdict = verdict or getattr(decision, "verdict", None)
-        reason = reason or getattr(decision, "reason", "")
-    mode = pick("mode", default="enforce")
-    observe = bool(pick("observe", "observed", default=False)) or mode == "observe"
-    reduced_chars = getattr(decision, "chars", None) if decision is not None and not isinstance(decision, str) else None
-    return {
-        "decision": str(verdict or "inline"),
-        "reason": str(reason or ""),
-        "chars_in": int(pick("chars_in", default=0)),
-        "chars_out": int(pick("chars_out", default=0)),
-        "reducer_events": list(pick("reducer_events", "events", default=()) or ()),
-        "observe": observe,
-        # What enforce mode would have sent is at most the reduced size (a stub is smaller still): conservative.
-        "would_chars_out": int(reduced_chars) if observe and isinstance(reduced_chars, int) else None,
-    }
 
 
 def _logfmt_value(value: Any) -> str:
@@ -223,7 +190,7 @@ def call_log_line(
     them only when `log_bodies` is on); otherwise only argument names appear.
     """
     parts = [
-        ("server", server), ("tool", tool), ("decision", decision or "inline"), ("reason", reason or "none"),
+        ("server", server), ("tool", tool), ("decision", decision), ("reason", reason or "none"),
         ("chars_in", chars_in), ("chars_out", chars_out), ("ms", round(duration_s * 1000.0, 1)),
     ]
     if observe:

@@ -16,7 +16,6 @@ never shaped.
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
 import weakref
@@ -42,11 +41,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
-from ..catalog.catalog import Catalog, CatalogEntry, build_catalog, server_prefix
+from ..catalog.catalog import Catalog, CatalogEntry, build_catalog
 from ..catalog.paging import BadCursor, page
 from ..catalog.presentation import Presentation, present
 from ..config import Config, OffloadSettings
 from ..downstream.pool import DownstreamPool
+from ..record import DecisionEvent
 from ..reducers.base import SessionMemory
 from ..relay.listen import ForwardingListenHandler
 from ..relay.parked import TOKEN_PREFIX, Parking
@@ -54,8 +54,19 @@ from ..relay.rounds import call_in_rounds
 from ..relay.router import SessionUpstream, Upstream
 from ..shaping import CallInfo, build_shaper
 from ..store import Ledger
-from ..tools.registry import ALWAYS_LISTED, OwnTool, ToolEnv, error_result, load_own_tools
-from .identity import NO_IDENTITY_REASON, is_anonymous, owner_key, principal_of, refusal, scope_key
+from ..tool_names import ALWAYS_LISTED
+from ..tools.own import load_own_tools
+from ..tools.registry import OwnTool, ToolEnv, error_result
+from .identity import (
+    NO_IDENTITY_REASON,
+    is_anonymous,
+    owner_key,
+    principal_of,
+    refusal,
+    scope_key,
+)
+from .metrics import ProxyMetrics
+from .routing import ResourcePromptRouter, strip_meta
 
 logger = logging.getLogger(__name__)
 
@@ -71,18 +82,6 @@ INSTRUCTIONS = (
 )
 
 
-def strip_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """`_meta` to send downstream: minus our caller's progress token and reserved protocol keys."""
-    if not meta:
-        return None
-    kept = {
-        k: v
-        for k, v in meta.items()
-        if k not in ("progress_token", "progressToken") and not k.startswith("io.modelcontextprotocol/")
-    }
-    return kept or None
-
-
 class ProxyState:
     """Process-lifetime state shared by every upstream connection."""
 
@@ -94,9 +93,8 @@ class ProxyState:
         self.own_always, self.own_optional = load_own_tools()
         self.bus = InMemorySubscriptionBus()
         self.catalog: Catalog = Catalog([])
-        self.prompt_routes: dict[str, tuple[str, str]] = {}
+        self.routing = ResourcePromptRouter(pool)
         self._upstream: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._memories: dict[str, SessionMemory] = {}
         self._validators: dict[str, Any] = {}
         self._process_session = uuid.uuid4().hex
         self.stateless_wire = False
@@ -120,9 +118,7 @@ class ProxyState:
         reserved = list(self.own_always) + list(self.own_optional)
         self.catalog = build_catalog(server_tools, self.settings.catalog, reserved, strict=strict)
         self._validators.clear()
-        self.prompt_routes = _route_prompts(
-            {s.name: s.prompts for s in self.pool.servers.values() if s.prompts}, self.settings.catalog.separator
-        )
+        self.routing.rebuild(self.settings.catalog.separator)
 
     def presentation(self, session_id: str | None = None) -> Presentation:
         current = _presentation.get()
@@ -228,10 +224,7 @@ class ProxyState:
         return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
     def memory(self, session_id: str) -> SessionMemory:
-        get = getattr(self.shaper, "session_memory", None)
-        if callable(get):
-            return get(session_id)
-        return self._memories.setdefault(session_id, SessionMemory())
+        return self.shaper.session_memory(session_id)
 
     async def notify_upstream(self, kind: str) -> None:
         """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
@@ -399,13 +392,9 @@ class ProxyState:
             owner=owner,
         )
         shape_started = time.perf_counter()
-        report = None
+        report: DecisionEvent | None = None
         try:
-            with_report = getattr(self.shaper, "shape_with_report", None)
-            if with_report is not None:
-                shaped, report = await anyio.to_thread.run_sync(with_report, call, result)
-            else:
-                shaped = await anyio.to_thread.run_sync(self.shaper.shape, call, result)
+            shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
         except Exception:
             # Never lose a result to a shaping fault: the client gets it as the server sent it.
             logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
@@ -419,7 +408,7 @@ class ProxyState:
         self,
         entry: CatalogEntry,
         started: float,
-        report: Any,
+        report: DecisionEvent | None,
         result: types.CallToolResult,
         shape_s: float | None,
         arguments: dict[str, Any],
@@ -439,7 +428,7 @@ class ProxyState:
         self,
         entry: CatalogEntry,
         duration_s: float,
-        report: Any,
+        report: DecisionEvent | None,
         result: types.CallToolResult,
         shape_s: float | None,
         arguments: dict[str, Any],
@@ -482,100 +471,35 @@ class ProxyState:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         return f"structuredContent does not match its outputSchema at {where}: {error.message}"
 
-    # ---- resources and prompts ------------------------------------------
-
-    def _resource_servers(self, uri: str) -> list[str]:
-        owners = [s.name for s in self.pool.servers.values() if any(str(r.uri) == uri for r in s.resources)]
-        if owners:
-            return owners[:1]
-        for s in self.pool.servers.values():
-            if any(_template_matches(t.uri_template, uri) for t in s.resource_templates):
-                return [s.name]
-        return [s.name for s in self.pool.servers.values() if s.capabilities and s.capabilities.resources is not None]
+    # ---- resources and prompts: server/routing.py ---------------------------
 
     async def read_resource(self, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         await self.settle()
-        uri = str(params.uri)
-        candidates = self._resource_servers(uri)
-        if not candidates:
-            raise MCPError(code=-32002, message=f"Resource not found: {uri} (no wrapped server serves resources)")
-        params = params.model_copy(update={"meta": strip_meta(params.meta)})
-        last: MCPError | None = None
-        for name in candidates:
-            try:
-                return await self.pool.servers[name].request("resources/read", params, types.ReadResourceResult)
-            except MCPError as err:
-                last = err
-        assert last is not None
-        raise last
+        return await self.routing.read_resource(params)
 
     async def get_prompt(self, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         await self.settle()
-        route = self.prompt_routes.get(params.name)
-        if route is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
-        server, downstream_name = route
-        forwarded = params.model_copy(update={"name": downstream_name, "meta": strip_meta(params.meta)})
-        return await self.pool.servers[server].request("prompts/get", forwarded, types.GetPromptResult)
+        return await self.routing.get_prompt(params)
 
     async def subscribe(self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> types.EmptyResult:
         await self.settle()
-        uri = str(params.uri)
-        forwarded = params.model_copy(update={"meta": strip_meta(params.meta)})
-        for name in self._resource_servers(uri):
-            server = self.pool.servers[name]
-            caps = server.capabilities
-            if caps is not None and caps.resources is not None and caps.resources.subscribe:
-                await server.request(method, forwarded, types.EmptyResult)
-        return types.EmptyResult()
+        return await self.routing.subscribe(method, params)
 
     async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
-        """Argument completion, routed like prompts/get (prompt ref) or by resource template (template ref)."""
         await self.settle()
-        ref = params.ref
-        target: str | None = None
-        if isinstance(ref, types.PromptReference):
-            route = self.prompt_routes.get(ref.name)
-            if route is not None:
-                target, original = route
-                ref = ref.model_copy(update={"name": original})
-        else:
-            target = next(
-                (s.name for s in self.pool.servers.values() if any(t.uri_template == ref.uri for t in s.resource_templates)),
-                None,
-            )
-        server = self.pool.servers.get(target) if target else None
-        if server is None or server.capabilities is None or server.capabilities.completions is None:
-            return types.CompleteResult(completion=types.Completion(values=[]))
-        forwarded = params.model_copy(update={"ref": ref, "meta": strip_meta(params.meta)})
-        return await server.request("completion/complete", forwarded, types.CompleteResult)
+        return await self.routing.complete(params)
 
     def list_prompts(self) -> list[types.Prompt]:
-        out = []
-        for listed, (server, original) in self.prompt_routes.items():
-            prompt = next(p for p in self.pool.servers[server].prompts if p.name == original)
-            out.append(prompt if listed == original else prompt.model_copy(update={"name": listed}))
-        return out
+        return self.routing.list_prompts()
 
     def list_resources(self) -> list[types.Resource]:
-        seen: set[str] = set()
-        out = []
-        for s in self.pool.servers.values():
-            for r in s.resources:
-                if str(r.uri) not in seen:
-                    seen.add(str(r.uri))
-                    out.append(r)
-        return out
+        return self.routing.list_resources()
 
     def list_resource_templates(self) -> list[types.ResourceTemplate]:
-        return [t for s in self.pool.servers.values() for t in s.resource_templates]
+        return self.routing.list_resource_templates()
 
 
-def _make_metrics(settings: OffloadSettings) -> Any | None:
-    try:
-        from .metrics import ProxyMetrics
-    except ImportError:
-        return None
+def _make_metrics(settings: OffloadSettings) -> ProxyMetrics:
     return ProxyMetrics(chars_per_token=settings.policy.chars_per_token, log_bodies=settings.server.log_bodies)
 
 
@@ -596,25 +520,6 @@ def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
     """The client declared something a server may ask it for (sampling, elicitation, roots)."""
     caps = getattr(ctx.session, "client_capabilities", None)
     return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
-
-
-def _template_matches(template: str, uri: str) -> bool:
-    pattern = re.escape(template)
-    pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", pattern)
-    return re.fullmatch(pattern, uri) is not None
-
-
-def _route_prompts(server_prompts: Mapping[str, list[types.Prompt]], separator: str) -> dict[str, tuple[str, str]]:
-    counts: dict[str, int] = {}
-    for prompts in server_prompts.values():
-        for p in prompts:
-            counts[p.name] = counts.get(p.name, 0) + 1
-    routes: dict[str, tuple[str, str]] = {}
-    for server, prompts in server_prompts.items():
-        for p in prompts:
-            name = p.name if counts[p.name] == 1 else server_prefix(server, separator) + p.name
-            routes.setdefault(name, (server, p.name))
-    return routes
 
 
 def build_server(state: ProxyState) -> Server[Any]:

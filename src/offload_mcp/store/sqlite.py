@@ -27,6 +27,7 @@ from typing import Any, Literal
 import orjson
 import sqlite_utils
 
+from . import decision_v1
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Counts, Entry, EntryKind, Stored, Tombstone
 from .records import BodyInfo
@@ -91,6 +92,11 @@ class SqliteBackend:
             except sqlite3.Error:
                 conn.close()
                 raise LedgerUnavailable(f"cannot use ledger {path}: {err}") from None
+        if writable:
+            try:
+                decision_v1.upgrade_sqlite(conn, path)
+            except sqlite3.Error as err:
+                log.warning("ledger %s: decision records not upgraded (%s); stats cannot read its older rows yet", path, err)
         return cls(conn, path, settings, writable)
 
     def close(self) -> None:

@@ -33,11 +33,12 @@ import mcp_types as types
 import orjson
 import regex
 
-from .registry import ALWAYS_LISTED, ToolEnv, error_result
+from ..tool_names import ALWAYS_LISTED, INVOKE
+from .registry import ToolEnv, error_result
 from .tool_search import NAME as SEARCH_NAME
 from .tool_search import index_for, note
 
-NAME = "invoke_tool"
+NAME = INVOKE
 
 TOOL = types.Tool(
     name=NAME,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Iterable
 from typing import Any
 
 import anyio
@@ -30,12 +29,13 @@ import mcp_types as types
 import orjson
 
 from ..catalog.search import SearchRefused, ToolIndex
+from ..tool_names import INVOKE, SEARCH
 from .registry import ToolEnv, error_result, text_result
 
 logger = logging.getLogger(__name__)
 
-NAME = "search_tools"
-INVOKE_NAME = "invoke_tool"
+NAME = SEARCH
+INVOKE_NAME = INVOKE
 
 TOOL = types.Tool(
     name=NAME,
@@ -126,17 +126,6 @@ def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex
     return text_result(orjson.dumps(body).decode())
 
 
-def describe(entries: Iterable[Any]) -> types.Tool:
-    """TOOL with the servers it searches named, so the model knows when searching can help."""
-    counts: dict[str, int] = {}
-    for entry in entries:
-        counts[entry.server] = counts.get(entry.server, 0) + 1
-    if not counts:
-        return TOOL
-    servers = ", ".join(f"{server} ({n} tools)" for server, n in counts.items())
-    return TOOL.model_copy(update={"description": f"{TOOL.description} Servers searched: {servers}."})
-
-
 def record(env: ToolEnv, kind: str, verdict: str, reason: str, detail: dict[str, Any] | None = None) -> None:
     """Best effort: an event for stats (`tool_search` / `invoke`); a ledger problem never fails the call."""
     ledger = env.ledger
@@ -170,12 +159,12 @@ def outcome(result: types.CallToolResult) -> tuple[str, str]:
 
 async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
     catalog = env.catalog
-    if catalog is None or not getattr(catalog, "entries", None):
+    if catalog is None or not catalog.entries:
         await note(env, "tool_search", "refused", "no_catalog")
         return error_result(f"{NAME}: no downstream tools are available right now (no server is serving)")
-    settings = getattr(env.settings, "catalog", None)
-    default_limit = getattr(settings, "search_limit", 5)
-    timeout_s = getattr(settings, "search_regex_timeout_ms", 250) / 1000.0
+    settings = env.settings.catalog
+    default_limit = settings.search_limit
+    timeout_s = settings.search_regex_timeout_ms / 1000.0
     result = await anyio.to_thread.run_sync(
         lambda: answer(catalog, dict(arguments or {}), default_limit=default_limit, regex_timeout_s=timeout_s)
     )

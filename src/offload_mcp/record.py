@@ -1,0 +1,135 @@
+"""The decision record: what shaping did to one result and why, as one frozen, typed, versioned model.
+
+How it works: `shaping.ResultShaper` builds one `DecisionEvent` per downstream
+result and commits it to the ledger (`ledger_event()`: the columns stats and
+hot-tool learning query, plus the whole record as `detail`). Everything that
+reads decisions reads this model and nothing else: the server's metrics and
+call log take it from the shaper, replay tallies it, stats parses ledger rows
+back with `DecisionEvent.from_ledger_row`, which validates and never guesses
+(an unknown key, a missing field or a verdict that does not exist is an error
+that names the row).
+
+One encoding each: the verdict is `keep`, `reduce` or `offload`; observe mode
+is `mode == "observe"`, and then `verdict` is what the client got (`keep`,
+the original) while `would_be` and `would_chars_out` say what enforce mode
+would have sent (both set exactly in observe mode); reducer events are
+`reducers.pipeline.ReducerEvent`, the gate's terms `policy.gate.OffloadGateDecision`
+inside the policy's `Decision`.
+
+Versions: 2 is this model. Version 1 is what ledgers held before the record had
+a version (the shaper's `ShapeReport.as_dict()` plus `listed_tool`, read by
+tolerant code); store/record_v1.py rewrites those rows when a ledger opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .policy.policy import Decision
+from .reducers.pipeline import ReducerEvent
+from .store import LedgerEvent
+
+RECORD_VERSION: Literal[2] = 2
+DECISION_KIND = "decision"
+"""The ledger event kind a DecisionEvent is stored under."""
+
+ShapeVerdict = Literal["keep", "reduce", "offload"]
+"""What a result became: unchanged, reduced behind markers, or replaced by a stub."""
+Mode = Literal["enforce", "observe"]
+
+
+class DecisionRecordError(ValueError):
+    """A ledger row that is not a valid decision record (names the row and the problem)."""
+
+
+class DecisionEvent(BaseModel):
+    """One downstream result through the shaper: the verdict, its reason, the sizes and every reducer's outcome."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[2] = RECORD_VERSION
+    session_id: str
+    server: str
+    tool: str
+    """The downstream tool's own name."""
+    listed_tool: str
+    """The name the client called (prefixed if the catalog prefixed it)."""
+    mode: Mode
+    verdict: ShapeVerdict
+    """What the client got (in observe mode always `keep`: the original)."""
+    reason: str
+    """The policy's reason code, or the shaper's override (`output_schema`, `ledger_error`, `no_ledger`)."""
+    decision: Decision | None
+    """The policy's decision with the gate's priced terms; None only in a record migrated from a ledger row that did not keep it."""
+    chars_in: int
+    chars_out: int
+    """Model-visible characters the client received."""
+    tokens_in: float
+    tokens_out: float
+    reducer_events: list[ReducerEvent]
+    trm_id: str | None = None
+    stash_hashes: list[str] = []
+    structured: str | None = None
+    """What happened to structuredContent, in shaping's words (e.g. `kept`); None when the result had none."""
+    warning: str | None = None
+    would_be: ShapeVerdict | None = None
+    """Observe mode only: the verdict enforce mode would have produced."""
+    would_chars_out: int | None = None
+    """Observe mode only: the characters enforce mode would have sent."""
+
+    @model_validator(mode="after")
+    def _observe_fields_match_the_mode(self) -> DecisionEvent:
+        observe = self.mode == "observe"
+        if observe != (self.would_be is not None) or observe != (self.would_chars_out is not None):
+            raise ValueError("would_be and would_chars_out are set exactly in observe mode")
+        if observe and self.verdict != "keep":
+            raise ValueError("in observe mode the client gets the original: verdict must be keep")
+        return self
+
+    # ------------------------------------------------------------ what happened, whatever the mode
+
+    @property
+    def observe(self) -> bool:
+        return self.mode == "observe"
+
+    @property
+    def effective_verdict(self) -> ShapeVerdict:
+        """What enforce mode did or, in observe mode, would have done."""
+        return self.would_be if self.would_be is not None else self.verdict
+
+    @property
+    def shaped_chars_out(self) -> int:
+        """Characters enforce mode sent or, in observe mode, would have sent."""
+        return self.would_chars_out if self.would_chars_out is not None else self.chars_out
+
+    @property
+    def reduced_chars(self) -> int:
+        """Characters left after the reducers, before the policy (what a kept result costs)."""
+        return self.decision.chars if self.decision is not None else self.chars_in
+
+    @property
+    def priced_terms(self) -> dict[str, Any]:
+        return self.decision.terms() if self.decision is not None else {}
+
+    # ------------------------------------------------------------ the ledger
+
+    def ledger_event(self) -> LedgerEvent:
+        """The row stored for this record: queryable columns plus the whole record as `detail`."""
+        return LedgerEvent(
+            DECISION_KIND, session_id=self.session_id, server=self.server, tool=self.tool,
+            verdict=self.effective_verdict, reason=self.reason, ref_id=self.trm_id or "",
+            chars_in=self.chars_in, chars_out=self.chars_out, detail=self.model_dump(mode="json"),
+        )
+
+    @classmethod
+    def from_ledger_row(cls, row: Mapping[str, Any]) -> DecisionEvent:
+        """The record of one `decision` row of `Ledger.events()`; DecisionRecordError if it is not one."""
+        if row.get("kind") != DECISION_KIND:
+            raise DecisionRecordError(f"ledger event {row.get('id')}: kind {row.get('kind')!r} is not {DECISION_KIND!r}")
+        try:
+            return cls.model_validate(row.get("detail"))
+        except ValueError as err:
+            raise DecisionRecordError(f"ledger event {row.get('id')}: not a version-{RECORD_VERSION} decision record: {err}") from None

@@ -133,7 +133,9 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     import sys
 
     ledger = Ledger.open(LedgerSettings(), pg_url)
-    ledger.commit(events=[LedgerEvent("decision", session_id="a", server="git", tool="git_log", verdict="keep", reason="small", chars_in=10, chars_out=10)])
+    from decision_records import decision_record
+
+    ledger.commit(events=[decision_record("a", "git", "git_log", "keep", "small", 10).ledger_event()])
     ledger.close()
     env = {**os.environ, ENV_VAR: pg_url}
     done = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--json"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)

@@ -168,7 +168,7 @@ class ProxyState:
             await wait(self.settings.downstream.first_list_wait_s)
 
     async def settle(self) -> None:
-        """Before routing a resource/prompt request: servers still starting get the first-listing bound."""
+        """Before a request that needs the servers (resources, prompts, tool search): those still starting get the first-listing bound."""
         if not self.pool.settled.is_set():
             await self.pool.wait_settled(self.settings.downstream.first_list_wait_s)
 
@@ -311,6 +311,9 @@ class ProxyState:
     async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None) -> types.CallToolResult:
         if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
             return error_result(refusal(own.tool.name))
+        if own.tool.name not in ALWAYS_LISTED:
+            # Tool search and invoke read the catalog: servers still starting get the first-listing bound.
+            await self.settle()
         env = ToolEnv(
             settings=self.settings,
             ledger=self.ledger,

@@ -169,10 +169,13 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
         from mcp.client.session import ClientSession
 
         from ..downstream.server import _remote_transport
+        from ..downstream.settings import DownstreamSettings
 
         with anyio.move_on_after(seconds):
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(_remote_transport(remote))
+                # the default bound: only the initialize answer is read
+                bound = DownstreamSettings().max_result_bytes
+                read, write = await stack.enter_async_context(_remote_transport(remote, bound))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 result = await session.initialize()
                 return str(result.server_info.name)

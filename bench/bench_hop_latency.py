@@ -52,7 +52,7 @@ async def measure(calls: int, warmup: int) -> dict[str, list[float]]:
             sessions = {name: await _open(stack, cmd, env) for name, cmd in paths.items()}
             samples: dict[str, list[float]] = {name: [] for name in paths}
             args = {"text": "a small result: forty bytes of text....."}
-            for name, session in sessions.items():
+            for session in sessions.values():
                 for _ in range(warmup):
                     await session.call_tool("echo", args)
             for _ in range(calls):

@@ -60,8 +60,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "peers"))
 
-from corpus_servers import build_db  # noqa: E402
 from mcp_drive import open_session  # noqa: E402
+
+from corpus_servers import build_db  # noqa: E402
 
 DEFAULT_OUT = HERE / "data" / "corpus" / "mcp_servers.jsonl.gz"
 SOURCE = "offload-mcp:bench/corpus_mcp.py"

@@ -41,7 +41,6 @@ sys.path.insert(0, str(HERE / "peers"))
 sys.path.insert(0, str(HERE))
 
 import anyio  # noqa: E402
-
 import venvs  # noqa: E402
 from client_alone import claude_code_alone  # noqa: E402
 from mcp_drive import log, open_session, result_text, summarize_ms  # noqa: E402
@@ -198,7 +197,7 @@ async def drive_proxy_records(command: list[str], texts: list[str], call: Callab
 def baseline_rows(texts: list[str], tools: list[str]) -> tuple[PeerRow, PeerRow]:
     raw = PeerRow("no proxy (client gets every byte)")
     cc = PeerRow("Claude Code alone (25K-token reject, 50K-char file)")
-    for text, tool in zip(texts, tools):
+    for text, tool in zip(texts, tools, strict=True):
         raw.add(text, len(text), len(text))
         outcome = claude_code_alone(text, tool)
         cc.add(text, outcome.chars_to_model, outcome.chars_recoverable, rejected=outcome.fate == "rejected")
@@ -223,7 +222,7 @@ def fastmcp_row(ctx: Ctx, texts: list[str], downstream: list[str], call_args: li
     started = time.perf_counter()
     shown = anyio.run(drive_proxy_records, command, texts, call)
     row.seconds = time.perf_counter() - started
-    for text, got in zip(texts, shown):
+    for text, got in zip(texts, shown, strict=True):
         kept = len(text) if got == text else common_prefix_len(text, got)
         row.add(text, len(got), kept)
     row.note = f"truncated {row.records_lossy}; cut bytes are gone (fastmcp {peer.versions.get('fastmcp', '?')})"
@@ -253,7 +252,7 @@ def compressor_row(ctx: Ctx, texts: list[str], downstream: list[str], call_args:
     shown = anyio.run(drive_proxy_records, command, texts, call, env)
     row.seconds = time.perf_counter() - started
     shrunk = 0
-    for text, (got, recovered) in zip(texts, shown):
+    for text, (got, recovered) in zip(texts, shown, strict=True):
         shrunk += got != text
         row.add(text, len(got), len(text) if recovered else common_prefix_len(text, got))
     row.note = f"shrunk {shrunk}; originals come back with full=true (cached, or the tool runs again)"
@@ -286,7 +285,7 @@ def headroom_rows(ctx: Ctx, texts: list[str], modes: tuple[str, ...] = ("mcp", "
         row = PeerRow(label)
         row.seconds = elapsed
         changed = errors = 0
-        for text, res in zip(texts, results):
+        for text, res in zip(texts, results, strict=True):
             changed += res["chars_out"] != len(text)
             errors += bool(res.get("error"))
             recoverable = len(text) if res.get("recovered_exact") else 0
@@ -469,7 +468,7 @@ def section_large(ctx: Ctx) -> Section:
     unverified: set[str] = set()
     notes = []
 
-    for text, item in zip(texts, items):
+    for text, item in zip(texts, items, strict=True):
         per_item["no proxy"].append((len(text), len(text)))
         o = claude_code_alone(text, item["tool"])
         per_item["Claude Code alone"].append((o.chars_to_model, o.chars_recoverable))
@@ -479,7 +478,7 @@ def section_large(ctx: Ctx) -> Section:
         limits = ((FASTMCP_LIMIT, "FastMCP limit 100 KB"),) if ctx.quick else ((FASTMCP_LIMIT, "FastMCP limit 100 KB"), (1_000_000, "FastMCP limit 1 MB (default)"))
         for limit, label in limits:
             got = anyio.run(_through, lambda s, limit=limit: [str(fm.python), str(HERE / "peers" / "fastmcp_proxy.py"), "--max-size", str(limit), *s], items, lambda it: (it["tool"], it["args"]))
-            for text, (g, _) in zip(texts, got):
+            for text, (g, _) in zip(texts, got, strict=True):
                 per_item[label].append((len(g), len(text) if g == text else common_prefix_len(text, g)))
 
     cp = ctx.peer("compressor")
@@ -495,13 +494,13 @@ def section_large(ctx: Ctx) -> Section:
             env,
             True,
         )
-        for text, (g, full) in zip(texts, got):
+        for text, (g, full) in zip(texts, got, strict=True):
             per_item["mcp-compressor --shrinkfit"].append((len(g), len(text) if (g == text or full == text) else 0))
 
     if ctx.peer("headroom").available:
         for row in headroom_rows(ctx, texts):
             label = "headroom (MCP)" if "MCP" in row.peer else "headroom (protect_recent=0)"
-            per_item[label] = list(zip(row.per_record, row.per_recoverable))
+            per_item[label] = list(zip(row.per_record, row.per_recoverable, strict=True))
             if row.unverified:
                 unverified.add(label)
 
@@ -522,7 +521,7 @@ def section_large(ctx: Ctx) -> Section:
         got = anyio.run(_through, lambda s: proxy_command(s, ledger_path), items, lambda it: (it["tool"], it["args"]))
         ledger = Ledger.open(OffloadSettings().ledger, ledger_path)
         try:
-            for text, (g, _) in zip(texts, got):
+            for text, (g, _) in zip(texts, got, strict=True):
                 back = restore(text, g, ledger)
                 per_item["offload-mcp proxy"].append((len(g), len(text) if back.ok else 0))
         finally:
@@ -530,7 +529,7 @@ def section_large(ctx: Ctx) -> Section:
 
     headers = ["output", "chars"] + list(per_item.keys())
     rows = []
-    for i, (item, text) in enumerate(zip(items, texts)):
+    for i, (item, text) in enumerate(zip(items, texts, strict=True)):
         cells: list[Any] = [item["name"], len(text)]
         for peer, vals in per_item.items():
             shown, rec = vals[i]
@@ -589,14 +588,15 @@ def section_dollars(ctx: Ctx) -> Section:
         rin, rout = price.input / 1e6, price.output / 1e6
         cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
 
-        def carry_cost(chars: float, turns: int) -> float:
+        # the rates are bound as defaults: each column's function keeps its own model's rates
+        def carry_cost(chars: float, turns: int, cw: float = cw, cr: float = cr, rin: float = rin, cached: bool = cached) -> float:
             t = tokens(chars)
             return t * (cw + cr * (turns - 1)) if cached else t * rin * turns
 
-        base = sum(carry_cost(len(r["output"]), h) for r, h in zip(records, carried))
+        base = sum(carry_cost(len(r["output"]), h) for r, h in zip(records, carried, strict=True))
         base_cells.append(base)
         for peer, row in by_peer.items():
-            cost = sum(carry_cost(c, h) for c, h in zip(row.per_record, carried))
+            cost = sum(carry_cost(c, h) for c, h in zip(row.per_record, carried, strict=True))
             if peer.startswith("offload-mcp"):
                 hop_rate = cw if cached else rin
                 prior = cost + pol.recall_probability * len(stub_idx) * (pol.recall_input_tokens * hop_rate + pol.recall_output_tokens * rout)
@@ -642,7 +642,7 @@ def _large_dollars(ctx: Ctx, pol: Any) -> list[str]:
             price = resolve_price(model)
             rin, rout = price.input / 1e6, price.output / 1e6
             cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
-            carry = (lambda t: t * (cw + cr * (h - 1))) if cached else (lambda t: t * rin * h)
+            carry = (lambda t, cw=cw, cr=cr: t * (cw + cr * (h - 1))) if cached else (lambda t, rin=rin: t * rin * h)
             cost = sum(carry(tokens(shown)) for shown, _ in vals)
             if peer.startswith("offload-mcp"):
                 cut = [i for i, (shown, _) in enumerate(vals) if shown < large["chars"][i]]

@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx2
 import pytest
+
 from conftest import ROOT, RunningProxy, running_proxy
 
 DEPLOY = ROOT / "docs" / "deploy"

@@ -10,10 +10,9 @@ from typing import Any
 
 from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
 from decision_records import decision_record
-from test_deferral_wire import RawSession
-
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from test_deferral_wire import RawSession
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from claude_code.fake_messages_api import FakeMessagesAPI, Step, tool_use
 from conftest import NPM_BIN, OFFLOAD_MCP, PYTHON, ROOT, fixture_entry, write_config
 

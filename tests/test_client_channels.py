@@ -16,8 +16,9 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
-from conftest import NPM_BIN, PYTHON, ROOT, proxy_http, text_of, write_config
 from mcp import Client
+
+from conftest import NPM_BIN, PYTHON, ROOT, proxy_http, text_of, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 LIMIT = 100_000  # policy.client_max_result_chars default

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env
 from offload_mcp.commands.serve import resolve_config
 from offload_mcp.config import ConfigError, RemoteServer, StdioServer, load_config

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
-from decision_records import decision_record
 
+from decision_records import decision_record
 from offload_mcp.catalog import deferral
 from offload_mcp.catalog.catalog import build_catalog
 from offload_mcp.catalog.hotset import Candidate, HotSetMemory, decide_hot_set

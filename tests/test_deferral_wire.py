@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from conftest import OFFLOAD_MCP, ROOT, proxy_env, proxy_http, write_config
-
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 

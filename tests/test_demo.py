@@ -56,7 +56,7 @@ def test_demo_runs_in_seconds_and_leaves_nothing_behind(tmp_path):
     assert sent_sizes == [len(demo_server.git_status_text()), len(demo_server.git_log_text()), len(demo_server.read_file_text()), len(demo_server.run_tests_text()),
                           len(demo_server.list_issues_text()), len(demo_server.run_tests_text())]
     assert len(got_sizes) == 6 and got_sizes[0] == sent_sizes[0]  # a small result passes untouched
-    assert all(got < sent for got, sent in zip(got_sizes[1:], sent_sizes[1:]))
+    assert all(got < sent for got, sent in zip(got_sizes[1:], sent_sizes[1:], strict=True))
 
     # the end: tokens and dollars saved, and a detail brought back exactly
     assert "saved: the model kept ~" in out and "$" in out

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from decision_records import decision_record, decision_row
 
+from decision_records import decision_record, decision_row
 from offload_mcp.commands.demo import carry_figures
 from offload_mcp.config import OffloadSettings
 from offload_mcp.policy.economics import Rates, offload_terms

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from conftest import fixture_cmd, proxy_http, proxy_session, text_of
 from mcp import Client
 
+from conftest import fixture_cmd, proxy_http, proxy_session, text_of
 from offload_mcp.reducers.base import MARKER_RE, cg_hash, marker
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings

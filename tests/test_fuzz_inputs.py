@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx2
 import mcp_types as types
 import pytest
+
 from conftest import OFFLOAD_MCP, ROOT, proxy_env, running_proxy
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, ResultShaper

@@ -20,6 +20,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from offload_mcp.catalog.catalog import build_catalog
 from offload_mcp.catalog.settings import CatalogSettings
 from offload_mcp.config import OffloadSettings
@@ -232,9 +233,10 @@ def test_a_catastrophic_schema_pattern_does_not_hang_invoke(ledger: Any) -> None
 
 
 def _expand_app(ledger: Any) -> Any:
+    from starlette.applications import Starlette
+
     from offload_mcp.server.http_extras import extra_routes
     from offload_mcp.server.metrics import ProxyMetrics
-    from starlette.applications import Starlette
 
     state = SimpleNamespace(ledger=ledger, pool=SimpleNamespace(status=lambda: []), catalog=[], metrics=ProxyMetrics(), settings=SETTINGS)
     return Starlette(routes=extra_routes(state))

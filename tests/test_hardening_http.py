@@ -17,12 +17,13 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from conftest import ROOT, running_proxy, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+
+from conftest import ROOT, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))

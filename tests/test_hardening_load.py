@@ -18,9 +18,10 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import RunningProxy, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from conftest import RunningProxy, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM
 from test_proxy_http import fixture_over_http
 

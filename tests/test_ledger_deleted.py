@@ -15,14 +15,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import _params, fixture_cmd, text_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
-from test_ledger import record
-from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
+from conftest import _params, fixture_cmd, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.store import Ledger
+from test_ledger import record
+from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OFFLOAD_MCP, proxy_env
 
+from conftest import OFFLOAD_MCP, proxy_env
 from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
 

@@ -14,10 +14,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import OFFLOAD_MCP, fixture_cmd, fixture_entry, proxy_env, proxy_session, recall_whole, text_of, write_config
-from pg import free_port
-from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
+from conftest import (
+    OFFLOAD_MCP,
+    fixture_cmd,
+    fixture_entry,
+    proxy_env,
+    proxy_session,
+    recall_whole,
+    text_of,
+    write_config,
+)
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
@@ -25,6 +32,8 @@ from offload_mcp.store.location import redact, resolve
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
+from pg import free_port
+from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 

@@ -26,10 +26,11 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PYTHON, ROOT, recall_whole, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+
+from conftest import PYTHON, ROOT, recall_whole, running_proxy, text_of, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

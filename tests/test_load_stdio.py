@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+
 from conftest import PYTHON, ROOT, proxy_session, recall_whole, text_of
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))

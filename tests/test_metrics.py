@@ -6,14 +6,14 @@ import logging
 import socket
 import threading
 import time
-
 import urllib.request
+
 import pytest
 import uvicorn
-from decision_records import decision_record
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
+from decision_records import decision_record
 from offload_mcp.reducers.pipeline import ReducerEvent
 from offload_mcp.server.metrics import ProxyMetrics, call_log_line, metrics_route
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from cluster import bearer_client
-from conftest import running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
-from test_load_http import HOSTILE, TRM
 
+from cluster import bearer_client
+from conftest import running_proxy, text_of, write_config
 from offload_mcp.config import Config
 from offload_mcp.server.identity import DEFAULT_PRINCIPAL, owner_key, token_table
+from test_load_http import HOSTILE, TRM
 
 ALICE, BOB = "alice-secret-token", "bob-secret-token"
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")

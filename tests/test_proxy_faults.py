@@ -8,9 +8,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import OFFLOAD_MCP, fixture_entry, proxy_env, proxy_session, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import OFFLOAD_MCP, fixture_entry, proxy_env, proxy_session, text_of, write_config
 
 
 async def _wait_for(path: Path, needle: str, seconds: float = 10) -> str:
@@ -174,6 +175,7 @@ def test_prefix_never_refuses_a_collision(tmp_path: Path) -> None:
 
 def test_catalog_naming_is_deterministic_and_independent_of_start_order() -> None:
     import mcp_types as types
+
     from offload_mcp.catalog.catalog import build_catalog
     from offload_mcp.catalog.settings import CatalogSettings
 

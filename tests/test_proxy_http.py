@@ -12,10 +12,11 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
-from conftest import FIXTURE_SERVER, PYTHON, fixture_cmd, proxy_http, proxy_session, text_of, write_config
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
+
+from conftest import FIXTURE_SERVER, PYTHON, fixture_cmd, proxy_http, proxy_session, text_of, write_config
 
 
 @asynccontextmanager

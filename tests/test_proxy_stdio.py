@@ -6,6 +6,7 @@ import json
 
 import mcp_types as types
 import pytest
+
 from conftest import fixture_cmd, proxy_client, proxy_session, text_of
 
 FIXTURE_TOOLS = [

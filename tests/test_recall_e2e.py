@@ -19,7 +19,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NPM_BIN, OFFLOAD_MCP, ROOT, needs_npm, proxy_client, proxy_env, proxy_session, text_of, write_config
+
+from conftest import (
+    NPM_BIN,
+    OFFLOAD_MCP,
+    ROOT,
+    needs_npm,
+    proxy_client,
+    proxy_env,
+    proxy_session,
+    text_of,
+    write_config,
+)
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 TRM = re.compile(r"trm_[0-9a-f]{16}")

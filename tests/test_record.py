@@ -9,9 +9,9 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
-from decision_records import decision_record, decision_row
 from pydantic import ValidationError
 
+from decision_records import decision_record, decision_row
 from offload_mcp.config import OffloadSettings
 from offload_mcp.record import RECORD_VERSION, DecisionEvent, DecisionRecordError
 from offload_mcp.shaping import CallInfo, ResultShaper

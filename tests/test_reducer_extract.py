@@ -103,7 +103,8 @@ def _plain_scan(lines, max_block):
     return out
 
 
-from hypothesis import given, strategies as st  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from offload_mcp.reducers.extract import _collapse_repeats  # noqa: E402
 

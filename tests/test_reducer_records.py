@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import mcp_types as t
-from conftest import proxy_session, text_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
 from offload_mcp.reducers.linecap import Linecap

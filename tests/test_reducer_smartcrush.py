@@ -6,7 +6,6 @@ from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMem
 from offload_mcp.reducers.settings import SmartcrushSettings
 from offload_mcp.reducers.smartcrush import Smartcrush
 
-
 SEED = SmartcrushSettings(min_chars=0)
 """The seed's behaviour (no size floor), which these cases exercise."""
 

@@ -13,6 +13,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
 from conftest import (
     NPM_BIN,
     PYTHON,
@@ -24,11 +29,6 @@ from conftest import (
     text_of,
     write_config,
 )
-from mcp import Client
-from mcp.client.session import ClientRequestContext
-from mcp.client.stdio import stdio_client
-from mcp.shared.exceptions import MCPError
-
 from offload_mcp.relay.capabilities import DeclaringClientSession
 
 RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")

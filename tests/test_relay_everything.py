@@ -13,10 +13,11 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from conftest import NPM_BIN, _params, proxy_http, text_of
 from mcp import Client
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import NPM_BIN, _params, proxy_http, text_of
 
 EVERYTHING = str(NPM_BIN / "mcp-server-everything")
 GATED = {"get-roots-list", "trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation"}

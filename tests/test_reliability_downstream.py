@@ -15,9 +15,10 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall_whole, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall_whole, text_of, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import anyio
+
 from conftest import ROOT, recall_whole, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM, connect
 
@@ -33,7 +34,7 @@ async def test_kill_9_during_heavy_offloading_loses_no_id_a_client_received(tmp_
             enough = anyio.Event()
             got_this_round = 0
 
-            async def client(c: int) -> None:
+            async def client(c: int, round_: int, enough: anyio.Event) -> None:
                 nonlocal got_this_round
                 try:
                     async with connect(proxy.url, "streamable-http") as s:
@@ -52,7 +53,7 @@ async def test_kill_9_during_heavy_offloading_loses_no_id_a_client_received(tmp_
             with anyio.fail_after(120):
                 async with anyio.create_task_group() as tg:
                     for c in range(CLIENTS):
-                        tg.start_soon(client, c)
+                        tg.start_soon(client, c, round_, enough)
                     await enough.wait()
                     proxy.proc.send_signal(signal.SIGKILL)  # mid-stream: other calls are in flight
                     proxy.proc.wait(10)

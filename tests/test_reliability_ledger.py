@@ -18,9 +18,10 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import pytest
-from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, recall_whole, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, recall_whole, text_of, write_config
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, ResultShaper, dump_result
 from offload_mcp.store import Ledger

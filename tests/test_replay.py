@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OFFLOAD_MCP, ROOT, proxy_env
 
+from conftest import OFFLOAD_MCP, ROOT, proxy_env
 from offload_mcp.config import OffloadSettings
 from offload_mcp.replay import Record, ReplayError, _remaining_turns, call_arguments, read_records, replay
 from offload_mcp.store import Ledger

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import OFFLOAD_MCP, ROOT, proxy_env
 
+from conftest import OFFLOAD_MCP, ROOT, proxy_env
 from offload_mcp.clients import ClaudeCodeClient, PlainClient, client_model
 from offload_mcp.config import OffloadSettings
 from offload_mcp.fidelity import Observed, fact_tokens, measure

@@ -25,11 +25,12 @@ from typing import Any
 
 import httpx2
 import pytest
-from cluster import DEPLOY, LoadBalancer, bearer_client, host_port, load_balancer, needs_nginx, render, replicas
-from conftest import ROOT, RunningProxy, recall_whole, text_of
 from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from cluster import DEPLOY, LoadBalancer, bearer_client, host_port, load_balancer, needs_nginx, render, replicas
+from conftest import ROOT, RunningProxy, recall_whole, text_of
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))

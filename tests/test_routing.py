@@ -5,9 +5,9 @@ from __future__ import annotations
 import anyio
 import mcp_types as types
 import pytest
-from conftest import fixture_entry
 from mcp.shared.exceptions import MCPError
 
+from conftest import fixture_entry
 from offload_mcp.config import OffloadSettings, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.routing import ResourcePromptRouter, route_prompts, strip_meta, template_matches

@@ -11,11 +11,12 @@ from urllib.parse import urlsplit
 
 import httpx2
 import pytest
-from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env, proxy_http, text_of
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env, proxy_http, text_of
 
 TOKEN = "s3cret-token-for-tests"
 INIT = {

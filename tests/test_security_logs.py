@@ -7,9 +7,10 @@ import re
 import stat
 from pathlib import Path
 
-from conftest import _params, fixture_cmd, text_of
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import _params, fixture_cmd, text_of
 
 SECRET_ARG = "ARG-7f3a91-never-log-me"
 SECRET_BODY = "BODY-c0ffee-never-log-me"

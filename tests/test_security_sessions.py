@@ -17,9 +17,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx2
-from conftest import ROOT, running_proxy, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+
+from conftest import ROOT, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))

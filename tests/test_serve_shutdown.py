@@ -7,6 +7,7 @@ import signal
 import subprocess
 
 import pytest
+
 from conftest import OFFLOAD_MCP, ROOT, fixture_cmd, proxy_env
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import anyio
 import mcp_types as types
-from conftest import PYTHON, ROOT, _params, fixture_entry, text_of, write_config
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+
+from conftest import PYTHON, ROOT, _params, fixture_entry, text_of, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 

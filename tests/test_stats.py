@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from decision_records import decision_record, decision_row
 
+from decision_records import decision_record, decision_row
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import aggregate, exit_summary, parse_since, report_from_ledger, summary_lines
 from offload_mcp.store import Ledger, LedgerEvent

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 from conftest import fixture_entry, proxy_session, text_of, write_config
-
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import exit_summary, report_from_ledger
 from offload_mcp.store import Ledger
@@ -114,9 +113,10 @@ def test_policy_model_from_config_prices_the_report(tmp_path):
 
 async def run_with_stderr(args, tmp_path, calls):
     """`offload-mcp serve ARGS` over stdio with its stderr in a file; returns (results, stderr after exit)."""
-    from conftest import OFFLOAD_MCP, ROOT, proxy_env
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from conftest import OFFLOAD_MCP, ROOT, proxy_env
 
     params = StdioServerParameters(command=OFFLOAD_MCP, args=["serve", *args], env=proxy_env(), cwd=str(ROOT))
     log = tmp_path / "stderr.txt"

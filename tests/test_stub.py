@@ -83,7 +83,7 @@ def test_same_input_same_bytes_in_process_and_across_processes():
     script = (
         "import sys, orjson; from offload_mcp.policy.stub import build_stub;"
         "body = orjson.loads(sys.stdin.buffer.read());"
-        "sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars=%d))" % sum(len(t) for t in (GIT_LOG, CSV))
+        f"sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars={sum(len(t) for t in (GIT_LOG, CSV))}))"
     )
     other = subprocess.run([sys.executable, "-c", script], input=orjson.dumps(body), capture_output=True, check=True, env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.decode()
     assert other == first

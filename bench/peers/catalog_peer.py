@@ -23,7 +23,6 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-
 from mcp_drive import open_session
 
 HERE = Path(__file__).resolve().parents[1]

@@ -58,7 +58,7 @@ class RemoteServer(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers; `${VAR}` expands from the environment.")
 
     @model_validator(mode="after")
-    def _one_transport(self) -> "RemoteServer":
+    def _one_transport(self) -> RemoteServer:
         if self.type and self.transport and _norm(self.type) != _norm(self.transport):
             raise ValueError(f"`type` ({self.type}) and `transport` ({self.transport}) disagree")
         return self
@@ -107,7 +107,7 @@ class Config(BaseModel):
     def _pick_entry_kind(cls, data: Any) -> Any:
         # Tag each entry up front so a bad stdio entry reports stdio's problem, not RemoteServer's.
         if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
-            servers = {}
+            servers: dict[str, Any] = {}  # a non-object entry is left for the field's own validation
             for name, entry in data["mcpServers"].items():
                 if isinstance(entry, dict) and "url" not in entry and "command" not in entry:
                     raise ValueError(f"mcpServers.{name}: needs `command` (stdio server) or `url` (remote server)")

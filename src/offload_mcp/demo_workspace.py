@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 NEEDLE = "#4821"
@@ -53,7 +53,7 @@ def git_status_text() -> str:
 
 def git_log_text(max_count: int = 1500) -> str:
     rng = _rng("git_log")
-    when = datetime(2026, 11, 27, 18, 4, 11, tzinfo=timezone.utc)
+    when = datetime(2026, 11, 27, 18, 4, 11, tzinfo=UTC)
     needle_at = min(1137, max_count - 1)
     out = []
     for i in range(max_count):
@@ -77,7 +77,7 @@ def git_log_text(max_count: int = 1500) -> str:
 def read_file_text(path: str = "exports/orders-2026-q3.csv", rows: int = 2500) -> str:
     rng = _rng("read_file:" + path)
     lines = ["order_id,customer_id,sku,quantity,unit_price,currency,status,created_at,shipped_at,warehouse"]
-    start = datetime(2026, 7, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 7, 1, tzinfo=UTC)
     for i in range(rows):
         created = start + timedelta(minutes=53 * i)
         shipped = (created + timedelta(hours=rng.randrange(4, 96))).strftime("%Y-%m-%dT%H:%M:%SZ") if rng.random() < 0.9 else ""
@@ -137,7 +137,7 @@ def list_issues_text(count: int = 300) -> str:
             "labels": sorted(rng.sample(["bug", "enhancement", "p1", "p2", "needs-triage", "good first issue", "billing"], 2)),
             "author": rng.choice(_AUTHORS)[0],
             "comments": rng.randrange(0, 40),
-            "created_at": (datetime(2026, 11, 20, tzinfo=timezone.utc) - timedelta(hours=7 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "created_at": (datetime(2026, 11, 20, tzinfo=UTC) - timedelta(hours=7 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "url": f"https://tracker.example.com/shop/issues/{number}",
         })
     return json.dumps(issues, indent=1)

@@ -76,7 +76,7 @@ def default_text(info: FieldInfo) -> str:
     if info.is_required():
         return "required"
     if info.default_factory is not None:
-        value = info.default_factory()
+        value = info.get_default(call_default_factory=True)
     else:
         value = info.default
     if value is PydanticUndefined:

@@ -38,8 +38,8 @@ import mcp_types as types
 import orjson
 
 from .config import OffloadSettings
-from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.describe import parse_json_text
+from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.stub import build_stub, stub_object, text_blocks
 from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory
@@ -120,7 +120,8 @@ def _load_pipeline(reducer_settings: ReducerSettings) -> Pipeline | None:
 def dump_result(result: types.CallToolResult) -> dict[str, Any]:
     """The result as the downstream sent it: wire names, only the fields it set (plus each block's `type`)."""
     body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
-    for block, dumped in zip(result.content, body.get("content") or []):
+    # `content` is a required field, so the dump always carries one entry per block
+    for block, dumped in zip(result.content, body.get("content") or [], strict=True):
         dumped.setdefault("type", block.type)  # a default when built in code, always on the wire
     return body
 
@@ -173,7 +174,7 @@ def structured_repeats_text(body: dict[str, Any]) -> bool:
         return False
     if isinstance(structured, dict) and len(structured) == 1 and next(iter(structured.values())) == texts[0]:
         return True
-    return parse_json_text(texts[0]) == structured
+    return bool(parse_json_text(texts[0]) == structured)
 
 
 KEPT_ON_PURPOSE = frozenset({"disabled", "multimodal", "own_tool"})
@@ -342,15 +343,14 @@ class ResultShaper:
         original is stored (a 1 MB log then costs ~1 ms here instead of ~70 ms).
         """
         pipeline = self.pipeline_before_collapse
-        floor_chars = getattr(pipeline, "floor_chars", None)
         texts = [b.text for b in result.content if isinstance(b, types.TextContent) and b.text]
-        if floor_chars is None or not texts or len(texts) != len(result.content):
+        if pipeline is None or not texts or len(texts) != len(result.content):
             return None
         policy = self.settings.policy
         enough = policy.client_max_result_chars if policy.client_max_result_chars >= policy.large_threshold_chars else chars_in
         floor = 0
         for text in texts:
-            part = floor_chars(text, ctx, enough - floor)
+            part = pipeline.floor_chars(text, ctx, enough - floor)
             if part is None:
                 return None
             floor += part

@@ -70,7 +70,7 @@ class ToolStats:
     recalls: int = 0
     expands: int = 0
 
-    def add(self, other: "ToolStats") -> None:
+    def add(self, other: ToolStats) -> None:
         for name in ("results", "reduced", "offloaded", "observed", "chars_in", "chars_out", "tokens_saved", "usd_saved",
                      "would_tokens_saved", "would_usd_saved", "recalls", "expands"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -179,7 +179,7 @@ def aggregate(
     recalled_ids: set[str] = set()
     offloaded_ids: set[str] = set()
     recall_calls = expand_calls = failed_recalls = 0
-    recall_usd_by_row: Counter[tuple[str, str]] = Counter()
+    recall_usd_by_row: defaultdict[tuple[str, str], float] = defaultdict(float)
     search_events: Counter[str] = Counter()
 
     for index, event in enumerate(calls):
@@ -249,10 +249,10 @@ def aggregate(
 
     # Recall and expand hops are charged to the tool whose result they brought back.
     for owner, usd in recall_usd_by_row.items():
-        row = rows.get(owner)
-        if row is None:
-            row = rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
-        row.usd_saved -= usd
+        charged = rows.get(owner)
+        if charged is None:
+            charged = rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
+        charged.usd_saved -= usd
     for ref in recalled_ids:
         if ref in offload_owner:
             rows[offload_owner[ref]].recalls += 1
@@ -340,14 +340,14 @@ def parse_since(text: str, now: float | None = None) -> float:
     match = _DURATION.match(text)
     if match:
         return now - float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(f"--since {text!r}: use a duration like 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when.timestamp()
 
 

@@ -173,7 +173,9 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
 
         with anyio.move_on_after(seconds):
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(_remote_transport(remote, DownstreamSettings().max_result_bytes))
+                # the default bound: only the initialize answer is read
+                bound = DownstreamSettings().max_result_bytes
+                read, write = await stack.enter_async_context(_remote_transport(remote, bound))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 result = await session.initialize()
                 return str(result.server_info.name)

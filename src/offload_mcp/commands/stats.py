@@ -158,17 +158,16 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
 
     console.print()
     console.print("[bold]priors[/bold] (what the net-saving gate assumes vs what happened):")
-    for label, check, key in (("recall_probability", report.recall, "offload.policy.recall_probability"),
-                              ("horizon", report.horizon, "offload.policy.horizon")):
+    for label, check in (("recall_probability", report.recall), ("horizon", report.horizon)):
         observed = "n/a" if check.observed is None else (f"{check.observed:.2f}" if label == "recall_probability" else f"{check.observed:.1f}")
         configured = f"{check.configured:.2f}" if label == "recall_probability" else f"{check.configured:.0f}"
         line = f"  {label}: configured {configured}, observed {observed} over {check.samples} ({check.note})"
         console.print(line)
-    suggestions = [
+    candidates = [
         f"\"recall_probability\": {report.recall.suggested}" if report.recall.suggested is not None else None,
         f"\"horizon\": {report.horizon.suggested:.0f}" if report.horizon.suggested is not None else None,
     ]
-    suggestions = [s for s in suggestions if s]
+    suggestions = [s for s in candidates if s]
     if suggestions:
         console.print("  suggested: \"offload\": {\"policy\": {" + ", ".join(suggestions) + "}}")
     else:
@@ -183,6 +182,6 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
 
 
 def _iso(when: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(when, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -18,7 +18,7 @@ first start attempt has ended; `wait_settled(seconds)` bounds the wait.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -124,7 +124,7 @@ class DownstreamPool:
     def starting(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state in ("new", "starting")]
 
-    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool:
         """Run `fn(*args)` in the pool's process-lifetime task group (work that must not delay an answer)."""
         if self._task_group is None:
             return False

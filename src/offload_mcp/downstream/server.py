@@ -28,7 +28,7 @@ import math
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -356,11 +356,12 @@ class DownstreamServer:
         if isinstance(message, Exception):
             logger.debug("server %r transport reported %r", self.name, message)
             return
-        kind = {
+        kinds: dict[type[Any], str] = {
             types.ToolListChangedNotification: "tools",
             types.ResourceListChangedNotification: "resources",
             types.PromptListChangedNotification: "prompts",
-        }.get(type(message))
+        }
+        kind = kinds.get(type(message))
         if isinstance(message, types.ResourceUpdatedNotification) and self._task_group is not None:
             self._task_group.start_soon(self._notify, f"updated:{message.params.uri}")
             return
@@ -405,7 +406,9 @@ class DownstreamServer:
         except DownstreamDown as err:
             return error_result(f"{err}")
         request = types.CallToolRequest(
-            params=types.CallToolRequestParams(name=tool, arguments=arguments, _meta=meta or None)
+            # RequestParamsMeta is an open TypedDict (extra_items=Any) that no dict[str, Any] can be typed as;
+            # pydantic validates the keys when the params are built
+            params=types.CallToolRequestParams(name=tool, arguments=arguments, _meta=cast("types.RequestParamsMeta | None", meta or None))
         )
         timeout = self.settings.call_timeout_s
         try:

@@ -84,7 +84,7 @@ class _LineSplitter:
         self._head = b""
         self._tail = b""
 
-    def feed(self, chunk: bytes) -> list["_Line"]:
+    def feed(self, chunk: bytes) -> list[_Line]:
         out: list[_Line] = []
         start = 0
         while True:
@@ -117,7 +117,7 @@ class _LineSplitter:
             self._parts = []
         self._tail = (self._tail + piece[-_ID_KEEP_BYTES:])[-_ID_KEEP_BYTES:]
 
-    def _finish(self) -> "_Line | None":
+    def _finish(self) -> _Line | None:
         size, parts, head, tail = self._size, self._parts, self._head, self._tail
         self._parts, self._size, self._head, self._tail = [], 0, b"", b""
         if size > self.limit:

@@ -96,7 +96,7 @@ class ResultPolicy:
         self.settings = settings
         self._gate = net_saving_gate
 
-    def for_settings(self, settings: PolicySettings) -> "ResultPolicy":
+    def for_settings(self, settings: PolicySettings) -> ResultPolicy:
         return ResultPolicy(settings, net_saving_gate=self._gate)
 
     def tokens(self, chars: int) -> float:

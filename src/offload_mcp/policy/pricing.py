@@ -35,15 +35,15 @@ class Price:
     cache_read: float
 
     @classmethod
-    def anthropic(cls, input: float, output: float) -> "Price":
+    def anthropic(cls, input: float, output: float) -> Price:
         return cls(input, output, input * 1.25, input * 2.0, input * 0.1)
 
     @classmethod
-    def auto_cached(cls, input: float, output: float, cached_input: float) -> "Price":
+    def auto_cached(cls, input: float, output: float, cached_input: float) -> Price:
         return cls(input, output, input, input, cached_input)
 
     @classmethod
-    def from_row(cls, row: PriceRow) -> "Price":
+    def from_row(cls, row: PriceRow) -> Price:
         return cls(
             row.input,
             row.output,

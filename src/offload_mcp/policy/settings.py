@@ -40,7 +40,7 @@ class PolicySettings(BaseModel):
     pricing: dict[str, PriceRow] = Field(default_factory=dict, description="Extra or overriding pricing rows, keyed by model name.")
 
     @model_validator(mode="after")
-    def _limits_in_order(self) -> "PolicySettings":
+    def _limits_in_order(self) -> PolicySettings:
         # The branch order (small -> below_large -> over_client_limit) only protects the client when its limit is above the pre-filter.
         if self.client_max_result_chars and self.client_max_result_chars < self.large_threshold_chars:
             raise ValueError(

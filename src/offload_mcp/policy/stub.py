@@ -125,7 +125,7 @@ def _structured_differs(texts: list[str], structured: Any) -> bool:
     if len(texts) != 1:
         return True
     try:
-        return orjson.loads(texts[0]) != structured
+        return bool(orjson.loads(texts[0]) != structured)
     except orjson.JSONDecodeError:
         return True
 

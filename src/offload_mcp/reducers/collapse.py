@@ -20,8 +20,17 @@ from __future__ import annotations
 
 import re
 
-from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, estimate_tokens, marker, never_worse
-from .base import EXPAND_CUE
+from .base import (
+    EXPAND_CUE,
+    Declined,
+    Outcome,
+    ReduceContext,
+    cg_hash,
+    common_decline,
+    estimate_tokens,
+    marker,
+    never_worse,
+)
 from .settings import CollapseSettings
 
 CHAR_FLOOR = 200

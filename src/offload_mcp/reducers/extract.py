@@ -163,7 +163,7 @@ def clean(text: str, max_block_lines: int, removed: Counter[str] | None = None) 
     lines = text.split("\n")
     if "\r" in text:
         resolved = [_resolve_carriage_returns(line) for line in lines]
-        tally["lines rewritten in place (last state kept)"] += sum(a != b for a, b in zip(lines, resolved))
+        tally["lines rewritten in place (last state kept)"] += sum(a != b for a, b in zip(lines, resolved, strict=True))
         lines = resolved
     # One scan of the whole text rules out progress lines for most outputs; testing each
     # line with two regexes was the larger half of extract's time on a 1 MB log.

@@ -16,6 +16,7 @@ named decline (`reducer_error`) so a bug can only cost a missed saving.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .base import MARKER_RE, Acted, Declined, ReduceContext, Reducer, cg_hash, marker, trailer
@@ -188,7 +189,7 @@ class Pipeline:
 
 
 def build_pipeline(settings: ReducerSettings) -> Pipeline:
-    factories = {
+    factories: dict[str, Callable[[], Reducer]] = {
         "dedup": lambda: Dedup(settings.dedup),
         "extract": lambda: Extract(settings.extract),
         "smartcrush": lambda: Smartcrush(settings.smartcrush),

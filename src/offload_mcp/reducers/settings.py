@@ -51,12 +51,16 @@ class LinecapSettings(BaseModel):
     cap_json_documents: bool = Field(default=False, description="Also cap long lines when the whole output is one JSON document (off: a cut record is invalid JSON and its fields are what agents act on; on the corpus +1.2 points).")
 
 
+def _default_pipeline() -> list[ReducerName]:
+    return ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
+
+
 class ReducerSettings(BaseModel):
     """The reducer pipeline: order matters (linecap last, as the seed measured)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    pipeline: list[ReducerName] = Field(default_factory=lambda: ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"], description="Reducers to run, in order.")
+    pipeline: list[ReducerName] = Field(default_factory=_default_pipeline, description="Reducers to run, in order.")
     dedup: DedupSettings = Field(default_factory=DedupSettings, description="dedup settings.")
     extract: ExtractSettings = Field(default_factory=ExtractSettings, description="extract settings.")
     smartcrush: SmartcrushSettings = Field(default_factory=SmartcrushSettings, description="smartcrush settings.")

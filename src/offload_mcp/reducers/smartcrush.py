@@ -56,12 +56,18 @@ def _signals_error(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def _skip_ws(text: str, pos: int) -> int:
+    """The first position at or after `pos` that is not JSON whitespace."""
+    match = _WS.match(text, pos)
+    return match.end() if match else pos  # `[ \t\n\r]*` matches the empty string, so there is always a match
+
+
 def array_items(text: str, start: int) -> tuple[list[tuple[int, int, Any]], int] | None:
     """Spans (begin, end, value) of the items of the array opening at `start`, and its end."""
     if text[start] != "[":
         return None
     items: list[tuple[int, int, Any]] = []
-    pos = _WS.match(text, start + 1).end()
+    pos = _skip_ws(text, start + 1)
     if pos < len(text) and text[pos] == "]":
         return items, pos + 1
     while True:
@@ -70,19 +76,19 @@ def array_items(text: str, start: int) -> tuple[list[tuple[int, int, Any]], int]
         except ValueError:
             return None
         items.append((pos, end, value))
-        pos = _WS.match(text, end).end()
+        pos = _skip_ws(text, end)
         if pos >= len(text):
             return None
         if text[pos] == "]":
             return items, pos + 1
         if text[pos] != ",":
             return None
-        pos = _WS.match(text, pos + 1).end()
+        pos = _skip_ws(text, pos + 1)
 
 
 def _find_array(text: str) -> tuple[int, list[tuple[int, int, Any]], int] | None:
     """The array to crush: the whole text, or the largest array value of a top-level object."""
-    begin = _WS.match(text).end()
+    begin = _skip_ws(text, 0)
     if begin >= len(text) or text[begin] not in "[{":
         return None
     if text[begin] == "[":
@@ -98,19 +104,19 @@ def _find_array(text: str) -> tuple[int, list[tuple[int, int, Any]], int] | None
         return None
     # Locate the top-level values by re-scanning keys; only arrays directly under the object qualify.
     best: tuple[int, list[tuple[int, int, Any]], int] | None = None
-    pos = _WS.match(text, begin + 1).end()
+    pos = _skip_ws(text, begin + 1)
     while pos < end and text[pos] == '"':
         _key, key_end = _DECODER.raw_decode(text, pos)
-        pos = _WS.match(text, key_end).end() + 1  # past ':'
-        pos = _WS.match(text, pos).end()
+        pos = _skip_ws(text, key_end) + 1  # past ':'
+        pos = _skip_ws(text, pos)
         if text[pos] == "[":
             found = array_items(text, pos)
             if found is not None and (best is None or len(found[0]) > len(best[1])):
                 best = (pos, found[0], found[1])
         _value, value_end = _DECODER.raw_decode(text, pos)
-        pos = _WS.match(text, value_end).end()
+        pos = _skip_ws(text, value_end)
         if text[pos] == ",":
-            pos = _WS.match(text, pos + 1).end()
+            pos = _skip_ws(text, pos + 1)
         else:
             break
     return best
@@ -119,7 +125,7 @@ def _find_array(text: str) -> tuple[int, list[tuple[int, int, Any]], int] | None
 def _ranges(indices: list[int]) -> str:
     parts: list[str] = []
     run_start = prev = indices[0]
-    for idx in indices[1:] + [None]:  # type: ignore[list-item]
+    for idx in indices[1:] + [None]:
         if idx is not None and idx == prev + 1:
             prev = idx
             continue

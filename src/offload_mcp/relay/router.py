@@ -81,7 +81,7 @@ class SessionUpstream:
 
     @property
     def capabilities(self) -> types.ClientCapabilities | None:
-        return self.session.client_capabilities  # type: ignore[no-any-return]
+        return self.session.client_capabilities
 
     async def ask(self, request: types.ServerRequest, result_type: type[Any], timeout_s: float) -> Any:
         related = ServerMessageMetadata(related_request_id=self.request_id) if self.request_id is not None else None

@@ -242,8 +242,10 @@ class ProxyState:
             except Exception as err:
                 logger.debug("dropping upstream session that cannot be notified: %r", err)
                 self._upstream.pop(connection, None)
-        event = {"tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged}[kind]()
-        await self.bus.publish(event)
+        events: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
+            "tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged
+        }
+        await self.bus.publish(events[kind]())
 
     async def notify_resource_updated(self, uri: str) -> None:
         """A subscribed resource changed downstream: tell every upstream session that may care."""

@@ -161,7 +161,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     env.session.expanded.add(hash_)
     content = page(original, offset, page_chars(env.settings), hash_)
     _record(env, hash_, ok=True, chars=len(content[0].text))
-    return types.CallToolResult(content=content)
+    return types.CallToolResult(content=list(content))  # as the SDK's (invariant) list of content blocks
 
 
 def _record(env: ToolEnv, hash_: str, *, ok: bool, chars: int) -> None:

@@ -65,7 +65,8 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
     if not isinstance(schema, dict):
         return []
     problems: list[str] = []
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    declared = schema.get("properties")
+    properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
     required = [r for r in schema.get("required", []) if isinstance(r, str)] if isinstance(schema.get("required"), list) else []
     missing = [name for name in required if name not in arguments]
     if missing:

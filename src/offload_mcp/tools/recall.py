@@ -96,7 +96,7 @@ class _BadInput(Exception):
 
 
 # A few recently recalled bodies stay decoded: paging a 10 MB result should not decompress it per page.
-_CACHE: OrderedDict[tuple[str, str], "_Body"] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, str], _Body] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _CACHE_ENTRIES = 4
 

@@ -108,6 +108,7 @@ def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex
         if query is not None:
             matches, total = index.bm25(query, limit), None
         else:
+            assert pattern is not None  # one of the two is given, checked above
             matches, total = index.regex(pattern, limit, regex_timeout_s)
     except SearchRefused as refused:
         return error_result(f"{NAME}: {refused}")

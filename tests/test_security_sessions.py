@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
 
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
-LONG_LINES = "\n".join(f"entry {i}: " + " ".join(f"word{(i * 13 + k) % 101}" for k in range(120)) for i in range(40))
-"""Lines far over linecap's 500 chars: the answer is cut, with a marker to the exact original."""
+LONG_LINES = "\n".join(f"row {i} - " + " ".join(f"word{(i * 13 + k) % 101}" for k in range(85)) for i in range(40))
+"""Lines past linecap's 500 chars, 24K in all (under the offload pre-filter), with no `key: value` field (linecap keeps those whole): the answer is cut, with a marker to the exact original."""
 
 
 @asynccontextmanager

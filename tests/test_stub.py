@@ -168,7 +168,8 @@ def test_index_json_array_lists_identifier_fields_in_order_within_budget():
     shown = index.count(" | dev")
     assert 0 < shown < 300
     assert f"first {shown} shown" in out
-    assert f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:{shown + 200}]")' in out
+    assert (f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:].sha") for their sha, '
+            f'json_path="$[{shown}:{shown + 20}]" for whole items') in out
 
 
 def test_index_is_deterministic_and_off_by_default():
@@ -178,6 +179,7 @@ def test_index_is_deterministic_and_off_by_default():
     out = stub(body, index_chars=5000)
     assert "index of 3,000 items at $.items, one line each: id, name" in out
     assert "0 | item 0\n" in out
+    assert 'json_path="$.items[' in out and ':].id") for their id' in out
 
 
 def test_index_all_shown_when_it_fits():
@@ -191,6 +193,7 @@ def test_index_python_repr_rows():
     rows = repr([{"id": i, "order_no": f"ORD-2025-{i:05d}", "status": "paid"} for i in range(500)])
     out = stub(body_of(rows), index_chars=3000)
     assert "one line each: id, order_no" in out and "ORD-2025-00007" in out
+    assert 'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out  # no JSONPath into a repr
 
 
 def test_index_git_log_text():

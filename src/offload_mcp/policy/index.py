@@ -47,8 +47,13 @@ def python_literal(text: str) -> Any | None:
         return None
 
 
-def json_index(doc: Any, budget: int, trm_id: str) -> str:
-    """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none."""
+def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
+    """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none.
+
+    The line after the shown items pages the rest: with `json_paths` (the stored body is JSON) a
+    JSONPath giving just the first indexed field of every remaining item, and one giving whole items;
+    otherwise (a Python-repr body) a search or a char range.
+    """
     found = _records(doc)
     if found is None or budget <= 0:
         return ""
@@ -67,7 +72,14 @@ def json_index(doc: Any, budget: int, trm_id: str) -> str:
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     head = f"index of {len(items):,} items at {path}, one line each: {what}"
     extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
-    page = lambda k: f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:{k + 200}]")'  # noqa: E731
+    first = fields[0] if fields[0].startswith("[") else "." + fields[0]
+
+    def page(k: int) -> str:
+        if not json_paths:
+            return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
+        return (f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {what.split(", ")[0]}, '
+                f'json_path="{path}[{k}:{k + 20}]" for whole items')
+
     return _render(head, extra, lines, budget, lambda k: f"{len(lines) - k:,} more items not shown: {page(k)}", len(lines))
 
 

@@ -135,9 +135,10 @@ def _id_index(texts: list[str], structured: Any, doc: Any, index_chars: int, trm
     """The identifier index of the first text block (or structuredContent), within `index_chars`; '' if none."""
     if index_chars <= 0:
         return ""
+    json_paths = doc is not None
     if doc is None and texts:
         doc = python_literal(texts[0])
-    index = json_index(doc, index_chars, trm_id) if doc is not None else ""
+    index = json_index(doc, index_chars, trm_id, json_paths=json_paths) if doc is not None else ""
     if not index and texts and parse_json_text(texts[0]) is None:
         # e.g. structuredContent {content: "<the text>"}: index the text the block holds
         index = text_index(texts[0], index_chars, trm_id)

@@ -120,7 +120,9 @@ def test_memory_read_graph_of_3000_entities_then_recall_one(tmp_path: Path) -> N
     ])
     (graph,) = results_of(api, "read_graph")
     assert_inline(graph)
-    assert len(graph) < 6_000 and len(set(TRM.findall(graph))) == 1
+    # stub (1,000 chars) + identifier index (stub_index_chars 6,000), JSON-escaped in structuredContent
+    assert len(graph) < 8_000 and len(set(TRM.findall(graph))) == 1
+    assert "index of 3,000 items at $.entities" in graph
     assert "stored, not shown here" in graph and "array[3000]" in graph  # says plainly what is missing
     assert "recall_tool_result" in graph
     (found,) = results_of(api, "recall_tool_result")
@@ -150,7 +152,7 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
     (read,) = results_of(api, "read_text_file")
     for text in (tree, read):
         assert_inline(text)
-        assert len(text) < 6_000 and TRM.search(text) and "stored, not shown here" in text
+        assert len(text) < 8_000 and TRM.search(text) and "stored, not shown here" in text
     assert f"{len(big):,} chars" in read  # the size recall pages through, stated plainly
     (lines,) = results_of(api, "recall_tool_result")
     assert lines.partition("\n")[2] == big.splitlines(keepends=True)[5000] + big.splitlines(keepends=True)[5001]

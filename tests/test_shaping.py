@@ -339,3 +339,23 @@ def test_a_repeat_names_the_tool_as_the_client_listed_it(tmp_path):
     shaper.shape(call, result(STATUS))
     again = shaper.shape(call, result(STATUS))
     assert again.content[0].text.startswith("[repeat of earlier `git__git_status`")
+
+
+def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
+    log = "".join(f"commit {i:040x}\nAuthor: Dev {i % 3}\nDate:   2026-01-01\n\n    Change {i}\n\n" for i in range(3000))
+    shaper = build_shaper(no_reducers(), tmp_path / "a.db")
+    out, rep = shaper.shape_with_report(CALL, result(log, structured_content={"content": log}))
+    text = out.content[0].text
+    assert rep.verdict == "offload" and rep.trm_id in text
+    assert "index of 3,000 commits, one line each: sha subject (author)" in text and f"{0:040x} Change 0 (Dev 0)" in text
+    assert "more not shown, from line" in text
+    assert out.structured_content["offloaded_result"]["summary"] == text
+    policy = shaper.settings.policy
+    assert len(text) <= policy.stub_index_chars + policy.stub_tokens * policy.chars_per_token + 1
+    # A client that accepts little gets a smaller index: the whole stub stays within half its limit (plus the header).
+    small = build_shaper(no_reducers(policy={"small_threshold_chars": 1000, "large_threshold_chars": 3000, "client_max_result_chars": 4000}), tmp_path / "b.db")
+    out, rep = small.shape_with_report(CALL, result(log))
+    assert rep.verdict == "offload" and len(out.content[0].text) <= 2000 + 400 and "index of 3,000 commits" in out.content[0].text
+    off = build_shaper(no_reducers(policy={"stub_index_chars": 0}), tmp_path / "c.db")
+    out, rep = off.shape_with_report(CALL, result(log))
+    assert "index of" not in out.content[0].text and len(out.content[0].text) <= 1000

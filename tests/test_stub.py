@@ -144,3 +144,107 @@ def test_no_stub_hides_what_it_dropped():
     text = stub(body_of(orjson.dumps(ITEMS).decode()))
     assert "stored, not shown here" in text
     assert 'json_path="$.items[0:20]"' in text  # the cheapest structural call names a real key
+
+
+# ------------------------------------------------------------------ identifier index
+
+COMMITS = [
+    {"sha": f"{i:040x}", "node_id": f"C_kwDO{i:020x}", "commit": {"message": f"change {i}"}, "author": {"login": f"dev{i % 7}"},
+     "committer": {"login": "web-flow"}, "html_url": f"https://github.com/acme/repo/commit/{i:040x}"}
+    for i in range(300)
+]
+
+
+def test_index_json_array_lists_identifier_fields_in_order_within_budget():
+    text = orjson.dumps(COMMITS).decode()
+    out = stub(body_of(text), index_chars=4000)
+    assert "index of 300 items at $, one line each: sha, author.login" in out
+    assert "node_id" not in out.split("\nindex of", 1)[1].split("\n", 1)[0]  # GraphQL ids and constant fields are left out
+    assert "web-flow" not in out
+    assert "html_url of every item starts https://github.com/acme/repo/commit/" in out
+    assert f"{0:040x} | dev0" in out
+    index = "index of" + out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+    assert len(index) <= 4000
+    shown = index.count(" | dev")
+    assert 0 < shown < 300
+    assert f"first {shown} shown" in out
+    assert (f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:].sha") for their sha, '
+            f'json_path="$[{shown}:{shown + 20}]" for whole items') in out
+
+
+def test_index_is_deterministic_and_off_by_default():
+    body = body_of(orjson.dumps(ITEMS).decode())
+    assert stub(body, index_chars=5000) == stub(body, index_chars=5000)
+    assert "index of" not in stub(body)
+    out = stub(body, index_chars=5000)
+    assert "index of 3,000 items at $.items, one line each: id, name" in out
+    assert "0 | item 0\n" in out
+    assert 'json_path="$.items[' in out and ':].id") for their id' in out
+
+
+def test_index_all_shown_when_it_fits():
+    items = [{"id": f"ORD-{i:05d}", "total": i} for i in range(20)]
+    out = stub(body_of(orjson.dumps(items).decode()), index_chars=5000)
+    assert "index of 20 items at $, one line each: id; all shown" in out
+    assert all(f"ORD-{i:05d}" in out for i in range(20))
+
+
+def test_index_python_repr_rows():
+    rows = repr([{"id": i, "order_no": f"ORD-2025-{i:05d}", "status": "paid"} for i in range(500)])
+    out = stub(body_of(rows), index_chars=3000)
+    assert "one line each: id, order_no" in out and "ORD-2025-00007" in out
+    assert 'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out  # no JSONPath into a repr
+
+
+def test_index_git_log_text():
+    out = stub(body_of(GIT_LOG), index_chars=3000)
+    assert "index of 3,000 commits, one line each: sha subject (author)" in out
+    assert f"{0:040x} Change 0 (Dev)" in out
+    assert 'more not shown, from line' in out and 'lines="' in out
+
+
+def test_index_of_structured_text_and_bound():
+    log = "".join(f"2026-01-05T09:00:{i % 60:02d}Z {'ERROR' if i % 10 == 0 else 'INFO'} req=r-{i:08x} done\n" for i in range(5000))
+    body = body_of(log, structured={"content": log})
+    out = stub(body, index_chars=2000)
+    assert "index of the 500 ERROR lines of 5,000 log lines" in out
+    assert "req=r-0000000a" in out and "req=r-0000000b" not in out
+    assert len(out) <= 2000 + 250 * 4 + 1
+
+
+ARIA = "- table [ref=e1]:\n" + "".join(f'  - row "ORD-{i:05d} paid {i}.00 EUR" [ref=e{i + 2}]:\n    - cell "x" [ref=f{i}]\n' for i in range(400))
+PAGE = "# Docs\n" + "".join(f"See [page {i}](https://docs.example.com/p/{i}) and https://docs.example.com/p/{i % 5}.\n" for i in range(300))
+
+
+@pytest.mark.parametrize("text", [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING], ids=["json", "git", "aria", "csv", "links", "listing"])
+def test_index_same_bytes_across_processes_and_within_budget(text):
+    body = body_of(text)
+    first = stub(body, index_chars=3000)
+    assert "\nindex of " in first
+    index = "index of" + first.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+    assert len(index) <= 3000
+    assert "shown" in index.split("\n", 1)[0]  # says what is shown ...
+    assert "more" in index.splitlines()[-1] and "recall_tool_result(mem_id=" in index.splitlines()[-1]  # ... and how to get the rest
+    script = (
+        "import sys, orjson; from offload_mcp.policy.stub import build_stub;"
+        "body = orjson.loads(sys.stdin.buffer.read());"
+        "sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars=%d, index_chars=3000))" % len(text)
+    )
+    other = subprocess.run([sys.executable, "-c", script], input=orjson.dumps(body), capture_output=True, check=True, env={"PYTHONHASHSEED": "7", "PATH": ""}).stdout.decode()
+    assert other == first
+
+
+def test_index_aria_refs_and_links():
+    out = stub(body_of(ARIA), index_chars=3000)
+    assert "index of 400 row elements of the page snapshot, one line each: ref name" in out
+    assert "e2 ORD-00000 paid 0.00 EUR" in out
+    out = stub(body_of(PAGE), index_chars=3000)
+    assert "index of the 300 distinct URLs in the text" in out
+    assert out.count("https://docs.example.com/p/1\n") == 1  # each URL once
+
+
+def test_shaper_stub_carries_index_within_client_limit():
+    from offload_mcp.policy.settings import PolicySettings
+
+    assert PolicySettings().stub_index_chars == 6000
+    assert PolicySettings(stub_index_chars=0).stub_index_chars == 0

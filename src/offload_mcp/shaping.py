@@ -386,6 +386,14 @@ class ResultShaper:
             blocks.append(block)
         return (blocks if changed else []), runs
 
+    def _index_chars(self) -> int:
+        """The index budget, kept so the whole stub stays far below `client_max_result_chars`."""
+        policy = self.settings.policy
+        chars = policy.stub_index_chars
+        if policy.client_max_result_chars:
+            chars = min(chars, max(0, policy.client_max_result_chars // 2 - int(policy.stub_tokens * policy.chars_per_token)))
+        return chars
+
     def _stub(
         self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], record: BodyRecord, report: ShapeReport
     ) -> types.CallToolResult:
@@ -395,7 +403,7 @@ class ResultShaper:
         policy = self.settings.policy
         stub = build_stub(
             trm_id=record.trm_id, tool=call.tool, body=body, chars=record.chars, chars_per_token=policy.chars_per_token,
-            budget_tokens=policy.stub_tokens, recall_mode=self.settings.recall.mode,
+            budget_tokens=policy.stub_tokens, recall_mode=self.settings.recall.mode, index_chars=self._index_chars(),
         )
         update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
         if result.structured_content is not None or call.output_schema is not None:

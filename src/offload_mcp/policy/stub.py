@@ -1,8 +1,10 @@
 """The stub an offloaded result becomes: small, deterministic, useful on its own.
 
 It carries the `trm_` id, the tool and the size (chars, estimated tokens), a
-structural index (describe.py), a short head preview, and one line saying how
-to call `recall_tool_result`. It is a pure function of (body, tool name,
+structural index (describe.py), an identifier index (index.py: the ids, shas,
+names, refs, first column an agent passes to its next call, one line per item
+within `policy.stub_index_chars`, then how many more and how to page them), a
+short head preview, and one line saying how to call `recall_tool_result`. It is a pure function of (body, tool name,
 id, settings): no clocks, no counters, so identical input and config give
 identical bytes and the client's prompt cache stays warm.
 
@@ -23,6 +25,7 @@ from typing import Any, Literal
 import orjson
 
 from .describe import describe_json, describe_text, parse_json_text
+from .index import json_index, python_literal, text_index
 
 RecallMode = Literal["window", "structural", "both"]
 
@@ -81,8 +84,10 @@ def build_stub(
     budget_tokens: int = 250,
     recall_mode: RecallMode = "both",
     reason: str = "",
+    index_chars: int = 0,
 ) -> str:
-    """The stub text. Stays within `budget_tokens` by shortening the preview, then the index."""
+    """The stub text. Stays within `budget_tokens` by shortening the preview, then the shape lines;
+    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars."""
     texts = text_blocks(body)
     structured = body.get("structuredContent")
     header = (
@@ -106,11 +111,17 @@ def build_stub(
     has_json = doc is not None
     hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))
     budget = int(budget_tokens * chars_per_token)
+    ids = _id_index(texts, structured, doc, index_chars, trm_id)
+    if ids:
+        header = header.replace("below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines")
+        budget += len(ids) + 1
 
     for preview_lines in (_PREVIEW_LINES, 3, 1, 0):
         preview = _preview(preview_source, preview_lines)
         for index in (index_lines, [_clip(line, 160) for line in index_lines], [_clip(index_lines[0], 120)] if index_lines else []):
             parts = [header, *index]
+            if ids:
+                parts.append(ids)
             if preview:
                 parts.append("head:\n" + preview)
             parts.append(hint)
@@ -118,6 +129,20 @@ def build_stub(
             if len(stub) <= budget:
                 return stub
     return "\n".join([_clip(header, max(80, budget - len(hint) - 1)), hint])
+
+
+def _id_index(texts: list[str], structured: Any, doc: Any, index_chars: int, trm_id: str) -> str:
+    """The identifier index of the first text block (or structuredContent), within `index_chars`; '' if none."""
+    if index_chars <= 0:
+        return ""
+    json_paths = doc is not None
+    if doc is None and texts:
+        doc = python_literal(texts[0])
+    index = json_index(doc, index_chars, trm_id, json_paths=json_paths) if doc is not None else ""
+    if not index and texts and parse_json_text(texts[0]) is None:
+        # e.g. structuredContent {content: "<the text>"}: index the text the block holds
+        index = text_index(texts[0], index_chars, trm_id)
+    return index
 
 
 def _structured_differs(texts: list[str], structured: Any) -> bool:

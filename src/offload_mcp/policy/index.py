@@ -1,0 +1,381 @@
+"""The identifier index of an offloaded result: the values an agent passes to its next call.
+
+Why: on bench/data/corpus/mcp_servers.jsonl.gz (replay --client claude-code) 20 of 143 needed facts
+(values an agent later passed to a tool that came from an earlier result) sat behind a stub whose
+only content was the shape and 6 head lines: commit shas (github.list_commits, git_log), notion page
+ids, `order_no` of SQL rows, Playwright row names and refs, ERROR lines of a log file, the first
+column of a CSV. Which fields: measured over the three corpora (mcp_servers, shared mcp_dev, shared
+dev), the JSON keys whose values agents reused were name, order_no, date, login, email, sha, id,
+sku and the owner/repo inside *_url fields; so the index keeps identifier-like fields (exact names
+below, and `*_id`, `*_no`, `*_ref`, `*_key`, `*_sha`), one level of nesting for login/name, and the
+common prefix of URL fields (which carries owner/repo) instead of every URL.
+
+What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
+tables: their first column), or per record for text (git log: sha, author, subject; Playwright
+snapshots: ref and row/link name; CSV/TSV: first column; logs: ERROR lines; file listings: paths; other text: its distinct URLs),
+in input order, until `budget` chars; then one line that says how many were left out and the call
+that pages them. Pure and deterministic: same body and budget, same bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+_ID_NAMES = ("id", "sha", "number", "key", "name", "title", "login", "path", "order_no", "slug", "uuid", "sku", "email", "date", "ref")
+_ID_SUFFIXES = ("_id", "_no", "_ref", "_key", "_sha", "_number", "Id")
+_NESTED_NAMES = ("login", "name", "title")
+_NOT_IDS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
+_MAX_FIELDS = 3
+_VALUE_CHARS = 60
+_SAMPLE = 50
+_LITERAL_MAX_CHARS = 100_000  # ast.literal_eval costs ~0.5 ms per KB
+_TEXT_ENTRY_CHARS = 140
+
+
+def python_literal(text: str) -> Any | None:
+    """A Python-repr list/dict (sqlite MCP server rows: `[{'id': 4, ...}]`), or None. Bounded in size."""
+    s = text.lstrip()
+    if len(s) > _LITERAL_MAX_CHARS or not s.startswith(("[{'", "{'", "[['", "[(")):
+        return None
+    try:
+        return ast.literal_eval(s)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+
+
+def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
+    """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none.
+
+    The line after the shown items pages the rest: with `json_paths` (the stored body is JSON) a
+    JSONPath giving just the first indexed field of every remaining item, and one giving whole items;
+    otherwise (a Python-repr body) a search or a char range.
+    """
+    found = _records(doc)
+    if found is None or budget <= 0:
+        return ""
+    path, items = found
+    if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
+        fields = ["[0]"]
+        values = [[_scalar(it[0]) if it else ""] for it in items]
+        what = "first column"
+    else:
+        fields = _choose_fields(items)
+        if not fields:
+            return ""
+        values = [[_scalar(_get(it, f)) if isinstance(it, dict) else "" for f in fields] for it in items]
+        what = ", ".join(fields)
+    lines = [" | ".join(v) for v in values]
+    prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
+    head = f"index of {len(items):,} items at {path}, one line each: {what}"
+    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
+    first = fields[0] if fields[0].startswith("[") else "." + fields[0]
+
+    def page(k: int) -> str:
+        if not json_paths:
+            return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
+        return (f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {what.split(", ")[0]}, '
+                f'json_path="{path}[{k}:{k + 20}]" for whole items')
+
+    return _render(head, extra, lines, budget, lambda k: f"{len(lines) - k:,} more items not shown: {page(k)}", len(lines))
+
+
+def text_index(text: str, budget: int, trm_id: str) -> str:
+    """Index of a line-oriented text result: git log, Playwright snapshot, CSV/TSV, log, file listing, URLs; '' if none.
+
+    Entries are produced lazily and counted with one regex pass, so a 4 MB body costs about what its
+    first few hundred lines do (the 1 MB path must stay at the speed of no proxy).
+    """
+    if budget <= 0 or not text:
+        return ""
+    for finder in (_git_log, _aria_snapshot, _table_first_column, _error_lines, _listing, _links):
+        found = finder(text)
+        if found is not None:
+            head, entries, total = found
+            starts: list[int] = []
+
+            def lines():
+                for n, entry in entries:
+                    starts.append(n)
+                    yield entry
+
+            def more(k: int) -> str:
+                first = starts[k]
+                return (f"{total - k:,} more not shown, from line {first:,}: "
+                        f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")')
+
+            return _render(head, [], lines(), budget, more, total)
+    return ""
+
+
+def _render(head: str, extra: list[str], lines: Iterable[str], budget: int, more, total: int) -> str:
+    out = [head, *extra]
+    size = sum(len(x) + 1 for x in out)
+    shown = 0
+    for line in lines:
+        entry = "  " + line
+        # Keep room for the "N more" line (~150 chars) unless this is the last entry.
+        reserve = 0 if shown == total - 1 else 180
+        if size + len(entry) + 1 + reserve > budget:
+            break
+        out.append(entry)
+        size += len(entry) + 1
+        shown += 1
+    if shown == 0:
+        return ""
+    if shown < total:
+        out[0] += f"; first {shown:,} shown"
+        out.append("  " + more(shown))
+    else:
+        out[0] += "; all shown"
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ JSON
+
+
+def _records(doc: Any) -> tuple[str, list[Any]] | None:
+    if isinstance(doc, list) and len(doc) >= 2 and _is_records(doc):
+        return "$", doc
+    if isinstance(doc, dict):
+        best: tuple[str, list[Any]] | None = None
+        for key, value in doc.items():
+            if isinstance(key, str) and key.isidentifier() and isinstance(value, list) and len(value) >= 2 and _is_records(value):
+                if best is None or len(value) > len(best[1]):
+                    best = (f"$.{key}", value)
+        return best
+    return None
+
+
+def _is_records(items: list[Any]) -> bool:
+    sample = items[:_SAMPLE]
+    return all(isinstance(it, dict) for it in sample) or all(isinstance(it, (list, tuple)) and it for it in sample)
+
+
+def _is_id_name(name: str) -> bool:
+    if name in _NOT_IDS:
+        return False
+    return name in _ID_NAMES or name.endswith(_ID_SUFFIXES)
+
+
+def _choose_fields(items: list[Any]) -> list[str]:
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    if not sample:
+        return []
+    need = (len(sample) + 1) // 2
+    counts: dict[str, int] = {}
+    for it in sample:
+        for k, v in it.items():
+            if isinstance(k, str) and _is_scalar(v):
+                counts[k] = counts.get(k, 0) + 1
+            elif isinstance(k, str) and isinstance(v, dict):
+                for k2, v2 in v.items():
+                    if k2 in _NESTED_NAMES and _is_scalar(v2):
+                        counts[f"{k}.{k2}"] = counts.get(f"{k}.{k2}", 0) + 1
+    # A field with one value across the sample (committer.login "web-flow") identifies nothing.
+    common = [k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)]
+    top = [k for k in common if "." not in k]
+    rank = {name: i for i, name in enumerate(_ID_NAMES)}
+    exact = sorted((k for k in top if k in rank), key=lambda k: rank[k])
+    suffixed = [k for k in top if k not in rank and _is_id_name(k)]
+    nested = [k for k in common if "." in k]
+    chosen = (exact + suffixed + nested)[:_MAX_FIELDS]
+    if not chosen:
+        urls = [k for k in top if k in ("html_url", "url")]
+        chosen = urls[:1]
+    return chosen
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+
+def _get(item: dict[str, Any], field: str) -> Any:
+    if "." in field:
+        outer, inner = field.split(".", 1)
+        value = item.get(outer)
+        return value.get(inner) if isinstance(value, dict) else None
+    return item.get(field)
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "-"
+    text = str(v).replace("\n", " ").replace("|", "/")
+    return text if len(text) <= _VALUE_CHARS else text[: _VALUE_CHARS - 1] + "…"
+
+
+def _url_prefixes(items: list[Any]) -> list[tuple[str, str]]:
+    """(field, common prefix) of *_url fields shared by every sampled item: owner/repo without 7 URLs per item."""
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    out: list[tuple[str, str]] = []
+    keys = [k for k in ("html_url", "url") if all(isinstance(it.get(k), str) for it in sample)]
+    for key in keys:
+        prefix = os.path.commonprefix([it[key] for it in sample])
+        if len(prefix) >= 12 and "/" in prefix[8:]:
+            out.append((key, prefix[:160]))
+    return out[:2]
+
+
+# ------------------------------------------------------------------ text
+
+_GIT = re.compile(r"^(?:commit|Commit:)\s+([0-9a-f]{7,40})\b", re.M)
+_AUTHOR = re.compile(r"^Author:\s*(.*?)\s*(<[^>]*>)?\s*$")
+_MESSAGE = re.compile(r"^(?:Message:\s*|\s{4})(\S.*)$")
+_ARIA_ROLES = r"(row|link|listitem|option|treeitem)"
+_ARIA = re.compile(r'^[ \t]*- ' + _ARIA_ROLES + r' "([^"\n]+)"(?: \[[^\]\n]*\])*? \[ref=(e\d+)\]', re.M)
+_ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "Exception", "Traceback")
+_LOG_LINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
+_URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
+_PATH = re.compile(r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$")
+_URL_TRAIL = ".,;:!?*_"
+
+Found = tuple[str, Iterator[tuple[int, str]], int]
+
+
+def _iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) lazily: a caller that stops early never splits the rest."""
+    start, n = 0, 1
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield n, text[start:]
+            return
+        yield n, text[start:end]
+        start, n = end + 1, n + 1
+
+
+def _head_lines(text: str, count: int) -> list[str]:
+    return text[: count * 4096].split("\n", count)[:count]
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Each match with its 1-based line number, counting newlines incrementally."""
+    line, pos = 1, 0
+    for m in pattern.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        yield line, m
+
+
+def _clip(s: str, n: int = _TEXT_ENTRY_CHARS) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _git_log(text: str) -> Found | None:
+    if not any(_GIT.match(ln) for ln in _head_lines(text, 20)):
+        return None
+    total = len(_GIT.findall(text))
+
+    def entries() -> Iterator[tuple[int, str]]:
+        for line, m in _matches(_GIT, text):
+            sha, author, subject = m.group(1), "", ""
+            for follow in text[m.end(): m.end() + 2000].split("\n")[1:12]:
+                if _GIT.match(follow):
+                    break
+                a = _AUTHOR.match(follow)
+                if a and not author:
+                    author = a.group(1)
+                msg = _MESSAGE.match(follow)
+                if msg and not subject and not follow.startswith(("Author:", "Date:")):
+                    subject = msg.group(1).strip()
+                if author and subject:
+                    break
+            yield line, (f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}")
+
+    return f"index of {total:,} commits, one line each: sha subject (author)", entries(), total
+
+
+def _aria_snapshot(text: str) -> Found | None:
+    if "[ref=e" not in text[:20_000]:
+        return None
+    counts: dict[str, int] = {}
+    for m in _ARIA.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    if not counts:
+        return None
+    role = max(counts, key=lambda r: (counts[r], r))
+    entries = ((line, f"{m.group(3)} {_clip(m.group(2), 80)}") for line, m in _matches(_ARIA, text) if m.group(1) == role)
+    return f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: ref name", entries, counts[role]
+
+
+def _table_first_column(text: str) -> Found | None:
+    sample = [ln for ln in _head_lines(text, 50) if ln.strip()]
+    if len(sample) < 3:
+        return None
+    for sep in ("\t", ","):
+        counts = [ln.count(sep) for ln in sample]
+        if counts[0] >= 1 and sum(1 for c in counts if c == counts[0]) / len(counts) > 0.9:
+            header = sample[0].split(sep)[0].strip()
+            rows = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n") - 1
+
+            def entries() -> Iterator[tuple[int, str]]:
+                header_seen = False
+                for n, ln in _iter_lines(text):
+                    if not ln.strip():
+                        continue
+                    if header_seen:
+                        yield n, _clip(ln.split(sep, 1)[0].strip(), _VALUE_CHARS)
+                    header_seen = True
+
+            return f"index of {rows:,} rows, one line each: first column ({_clip(header, 40)})", entries(), rows
+    return None
+
+
+def _find_all(text: str, words: tuple[str, ...]) -> Iterator[int]:
+    """Every position of each word, by str.find (a regex alternation costs ~25 ms per MB)."""
+    for word in words:
+        pos = text.find(word)
+        while pos >= 0:
+            yield pos
+            pos = text.find(word, pos + len(word))
+
+
+def _error_lines(text: str) -> Found | None:
+    sample = [ln for ln in _head_lines(text, 200) if ln.strip()]
+    if not sample or sum(1 for ln in sample if _LOG_LINE.search(ln)) / len(sample) <= 0.5:
+        return None
+    starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in _find_all(text, _ERROR_WORDS)})
+    if not starts:
+        return None
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+
+    def entries() -> Iterator[tuple[int, str]]:
+        line, pos = 1, 0
+        for start in starts:
+            line += text.count("\n", pos, start)
+            pos = start
+            end = text.find("\n", start)
+            yield line, _clip(text[start: end if end >= 0 else len(text)].strip())
+
+    return f"index of the {len(starts):,} ERROR lines of {lines:,} log lines", entries(), len(starts)
+
+
+def _listing(text: str) -> Found | None:
+    sample = [ln.strip() for ln in _head_lines(text, 200) if ln.strip()]
+    if not sample or sum(1 for ln in sample if _PATH.match(ln)) / len(sample) <= 0.7:
+        return None
+    total = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n")
+    entries = ((n, _clip(ln.strip())) for n, ln in _iter_lines(text) if ln.strip())
+    return f"index of {total:,} paths, one line each", entries, total
+
+
+def _links(text: str) -> Found | None:
+    """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers)."""
+    distinct = {u.rstrip(_URL_TRAIL) for u in _URL.findall(text)}
+    distinct = {u for u in distinct if len(u) <= _TEXT_ENTRY_CHARS}
+    if len(distinct) < 3:
+        return None
+
+    def entries() -> Iterator[tuple[int, str]]:
+        seen: set[str] = set()
+        for line, m in _matches(_URL, text):
+            url = m.group(0).rstrip(_URL_TRAIL)
+            if url in distinct and url not in seen:
+                seen.add(url)
+                yield line, url
+
+    return f"index of the {len(distinct):,} distinct URLs in the text, one line each", entries(), len(distinct)

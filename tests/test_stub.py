@@ -228,7 +228,7 @@ def test_index_same_bytes_across_processes_and_within_budget(text):
     script = (
         "import sys, orjson; from offload_mcp.policy.stub import build_stub;"
         "body = orjson.loads(sys.stdin.buffer.read());"
-        "sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars=%d, index_chars=3000))" % len(text)
+        f"sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars={len(text)}, index_chars=3000))"
     )
     other = subprocess.run([sys.executable, "-c", script], input=orjson.dumps(body), capture_output=True, check=True, env={"PYTHONHASHSEED": "7", "PATH": ""}).stdout.decode()
     assert other == first

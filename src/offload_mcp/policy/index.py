@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 _ID_NAMES = ("id", "sha", "number", "key", "name", "title", "login", "path", "order_no", "slug", "uuid", "sku", "email", "date", "ref")
@@ -94,24 +94,27 @@ def text_index(text: str, budget: int, trm_id: str) -> str:
     for finder in (_git_log, _aria_snapshot, _table_first_column, _error_lines, _listing, _links):
         found = finder(text)
         if found is not None:
-            head, entries, total = found
-            starts: list[int] = []
-
-            def lines():
-                for n, entry in entries:
-                    starts.append(n)
-                    yield entry
-
-            def more(k: int) -> str:
-                first = starts[k]
-                return (f"{total - k:,} more not shown, from line {first:,}: "
-                        f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")')
-
-            return _render(head, [], lines(), budget, more, total)
+            return _text_render(*found, budget=budget, trm_id=trm_id)
     return ""
 
 
-def _render(head: str, extra: list[str], lines: Iterable[str], budget: int, more, total: int) -> str:
+def _text_render(head: str, entries: Iterable[tuple[int, str]], total: int, *, budget: int, trm_id: str) -> str:
+    starts: list[int] = []
+
+    def lines() -> Iterator[str]:
+        for n, entry in entries:
+            starts.append(n)
+            yield entry
+
+    def more(k: int) -> str:
+        first = starts[k]
+        return (f"{total - k:,} more not shown, from line {first:,}: "
+                f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")')
+
+    return _render(head, [], lines(), budget, more, total)
+
+
+def _render(head: str, extra: list[str], lines: Iterable[str], budget: int, more: Callable[[int], str], total: int) -> str:
     out = [head, *extra]
     size = sum(len(x) + 1 for x in out)
     shown = 0
@@ -312,7 +315,7 @@ def _table_first_column(text: str) -> Found | None:
             header = sample[0].split(sep)[0].strip()
             rows = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n") - 1
 
-            def entries() -> Iterator[tuple[int, str]]:
+            def entries(sep: str = sep) -> Iterator[tuple[int, str]]:
                 header_seen = False
                 for n, ln in _iter_lines(text):
                     if not ln.strip():

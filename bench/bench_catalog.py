@@ -50,10 +50,16 @@ class Raw:
     def __init__(self, config: Path) -> None:
         self.proc = subprocess.Popen(
             [OFFLOAD_MCP, "serve", "--config", str(config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(ROOT),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=str(ROOT),
         )
         self.ids = 0
-        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        self.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        )
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -63,7 +69,9 @@ class Raw:
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.ids += 1
-        self._send({"jsonrpc": "2.0", "id": self.ids, "method": method, **({"params": params} if params is not None else {})})
+        self._send(
+            {"jsonrpc": "2.0", "id": self.ids, "method": method, **({"params": params} if params is not None else {})}
+        )
         assert self.proc.stdout is not None
         while True:
             line = self.proc.stdout.readline()
@@ -121,7 +129,12 @@ def measure_modes(workdir: Path, label: str, hot: list[str]) -> dict[str, Any]:
             proxy.close()
         listed = sum(tool_chars(t) for t in tools)
         eager = sum(tool_chars(t) for t in tools if not t.get("defer_loading"))
-        out[mode] = {"listed_tools": len(tools), "listed_tokens": listed / 4, "eager_tools": sum(1 for t in tools if not t.get("defer_loading")), "eager_tokens": eager / 4}
+        out[mode] = {
+            "listed_tools": len(tools),
+            "listed_tokens": listed / 4,
+            "eager_tools": sum(1 for t in tools if not t.get("defer_loading")),
+            "eager_tokens": eager / 4,
+        }
     base = out["off"]["listed_tokens"]
     for mode in out:
         out[mode]["eager_cut_vs_off"] = 1 - out[mode]["eager_tokens"] / base
@@ -136,8 +149,14 @@ def measure_recall(workdir: Path, queries: list[dict[str, Any]]) -> dict[str, An
     started = time.perf_counter()
     try:
         for q in queries:
-            result = proxy.request("tools/call", {"name": "search_tools", "arguments": {"query": q["query"], "limit": 3}})
-            names = [m["name"] for m in json.loads(result["content"][0]["text"])["matches"]] if not result.get("isError") else []
+            result = proxy.request(
+                "tools/call", {"name": "search_tools", "arguments": {"query": q["query"], "limit": 3}}
+            )
+            names = (
+                [m["name"] for m in json.loads(result["content"][0]["text"])["matches"]]
+                if not result.get("isError")
+                else []
+            )
             rank = next((i for i, n in enumerate(names) if n in q["expect"]), None)
             if rank is None:
                 misses.append({"query": q["query"], "expect": q["expect"], "got": names})
@@ -149,7 +168,14 @@ def measure_recall(workdir: Path, queries: list[dict[str, Any]]) -> dict[str, An
         proxy.close()
     elapsed = time.perf_counter() - started
     n = len(queries)
-    return {"queries": n, "top3_recall": hits / n, "top1_recall": top1 / n, "mrr_at_3": rr / n, "misses": misses, "ms_per_search": 1000 * elapsed / n}
+    return {
+        "queries": n,
+        "top3_recall": hits / n,
+        "top1_recall": top1 / n,
+        "mrr_at_3": rr / n,
+        "misses": misses,
+        "ms_per_search": 1000 * elapsed / n,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,21 +193,35 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"Catalog: {default['off']['listed_tools'] - 2} downstream tools + 2 own tools; tokens = chars/4 of the tools/list JSON as sent\n")
-    print(f"{'hot set':<28} {'mode':<7} {'listed':>7} {'tokens':>8} {'eager':>6} {'eager tokens':>13} {'cut vs off':>11}")
+    print(
+        f"Catalog: {default['off']['listed_tools'] - 2} downstream tools + 2 own tools; tokens = chars/4 of the tools/list JSON as sent\n"
+    )
+    print(
+        f"{'hot set':<28} {'mode':<7} {'listed':>7} {'tokens':>8} {'eager':>6} {'eager tokens':>13} {'cut vs off':>11}"
+    )
     for label, table in (("own tools only (default)", default), (f"+ {len(TYPICAL_HOT)} hot tools", typical)):
         for mode, row in table.items():
-            print(f"{label:<28} {mode:<7} {row['listed_tools']:>7} {row['listed_tokens']:>8.0f} {row['eager_tools']:>6} {row['eager_tokens']:>13.0f} {row['eager_cut_vs_off']:>10.1%}")
+            print(
+                f"{label:<28} {mode:<7} {row['listed_tools']:>7} {row['listed_tokens']:>8.0f} {row['eager_tools']:>6} {row['eager_tokens']:>13.0f} {row['eager_cut_vs_off']:>10.1%}"
+            )
     target_cut = default["search"]["eager_cut_vs_off"] >= 0.85 and typical["search"]["eager_cut_vs_off"] >= 0.85
-    print(f"\nsearch mode definition-token cut vs off: {default['search']['eager_cut_vs_off']:.1%} (default), "
-          f"{typical['search']['eager_cut_vs_off']:.1%} (5 hot) — target >= 85%: {'met' if target_cut else 'NOT met'}")
-    print(f"search recall over {recall['queries']} task queries: top-3 {recall['top3_recall']:.1%}, top-1 {recall['top1_recall']:.1%}, "
-          f"MRR@3 {recall['mrr_at_3']:.3f}, {recall['ms_per_search']:.1f} ms per search through the proxy — target top-3 >= 90%: "
-          f"{'met' if recall['top3_recall'] >= 0.9 else 'NOT met'}")
+    print(
+        f"\nsearch mode definition-token cut vs off: {default['search']['eager_cut_vs_off']:.1%} (default), "
+        f"{typical['search']['eager_cut_vs_off']:.1%} (5 hot) — target >= 85%: {'met' if target_cut else 'NOT met'}"
+    )
+    print(
+        f"search recall over {recall['queries']} task queries: top-3 {recall['top3_recall']:.1%}, top-1 {recall['top1_recall']:.1%}, "
+        f"MRR@3 {recall['mrr_at_3']:.3f}, {recall['ms_per_search']:.1f} ms per search through the proxy — target top-3 >= 90%: "
+        f"{'met' if recall['top3_recall'] >= 0.9 else 'NOT met'}"
+    )
     for miss in recall["misses"]:
-        print(f"  miss: {miss['query']!r}: expected {' or '.join(miss['expect'])}, got {', '.join(miss['got']) or 'nothing'}")
+        print(
+            f"  miss: {miss['query']!r}: expected {' or '.join(miss['expect'])}, got {', '.join(miss['got']) or 'nothing'}"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps({"default_hot": default, "typical_hot": typical, "recall": recall}, indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps({"default_hot": default, "typical_hot": typical, "recall": recall}, indent=2) + "\n"
+        )
     return 0 if target_cut and recall["top3_recall"] >= 0.9 else 1
 
 

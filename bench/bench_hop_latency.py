@@ -73,7 +73,9 @@ def report(samples: dict[str, list[float]]) -> str:
         lines.append(f"{name:<16} {med:>10.3f} {p99:>8.3f} {med - direct:>9.3f} {med / direct:>6.2f}")
     bare = statistics.median(samples["bare SDK proxy"]) - direct
     ours = statistics.median(samples["offload-mcp"]) - direct
-    lines.append(f"offload-mcp hop / bare SDK hop: {ours / bare:.2f} (median added latency; p99 direct {direct_p99:.3f} ms)")
+    lines.append(
+        f"offload-mcp hop / bare SDK hop: {ours / bare:.2f} (median added latency; p99 direct {direct_p99:.3f} ms)"
+    )
     return "\n".join(lines)
 
 

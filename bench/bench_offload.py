@@ -51,7 +51,11 @@ def log_text(chars: int, seed: int = 3) -> str:
     rng = random.Random(seed)
     out, total, n = [], 0, 0
     while total < chars:
-        line = f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(WORDS)} " + " ".join(rng.choice(WORDS) for _ in range(8)) + f" id={rng.randrange(10**9):09d}\n"
+        line = (
+            f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(WORDS)} "
+            + " ".join(rng.choice(WORDS) for _ in range(8))
+            + f" id={rng.randrange(10**9):09d}\n"
+        )
         out.append(line)
         total += len(line)
         n += 1
@@ -88,8 +92,18 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
     data.mkdir()
     servers: dict[str, tuple[str, list[str], str, Any]] = {}
     if (NPM_BIN / "mcp-server-filesystem").exists():
-        servers["filesystem read_text_file"] = (str(NPM_BIN / "mcp-server-filesystem"), [str(data)], "read_text_file", lambda mb: {"path": str(data / f"{mb}.txt")})
-    servers["fixture make_text"] = (sys.executable, [str(FIXTURE)], "make_text", lambda mb: {"size": int(mb * 1_000_000)})
+        servers["filesystem read_text_file"] = (
+            str(NPM_BIN / "mcp-server-filesystem"),
+            [str(data)],
+            "read_text_file",
+            lambda mb: {"path": str(data / f"{mb}.txt")},
+        )
+    servers["fixture make_text"] = (
+        sys.executable,
+        [str(FIXTURE)],
+        "make_text",
+        lambda mb: {"size": int(mb * 1_000_000)},
+    )
     for mb in sizes_mb:
         (data / f"{mb}.txt").write_text(log_text(int(mb * 1_000_000)))
 
@@ -103,7 +117,9 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
         async with AsyncExitStack() as stack:
             direct = await open_session(stack, command, args)
             proxies = {
-                mode: await open_session(stack, OFFLOAD_MCP, ["serve", "-c", str(cfg), "--ledger", str(tmp / f"{mode}.db")])
+                mode: await open_session(
+                    stack, OFFLOAD_MCP, ["serve", "-c", str(cfg), "--ledger", str(tmp / f"{mode}.db")]
+                )
                 for mode, cfg in configs.items()
             }
             for mb in sizes_mb:
@@ -114,12 +130,18 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
                 rows.append((label, mb, d_time, d_size, o_time, o_size, f_time, f_size))
 
     print(f"median of {repeat} calls each; client = Python SDK ClientSession over stdio\n")
-    print(f"{'server/tool':28} {'size':>6} {'direct':>9} {'proxy stub':>11} {'ratio':>6} {'proxy default':>14} {'ratio':>6}  chars received (direct / stub / default)")
+    print(
+        f"{'server/tool':28} {'size':>6} {'direct':>9} {'proxy stub':>11} {'ratio':>6} {'proxy default':>14} {'ratio':>6}  chars received (direct / stub / default)"
+    )
     for label, mb, d, ds, o, os_, f, fs in rows:
-        print(f"{label:28} {mb:5g}M {d * 1e3:7.1f}ms {o * 1e3:9.1f}ms {o / d:5.2f}x {f * 1e3:12.1f}ms {f / d:5.2f}x  {ds:,} / {os_:,} / {fs:,}")
+        print(
+            f"{label:28} {mb:5g}M {d * 1e3:7.1f}ms {o * 1e3:9.1f}ms {o / d:5.2f}x {f * 1e3:12.1f}ms {f / d:5.2f}x  {ds:,} / {os_:,} / {fs:,}"
+        )
     worst = max(o / d for _, mb, d, _, o, *_ in rows if mb >= 1)
-    print(f"\ntarget: stub through the proxy no slower than the full result directly (ratio <= 1.0 at >= 1 MB): "
-          f"{'met' if worst <= 1.0 else 'NOT met'} (worst {worst:.2f}x)")
+    print(
+        f"\ntarget: stub through the proxy no slower than the full result directly (ratio <= 1.0 at >= 1 MB): "
+        f"{'met' if worst <= 1.0 else 'NOT met'} (worst {worst:.2f}x)"
+    )
 
 
 def main() -> None:

@@ -54,7 +54,14 @@ def insert_bodies(path: Path, texts: Iterable[str], batch_size: int = 1000) -> l
     ids: list[str] = []
     batch: list[BodyRecord] = []
     for i, text in enumerate(texts):
-        rec = BodyRecord.of({"content": [{"type": "text", "text": text}]}, server="bench", tool="tool", arguments={"i": i}, session_id="s", chars=len(text))
+        rec = BodyRecord.of(
+            {"content": [{"type": "text", "text": text}]},
+            server="bench",
+            tool="tool",
+            arguments={"i": i},
+            session_id="s",
+            chars=len(text),
+        )
         batch.append(rec)
         ids.append(rec.trm_id)
         if len(batch) == batch_size:
@@ -128,11 +135,15 @@ def main() -> None:
             p50s, p50l = pct(small, 0.5) * 1e3, pct(large, 0.5) * 1e3
             p99s, p99l = pct(small, 0.99) * 1e3, pct(large, 0.99) * 1e3
             worst = max(worst, p50l / p50s)
-            print(f"{style:8} {p50s:9.3f}ms {p50l:9.3f}ms {p50l / p50s:6.2f}x {p99s:9.3f}ms {p99l:9.3f}ms {p99l / p99s:6.2f}x")
+            print(
+                f"{style:8} {p50s:9.3f}ms {p50l:9.3f}ms {p50l / p50s:6.2f}x {p99s:9.3f}ms {p99l:9.3f}ms {p99l / p99s:6.2f}x"
+            )
         print()
-        print(f"target: the {args.large:,}-entry ledger's p50 within 1.5x of the {args.small:,}-entry one -> "
-              f"{'met' if worst <= 1.5 else 'NOT met'} (worst p50 ratio {worst:.2f}x); mean of all calls "
-              f"{statistics.mean(sum(results['small'].values(), [])) * 1e3:.3f}ms vs {statistics.mean(sum(results['large'].values(), [])) * 1e3:.3f}ms")
+        print(
+            f"target: the {args.large:,}-entry ledger's p50 within 1.5x of the {args.small:,}-entry one -> "
+            f"{'met' if worst <= 1.5 else 'NOT met'} (worst p50 ratio {worst:.2f}x); mean of all calls "
+            f"{statistics.mean(sum(results['small'].values(), [])) * 1e3:.3f}ms vs {statistics.mean(sum(results['large'].values(), [])) * 1e3:.3f}ms"
+        )
 
 
 if __name__ == "__main__":

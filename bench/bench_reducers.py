@@ -73,7 +73,9 @@ def table(title: str, rows: list[tuple[str, str, str]], repeat: int) -> None:
     results["pipeline"] = measure(list(default), rows, repeat)
     whole = results["pipeline"][0]
     print(f"\n{title}: {len(rows):,} records, {chars / 1e6:.2f} MB")
-    print(f"{'reducer':<11} {'records/s':>10} {'MB/s':>8} {'acted':>7} {'chars removed':>14} {'% of chars':>10} {'time vs pipeline':>17}")
+    print(
+        f"{'reducer':<11} {'records/s':>10} {'MB/s':>8} {'acted':>7} {'chars removed':>14} {'% of chars':>10} {'time vs pipeline':>17}"
+    )
     for name, (secs, acted, removed) in results.items():
         print(
             f"{name:<11} {len(rows) / secs:>10,.0f} {chars / 1e6 / secs:>8.2f} {acted:>7,} {removed:>14,} "
@@ -91,11 +93,20 @@ def shapes(mb: float) -> list[tuple[str, str, str]]:
     words = "error warning info request response user order item price status ok failed retry timeout cache".split()
     log, git, n = [], [], 0
     while sum(map(len, log)) < size:
-        log.append(f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(words)} " + " ".join(rng.choice(words) for _ in range(8)) + f" id={rng.randrange(10**9):09d}")
+        log.append(
+            f"2026-11-29T16:{n // 60 % 60:02d}:{n % 60:02d}Z {rng.choice(words)} "
+            + " ".join(rng.choice(words) for _ in range(8))
+            + f" id={rng.randrange(10**9):09d}"
+        )
         n += 1
     for i in range(size // 150):
-        git.append(f"Commit: {rng.getrandbits(160):040x}\nAuthor: Dev {i % 7} <dev{i % 7}@example.com>\nDate: 2026-01-{i % 28 + 1:02d} 10:00:00+00:00\nMessage: change {i}\n")
-    rows = [{"id": i, "name": f"item {i}", "price": round(rng.random() * 100, 2), "status": rng.choice(words)} for i in range(size // 70)]
+        git.append(
+            f"Commit: {rng.getrandbits(160):040x}\nAuthor: Dev {i % 7} <dev{i % 7}@example.com>\nDate: 2026-01-{i % 28 + 1:02d} 10:00:00+00:00\nMessage: change {i}\n"
+        )
+    rows = [
+        {"id": i, "name": f"item {i}", "price": round(rng.random() * 100, 2), "status": rng.choice(words)}
+        for i in range(size // 70)
+    ]
     return [
         ("log", "read_text_file", "\n".join(log)[:size]),
         ("git log", "git_log", "\n".join(git)[:size]),
@@ -109,7 +120,9 @@ def shapes_table(mb: float, repeat: int) -> None:
 
     default = list(ReducerSettings().pipeline)
     enough = PolicySettings().client_max_result_chars
-    floor_pipeline = build_pipeline(ReducerSettings(pipeline=[n for n in default if n not in ("collapse", "smartcrush")]))  # type: ignore[misc]
+    floor_pipeline = build_pipeline(
+        ReducerSettings(pipeline=[n for n in default if n not in ("collapse", "smartcrush")])
+    )  # type: ignore[misc]
     print(f"\nMB/s per reducer alone, pipeline and decide-first floor, on ~{mb:g} MB outputs (best of {repeat})")
     columns = [*default, "pipeline", "floor"]
     print(f"{'shape':<12} {'MB':>5} " + " ".join(f"{c:>10}" for c in columns))
@@ -138,14 +151,22 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--large", type=Path, help="A folder of large real outputs (bench/data/large/make_large.py writes them).")
-    parser.add_argument("--shapes", type=float, nargs="*", help="Also MB/s on generated outputs of these sizes in MB (e.g. 1 4).")
+    parser.add_argument(
+        "--large", type=Path, help="A folder of large real outputs (bench/data/large/make_large.py writes them)."
+    )
+    parser.add_argument(
+        "--shapes", type=float, nargs="*", help="Also MB/s on generated outputs of these sizes in MB (e.g. 1 4)."
+    )
     args = parser.parse_args()
     table(f"corpus {args.corpus.name}", load(args.corpus, args.limit), args.repeat)
     for mb in args.shapes or []:
         shapes_table(mb, args.repeat)
     if args.large and args.large.is_dir():
-        files = [("large", f.name, f.read_text(encoding="utf-8", errors="replace")) for f in sorted(args.large.iterdir()) if f.is_file()]
+        files = [
+            ("large", f.name, f.read_text(encoding="utf-8", errors="replace"))
+            for f in sorted(args.large.iterdir())
+            if f.is_file()
+        ]
         table(f"large outputs in {args.large}", files, args.repeat)
 
 

@@ -41,7 +41,9 @@ SERVER = [sys.executable, str(ROOT / "tests" / "fixtures" / "relay_server.py")]
 OFFLOAD = [str(Path(sys.executable).parent / "offload-mcp"), "serve", "--"]
 
 
-async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+async def sampling(
+    context: ClientRequestContext, params: types.CreateMessageRequestParams
+) -> types.CreateMessageResult:
     return types.CreateMessageResult(role="assistant", content=types.TextContent(text="ok"), model="bench")
 
 

@@ -51,11 +51,15 @@ HOSTILE = [sys.executable, str(ROOT / "tests" / "fixtures" / "hostile_server.py"
 
 
 def long_lines(n: int) -> str:
-    return "\n".join(f"client {n} row {i} - " + " ".join(f"tok{(i * 7 + k + n) % 89}" for k in range(130)) for i in range(12))
+    return "\n".join(
+        f"client {n} row {i} - " + " ".join(f"tok{(i * 7 + k + n) % 89}" for k in range(130)) for i in range(12)
+    )
 
 
 def write_config(tmp: Path, ledger: str) -> Path:
-    text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=TOKENS["alice"], BOB_TOKEN=TOKENS["bob"], LEDGER_URL=ledger)
+    text = render(
+        (DEPLOY / "offload.json").read_text(), ALICE_TOKEN=TOKENS["alice"], BOB_TOKEN=TOKENS["bob"], LEDGER_URL=ledger
+    )
     config = json.loads(text)
     config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
     path = tmp / "offload.json"
@@ -175,7 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=3)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--ledger", help="Shared ledger: postgresql://..., or `postgres` for a throwaway server; default a shared SQLite file (WAL).")
+    parser.add_argument(
+        "--ledger",
+        help="Shared ledger: postgresql://..., or `postgres` for a throwaway server; default a shared SQLite file (WAL).",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="Skip the one-replica SQLite baseline.")
     parser.add_argument("--only-baseline", action="store_true", help="Run only the one-replica SQLite baseline.")
     args = parser.parse_args(argv)

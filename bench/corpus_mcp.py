@@ -67,17 +67,32 @@ from corpus_servers import build_db  # noqa: E402
 DEFAULT_OUT = HERE / "data" / "corpus" / "mcp_servers.jsonl.gz"
 SOURCE = "offload-mcp:bench/corpus_mcp.py"
 FIXED_ROOT = "/srv/corpus"
-AUTHORS = [("Ada Lovelace", "ada@acme.example"), ("Grace Hopper", "grace@acme.example"), ("Alan Turing", "alan@acme.example"),
-           ("Edsger Dijkstra", "edsger@acme.example"), ("Barbara Liskov", "barbara@acme.example"), ("Donald Knuth", "don@acme.example"),
-           ("Dev 1", "dev1@acme.example")]
+AUTHORS = [
+    ("Ada Lovelace", "ada@acme.example"),
+    ("Grace Hopper", "grace@acme.example"),
+    ("Alan Turing", "alan@acme.example"),
+    ("Edsger Dijkstra", "edsger@acme.example"),
+    ("Barbara Liskov", "barbara@acme.example"),
+    ("Donald Knuth", "don@acme.example"),
+    ("Dev 1", "dev1@acme.example"),
+]
 
 
 # ---- the generated project tree and its history --------------------------------------------
 
 
 def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    base = {"PATH": os.environ.get("PATH", ""), "HOME": str(repo), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C", "TZ": "UTC"}
-    done = subprocess.run(["git", *args], cwd=repo, env={**base, **(env or {})}, capture_output=True, text=True, check=True)
+    base = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(repo),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "LC_ALL": "C",
+        "TZ": "UTC",
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env={**base, **(env or {})}, capture_output=True, text=True, check=True
+    )
     return done.stdout
 
 
@@ -95,7 +110,9 @@ def build_repo(repo: Path) -> None:
     (repo / "notes").mkdir()
     (repo / "README.md").write_text("# inventory-service\n\nKeeps warehouse stock in sync with orders.\n")
     for m in modules:
-        (repo / "src" / "inventory" / f"{m}.py").write_text(f'"""{m} handling."""\n\nWAREHOUSES = ["WH-12", "WH-31", "WH-47"]\n')
+        (repo / "src" / "inventory" / f"{m}.py").write_text(
+            f'"""{m} handling."""\n\nWAREHOUSES = ["WH-12", "WH-31", "WH-47"]\n'
+        )
     (repo / "data" / "orders.csv").write_text("order_no,sku,qty,warehouse,status\n")
     (repo / "logs" / "app.log").write_text("")
     base = datetime(2026, 1, 5, 9, 0, 0)
@@ -104,23 +121,35 @@ def build_repo(repo: Path) -> None:
         module = rng.choice(modules)
         kind = rng.choice(["fix", "feat", "refactor", "perf", "chore"])
         with open(repo / "src" / "inventory" / f"{module}.py", "a") as f:
-            f.write(f"\n\ndef reconcile_{module}_{i:03d}(warehouse: str = \"WH-{rng.randint(10, 99)}\") -> int:\n"
-                    f"    \"\"\"{kind}: threshold tuned for SKU-{rng.randint(1000, 9999)}.\"\"\"\n"
-                    f"    return {rng.randint(1, 5000)}\n")
+            f.write(
+                f'\n\ndef reconcile_{module}_{i:03d}(warehouse: str = "WH-{rng.randint(10, 99)}") -> int:\n'
+                f'    """{kind}: threshold tuned for SKU-{rng.randint(1000, 9999)}."""\n'
+                f"    return {rng.randint(1, 5000)}\n"
+            )
         with open(repo / "data" / "orders.csv", "a") as f:
             for _ in range(3):
-                f.write(f"ORD-2026-{rng.randint(1, 99999):05d},SKU-{rng.randint(1000, 9999)},{rng.randint(1, 9)},WH-{rng.randint(10, 99)},"
-                        f"{rng.choice(['open', 'picked', 'shipped', 'returned'])}\n")
+                f.write(
+                    f"ORD-2026-{rng.randint(1, 99999):05d},SKU-{rng.randint(1000, 9999)},{rng.randint(1, 9)},WH-{rng.randint(10, 99)},"
+                    f"{rng.choice(['open', 'picked', 'shipped', 'returned'])}\n"
+                )
         with open(repo / "logs" / "app.log", "a") as f:
             for k in range(14):
                 when = base + timedelta(hours=3 * i, seconds=97 * k)
                 level = "ERROR" if rng.random() < 0.04 else rng.choice(["INFO", "INFO", "INFO", "DEBUG", "WARN"])
-                f.write(f"{when.isoformat()}Z {level} [{module}] req=r-{rng.getrandbits(48):012x} "
-                        f"{'sync failed for' if level == 'ERROR' else 'processed'} SKU-{rng.randint(1000, 9999)} at WH-{rng.randint(10, 99)} "
-                        f"in {rng.randint(2, 900)} ms\n")
+                f.write(
+                    f"{when.isoformat()}Z {level} [{module}] req=r-{rng.getrandbits(48):012x} "
+                    f"{'sync failed for' if level == 'ERROR' else 'processed'} SKU-{rng.randint(1000, 9999)} at WH-{rng.randint(10, 99)} "
+                    f"in {rng.randint(2, 900)} ms\n"
+                )
         stamp = (base + timedelta(hours=3 * i)).strftime("%Y-%m-%dT%H:%M:%S+0000")
-        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp,
-               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+        env = {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_AUTHOR_DATE": stamp,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_COMMITTER_DATE": stamp,
+        }
         _git(repo, "add", "-A")
         subject = {"fix": "Fix", "feat": "Add", "refactor": "Refactor", "perf": "Speed up", "chore": "Tidy"}[kind]
         _git(repo, "commit", "-q", "-m", f"{subject} {module} reconciliation #{i}", env=env)
@@ -148,9 +177,15 @@ class Recorder:
         text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
         structured = result.structured_content
         record: dict[str, Any] = {
-            "source": SOURCE, "server": server, "tool": f"{server}.{tool}",
-            "call": self._fix(json.dumps(arguments, sort_keys=True)), "output": self._fix(text),
-            "traj": self.traj, "step": self.step, "is_error": bool(result.is_error), "truncated_by_agent": False,
+            "source": SOURCE,
+            "server": server,
+            "tool": f"{server}.{tool}",
+            "call": self._fix(json.dumps(arguments, sort_keys=True)),
+            "output": self._fix(text),
+            "traj": self.traj,
+            "step": self.step,
+            "is_error": bool(result.is_error),
+            "truncated_by_agent": False,
         }
         if structured is not None:
             record["structured"] = json.loads(self._fix(json.dumps(structured)))
@@ -207,52 +242,133 @@ def _pick(items: list[Any], fraction: float) -> Any:
 def sql_sessions() -> list[tuple[str, Session]]:
     out: list[tuple[str, Session]] = []
     for k, (status, frac) in enumerate([("refunded", 0.6), ("shipped", 0.45), ("cancelled", 0.3), ("delivered", 0.7)]):
+
         async def s(rec: Recorder, servers: Servers, status: str = status, frac: float = frac) -> None:
             async def body(db: Any) -> None:
                 await rec.call(db, "sqlite", "list_tables", {})
                 await rec.call(db, "sqlite", "describe_table", {"table_name": "orders"})
-                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM orders WHERE status = '{status}' ORDER BY created_at"})
+                text, _ = await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {"query": f"SELECT * FROM orders WHERE status = '{status}' ORDER BY created_at"},
+                )
                 row = _pick(ast.literal_eval(text), frac)
-                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM customers WHERE id = {row['customer_id']}"})
-                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM order_items WHERE order_id = {row['id']}"})
+                await rec.call(
+                    db, "sqlite", "read_query", {"query": f"SELECT * FROM customers WHERE id = {row['customer_id']}"}
+                )
+                text, _ = await rec.call(
+                    db, "sqlite", "read_query", {"query": f"SELECT * FROM order_items WHERE order_id = {row['id']}"}
+                )
                 item = ast.literal_eval(text)[-1]
-                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT sku, name, price, stock FROM products WHERE sku = '{item['sku']}'"})
-                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT order_no, status, total FROM orders WHERE order_no = '{row['order_no']}'"})
+                await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {"query": f"SELECT sku, name, price, stock FROM products WHERE sku = '{item['sku']}'"},
+                )
+                await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {"query": f"SELECT order_no, status, total FROM orders WHERE order_no = '{row['order_no']}'"},
+                )
+
             await with_server(servers, "sqlite", body)
+
         out.append((f"sqlite-orders-{k}", s))
     for k, city in enumerate(["Lyon", "Tartu", "Graz"]):
+
         async def c(rec: Recorder, servers: Servers, city: str = city) -> None:
             async def body(db: Any) -> None:
-                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT id, name, email, city, created_at FROM customers WHERE city = '{city}' ORDER BY id"})
+                text, _ = await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {
+                        "query": f"SELECT id, name, email, city, created_at FROM customers WHERE city = '{city}' ORDER BY id"
+                    },
+                )
                 who = _pick(ast.literal_eval(text), 0.55)
-                text, _ = await rec.call(db, "sqlite", "read_query", {"query": f"SELECT * FROM orders WHERE customer_id = {who['id']} ORDER BY created_at"})
+                text, _ = await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {"query": f"SELECT * FROM orders WHERE customer_id = {who['id']} ORDER BY created_at"},
+                )
                 refs = [r for r in ast.literal_eval(text) if r["shipping_ref"]]
                 if refs:
-                    await rec.call(db, "sqlite", "read_query", {"query": f"SELECT id, order_no, status FROM orders WHERE shipping_ref = '{refs[-1]['shipping_ref']}'"})
-                await rec.call(db, "sqlite", "read_query", {"query": f"SELECT COUNT(*) AS n FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.email = '{who['email']}'"})
+                    await rec.call(
+                        db,
+                        "sqlite",
+                        "read_query",
+                        {
+                            "query": f"SELECT id, order_no, status FROM orders WHERE shipping_ref = '{refs[-1]['shipping_ref']}'"
+                        },
+                    )
+                await rec.call(
+                    db,
+                    "sqlite",
+                    "read_query",
+                    {
+                        "query": f"SELECT COUNT(*) AS n FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.email = '{who['email']}'"
+                    },
+                )
+
             await with_server(servers, "sqlite", body)
+
         out.append((f"sqlite-customers-{k}", c))
     for k, (limit, frac) in enumerate([(60, 0.55), (120, 0.8), (25, 0.4)]):
+
         async def p(rec: Recorder, servers: Servers, limit: int = limit, frac: float = frac) -> None:
             async def body(db: Any) -> None:
-                text, _ = await rec.call(db, "postgres", "query", {"sql": "SELECT o.order_no, o.total, o.status, c.email FROM orders o JOIN customers c ON c.id = o.customer_id "
-                                                                   f"ORDER BY o.total DESC LIMIT {limit}"})
+                text, _ = await rec.call(
+                    db,
+                    "postgres",
+                    "query",
+                    {
+                        "sql": "SELECT o.order_no, o.total, o.status, c.email FROM orders o JOIN customers c ON c.id = o.customer_id "
+                        f"ORDER BY o.total DESC LIMIT {limit}"
+                    },
+                )
                 row = _pick(json.loads(text), frac)
-                text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM orders WHERE order_no = '{row['order_no']}'"})
+                text, _ = await rec.call(
+                    db, "postgres", "query", {"sql": f"SELECT * FROM orders WHERE order_no = '{row['order_no']}'"}
+                )
                 order = json.loads(text)[0]
-                text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM order_items WHERE order_id = {order['id']}"})
-                await rec.call(db, "postgres", "query", {"sql": f"SELECT * FROM customers WHERE email = '{row['email']}'"})
+                text, _ = await rec.call(
+                    db, "postgres", "query", {"sql": f"SELECT * FROM order_items WHERE order_id = {order['id']}"}
+                )
+                await rec.call(
+                    db, "postgres", "query", {"sql": f"SELECT * FROM customers WHERE email = '{row['email']}'"}
+                )
+
             await with_server(servers, "postgres", body)
+
         out.append((f"postgres-top-orders-{k}", p))
 
     async def stock(rec: Recorder, servers: Servers) -> None:
         async def body(db: Any) -> None:
             text, _ = await rec.call(db, "postgres", "query", {"sql": "SELECT * FROM products ORDER BY stock, sku"})
             product = _pick(json.loads(text), 0.5)
-            text, _ = await rec.call(db, "postgres", "query", {"sql": f"SELECT order_id, qty, unit_price FROM order_items WHERE sku = '{product['sku']}' ORDER BY order_id"})
+            text, _ = await rec.call(
+                db,
+                "postgres",
+                "query",
+                {
+                    "sql": f"SELECT order_id, qty, unit_price FROM order_items WHERE sku = '{product['sku']}' ORDER BY order_id"
+                },
+            )
             line = _pick(json.loads(text), 0.5)
-            await rec.call(db, "postgres", "query", {"sql": f"SELECT order_no, created_at, shipping_ref FROM orders WHERE id = {line['order_id']}"})
+            await rec.call(
+                db,
+                "postgres",
+                "query",
+                {"sql": f"SELECT order_no, created_at, shipping_ref FROM orders WHERE id = {line['order_id']}"},
+            )
+
         await with_server(servers, "postgres", body)
+
     out.append(("postgres-stock", stock))
     return out
 
@@ -261,6 +377,7 @@ def github_sessions() -> list[tuple[str, Session]]:
     out: list[tuple[str, Session]] = []
     repo = {"owner": "acme-labs", "repo": "inventory-service"}
     for k, frac in enumerate([0.57, 0.15, 0.85]):
+
         async def issues(rec: Recorder, servers: Servers, frac: float = frac) -> None:
             async def body(gh: Any) -> None:
                 text, _ = await rec.call(gh, "github", "list_issues", {**repo, "state": "open", "per_page": 30})
@@ -271,9 +388,12 @@ def github_sessions() -> list[tuple[str, Session]]:
                 if shas:
                     text, _ = await rec.call(gh, "github", "get_commit", {**repo, "sha": shas[-1]})
                     await rec.call(gh, "github", "get_user", {"username": json.loads(text)["author"]["login"]})
+
             await with_server(servers, "github", body)
+
         out.append((f"github-issue-{k}", issues))
     for k, (per_page, frac) in enumerate([(60, 0.62), (100, 0.9)]):
+
         async def commits(rec: Recorder, servers: Servers, per_page: int = per_page, frac: float = frac) -> None:
             async def body(gh: Any) -> None:
                 text, _ = await rec.call(gh, "github", "list_commits", {**repo, "per_page": per_page})
@@ -281,10 +401,15 @@ def github_sessions() -> list[tuple[str, Session]]:
                 text, _ = await rec.call(gh, "github", "get_commit", {**repo, "sha": commit["sha"]})
                 detail = json.loads(text)
                 text, _ = await rec.call(gh, "github", "list_issues", {**repo, "state": "all", "per_page": 90})
-                hit = next((i for i in json.loads(text) if commit["sha"][:12] in (i["body"] or "")), _pick(json.loads(text), 0.66))
+                hit = next(
+                    (i for i in json.loads(text) if commit["sha"][:12] in (i["body"] or "")),
+                    _pick(json.loads(text), 0.66),
+                )
                 await rec.call(gh, "github", "get_issue", {**repo, "issue_number": hit["number"]})
                 await rec.call(gh, "github", "get_user", {"username": detail["author"]["login"]})
+
             await with_server(servers, "github", body)
+
         out.append((f"github-commits-{k}", commits))
     return out
 
@@ -292,22 +417,31 @@ def github_sessions() -> list[tuple[str, Session]]:
 def finance_sessions() -> list[tuple[str, Session]]:
     out: list[tuple[str, Session]] = []
     for symbol, exp_index, frac in [("ACME", 2, 0.63), ("GLOBX", 0, 0.4), ("INITECH", 3, 0.77)]:
-        async def s(rec: Recorder, servers: Servers, symbol: str = symbol, exp_index: int = exp_index, frac: float = frac) -> None:
+
+        async def s(
+            rec: Recorder, servers: Servers, symbol: str = symbol, exp_index: int = exp_index, frac: float = frac
+        ) -> None:
             async def body(fin: Any) -> None:
-                text, _ = await rec.call(fin, "finance", "get_historical_stock_prices", {"symbol": symbol, "period": "1y"})
+                text, _ = await rec.call(
+                    fin, "finance", "get_historical_stock_prices", {"symbol": symbol, "period": "1y"}
+                )
                 rows = json.loads(text)
                 low = min(rows, key=lambda r: r["close"])
                 await rec.call(fin, "finance", "get_news", {"symbol": symbol, "day": low["date"]})
                 _, quote = await rec.call(fin, "finance", "get_quote", {"symbol": symbol})
                 expiration = quote["option_expirations"][exp_index]
-                text, _ = await rec.call(fin, "finance", "get_option_chain", {"symbol": symbol, "expiration": expiration})
+                text, _ = await rec.call(
+                    fin, "finance", "get_option_chain", {"symbol": symbol, "expiration": expiration}
+                )
                 contract = _pick(json.loads(text)["calls"], frac)
                 await rec.call(fin, "finance", "get_option_quote", {"contract_symbol": contract["contractSymbol"]})
                 text, _ = await rec.call(fin, "finance", "get_price_table", {"symbol": symbol, "days": 120})
                 table = list(csv.DictReader(io.StringIO(text)))
                 busiest = max(table, key=lambda r: int(r["Volume"]))
                 await rec.call(fin, "finance", "get_news", {"symbol": symbol, "day": busiest["Date"]})
+
             await with_server(servers, "finance", body)
+
         out.append((f"finance-{symbol.lower()}", s))
     return out
 
@@ -319,20 +453,45 @@ def memory_sessions() -> list[tuple[str, Session]]:
         rng = random.Random(99)
 
         async def body(mem: Any) -> None:
-            entities = [{"name": f"Customer C-{1000 + i * 17}", "entityType": "customer",
-                         "observations": [f"account ACC-{rng.randint(100000, 999999)}", f"prefers warehouse WH-{rng.randint(10, 99)}",
-                                          f"last order ORD-2025-{rng.randint(1, 720):05d}", f"contact {rng.choice(['email', 'phone'])}"]}
-                        for i in range(45)]
+            entities = [
+                {
+                    "name": f"Customer C-{1000 + i * 17}",
+                    "entityType": "customer",
+                    "observations": [
+                        f"account ACC-{rng.randint(100000, 999999)}",
+                        f"prefers warehouse WH-{rng.randint(10, 99)}",
+                        f"last order ORD-2025-{rng.randint(1, 720):05d}",
+                        f"contact {rng.choice(['email', 'phone'])}",
+                    ],
+                }
+                for i in range(45)
+            ]
             await rec.call(mem, "memory", "create_entities", {"entities": entities})
-            relations = [{"from": entities[i]["name"], "to": entities[(i * 7 + 3) % 45]["name"], "relationType": "referred"} for i in range(30)]
+            relations = [
+                {"from": entities[i]["name"], "to": entities[(i * 7 + 3) % 45]["name"], "relationType": "referred"}
+                for i in range(30)
+            ]
             await rec.call(mem, "memory", "create_relations", {"relations": relations})
             text, structured = await rec.call(mem, "memory", "read_graph", {})
             graph = structured if structured is not None else json.loads(text)
             target = _pick(graph["entities"], 0.6)
             await rec.call(mem, "memory", "open_nodes", {"names": [target["name"]]})
-            account = next(o for o in target["observations"] if o.startswith("account "))[len("account "):]
-            await rec.call(mem, "memory", "add_observations", {"observations": [{"entityName": target["name"], "contents": [f"escalated ticket SUP-{rng.randint(10000, 99999)}"]}]})
+            account = next(o for o in target["observations"] if o.startswith("account "))[len("account ") :]
+            await rec.call(
+                mem,
+                "memory",
+                "add_observations",
+                {
+                    "observations": [
+                        {
+                            "entityName": target["name"],
+                            "contents": [f"escalated ticket SUP-{rng.randint(10000, 99999)}"],
+                        }
+                    ]
+                },
+            )
             await rec.call(mem, "memory", "search_nodes", {"query": account})
+
         await with_server(servers, "memory", body)
 
     async def recall(rec: Recorder, servers: Servers) -> None:
@@ -341,10 +500,13 @@ def memory_sessions() -> list[tuple[str, Session]]:
             graph = structured if structured is not None else json.loads(text)
             if graph["entities"]:
                 target = _pick(graph["entities"], 0.7)
-                order = next((o for o in target["observations"] if o.startswith("last order ")), "")[len("last order "):]
+                order = next((o for o in target["observations"] if o.startswith("last order ")), "")[
+                    len("last order ") :
+                ]
                 await rec.call(mem, "memory", "open_nodes", {"names": [target["name"]]})
                 await rec.call(mem, "memory", "search_nodes", {"query": order})
             await rec.call(mem, "memory", "read_graph", {})
+
         await with_server(servers, "memory", body)
 
     return [("memory-build", build), ("memory-recall", recall)]
@@ -363,8 +525,16 @@ def filesystem_sessions() -> list[tuple[str, Session]]:
             text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": path})
             funcs = re.findall(r"def (reconcile_\w+)", text)
             await rec.call(fs, "filesystem", "read_text_file", {"path": path, "tail": 12})
-            await rec.call(fs, "filesystem", "write_file", {"path": f"{root}/notes/review.md",
-                                                          "content": f"Review {_pick(funcs, 0.5)} and {_pick(funcs, 0.9)} in {path}\n"})
+            await rec.call(
+                fs,
+                "filesystem",
+                "write_file",
+                {
+                    "path": f"{root}/notes/review.md",
+                    "content": f"Review {_pick(funcs, 0.5)} and {_pick(funcs, 0.9)} in {path}\n",
+                },
+            )
+
         await with_server(servers, "filesystem", body)
 
     async def incident(rec: Recorder, servers: Servers) -> None:
@@ -380,9 +550,19 @@ def filesystem_sessions() -> list[tuple[str, Session]]:
             rows = list(csv.DictReader(io.StringIO(text)))
             order = _pick([r for r in rows if r["status"] == "returned"], 0.5)
             await rec.call(fs, "filesystem", "search_files", {"path": root, "pattern": "*.md"})
-            await rec.call(fs, "filesystem", "write_file", {"path": f"{root}/notes/incident.md",
-                                                          "content": f"# Incident\n\nrequest {req} failed for {sku}; returned order {order['order_no']} ({order['sku']}, {order['warehouse']}).\n"})
-            await rec.call(fs, "filesystem", "read_multiple_files", {"paths": [f"{root}/notes/incident.md", f"{root}/README.md"]})
+            await rec.call(
+                fs,
+                "filesystem",
+                "write_file",
+                {
+                    "path": f"{root}/notes/incident.md",
+                    "content": f"# Incident\n\nrequest {req} failed for {sku}; returned order {order['order_no']} ({order['sku']}, {order['warehouse']}).\n",
+                },
+            )
+            await rec.call(
+                fs, "filesystem", "read_multiple_files", {"paths": [f"{root}/notes/incident.md", f"{root}/README.md"]}
+            )
+
         await with_server(servers, "filesystem", body)
 
     return [("filesystem-browse", browse), ("filesystem-incident", incident)]
@@ -391,6 +571,7 @@ def filesystem_sessions() -> list[tuple[str, Session]]:
 def git_sessions() -> list[tuple[str, Session]]:
     out: list[tuple[str, Session]] = []
     for k, (count, frac) in enumerate([(300, 0.5), (60, 0.7), (150, 0.35)]):
+
         async def log(rec: Recorder, servers: Servers, count: int = count, frac: float = frac) -> None:
             repo = str(servers.repo)
 
@@ -402,7 +583,9 @@ def git_sessions() -> list[tuple[str, Session]]:
                 text, _ = await rec.call(g, "git", "git_show", {"repo_path": repo, "revision": sha})
                 await rec.call(g, "git", "git_branch", {"repo_path": repo, "branch_type": "local", "contains": sha})
                 await rec.call(g, "git", "git_diff", {"repo_path": repo, "target": _pick(shas, min(frac + 0.1, 1.0))})
+
             await with_server(servers, "git", body)
+
         out.append((f"git-log-{k}", log))
 
     async def real(rec: Recorder, servers: Servers) -> None:
@@ -414,7 +597,9 @@ def git_sessions() -> list[tuple[str, Session]]:
             text, _ = await rec.call(g, "git", "git_log", {"repo_path": repo, "max_count": 120})
             shas = re.findall(r"Commit: '?([0-9a-f]{40})", text)
             await rec.call(g, "git", "git_show", {"repo_path": repo, "revision": _pick(shas, 0.6)})
+
         await with_server(servers, "git", body)
+
     out.append(("git-real-history", real))
     return out
 
@@ -422,6 +607,7 @@ def git_sessions() -> list[tuple[str, Session]]:
 def office_sessions() -> list[tuple[str, Session]]:
     out: list[tuple[str, Session]] = []
     for k, frac in enumerate([0.52, 0.81]):
+
         async def sheet(rec: Recorder, servers: Servers, frac: float = frac) -> None:
             async def body(sh: Any) -> None:
                 sid = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
@@ -429,40 +615,84 @@ def office_sessions() -> list[tuple[str, Session]]:
                 values = json.loads(text)["values"]
                 overdue = [(i + 1, r) for i, r in enumerate(values) if r[6] == "overdue"]
                 row_no, row = _pick(overdue, frac)
-                await rec.call(sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": f"A{row_no}:H{row_no}"})
-                await rec.call(sh, "sheets", "update_cells", {"spreadsheet_id": sid, "range": f"G{row_no}:H{row_no}", "values": [["reminded", row[7]]]})
+                await rec.call(
+                    sh, "sheets", "get_sheet_values", {"spreadsheet_id": sid, "range": f"A{row_no}:H{row_no}"}
+                )
+                await rec.call(
+                    sh,
+                    "sheets",
+                    "update_cells",
+                    {"spreadsheet_id": sid, "range": f"G{row_no}:H{row_no}", "values": [["reminded", row[7]]]},
+                )
+
             await with_server(servers, "sheets", body)
+
         out.append((f"sheets-overdue-{k}", sheet))
     for k, frac in enumerate([0.45, 0.7]):
+
         async def notion(rec: Recorder, servers: Servers, frac: float = frac) -> None:
             async def body(no: Any) -> None:
-                text, _ = await rec.call(no, "notion", "query_database", {"database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90", "page_size": 50})
-                pages = [p for p in json.loads(text)["results"] if p["properties"]["Status"]["status"]["name"] != "Done"]
+                text, _ = await rec.call(
+                    no,
+                    "notion",
+                    "query_database",
+                    {"database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90", "page_size": 50},
+                )
+                pages = [
+                    p for p in json.loads(text)["results"] if p["properties"]["Status"]["status"]["name"] != "Done"
+                ]
                 target = _pick(pages, frac)
                 await rec.call(no, "notion", "retrieve_page", {"page_id": target["id"]})
                 sku = target["properties"]["SKU"]["rich_text"][0]["plain_text"]
-                await rec.call(no, "notion", "update_page", {"page_id": target["id"], "properties": {"Status": {"status": {"name": "In progress"}},
-                                                                                                   "Note": {"rich_text": [{"text": {"content": f"ordered {sku}"}}]}}})
+                await rec.call(
+                    no,
+                    "notion",
+                    "update_page",
+                    {
+                        "page_id": target["id"],
+                        "properties": {
+                            "Status": {"status": {"name": "In progress"}},
+                            "Note": {"rich_text": [{"text": {"content": f"ordered {sku}"}}]},
+                        },
+                    },
+                )
+
             await with_server(servers, "notion", body)
+
         out.append((f"notion-tasks-{k}", notion))
     for k, frac in enumerate([0.5, 0.2, 0.9]):
+
         async def browse(rec: Recorder, servers: Servers, frac: float = frac, k: int = k) -> None:
             async def body(pw: Any) -> None:
-                text, _ = await rec.call(pw, "playwright", "browser_navigate", {"url": f"https://backoffice.acme.example/orders?page={k + 1}"})
+                text, _ = await rec.call(
+                    pw,
+                    "playwright",
+                    "browser_navigate",
+                    {"url": f"https://backoffice.acme.example/orders?page={k + 1}"},
+                )
                 links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
                 order, ref = _pick(links, frac)
                 text, _ = await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
                 links = re.findall(r'link "(ORD-[\d-]+)" \[ref=(e\d+)\]', text)
                 order, ref = _pick(links, 1 - frac)
                 await rec.call(pw, "playwright", "browser_click", {"element": order, "ref": ref})
+
             await with_server(servers, "playwright", body)
+
         out.append((f"playwright-orders-{k}", browse))
     return out
 
 
 def all_sessions() -> list[tuple[str, Session]]:
-    return [*sql_sessions(), *github_sessions(), *finance_sessions(), *memory_sessions(), *filesystem_sessions(), *git_sessions(),
-            *office_sessions()]
+    return [
+        *sql_sessions(),
+        *github_sessions(),
+        *finance_sessions(),
+        *memory_sessions(),
+        *filesystem_sessions(),
+        *git_sessions(),
+        *office_sessions(),
+    ]
 
 
 REAL_REPO_COMMIT = "8a9bb35"
@@ -472,7 +702,12 @@ REAL_REPO_COMMIT = "8a9bb35"
 def _real_repo(work: Path) -> Path | None:
     target = work / "offload-mcp-history"
     try:
-        full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", f"{REAL_REPO_COMMIT}^{{commit}}"], capture_output=True, text=True, check=True).stdout.strip()
+        full = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", f"{REAL_REPO_COMMIT}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(target)], check=True, capture_output=True)
         subprocess.run(["git", "-C", str(target), "checkout", "-q", full], check=True, capture_output=True)
     except (subprocess.CalledProcessError, OSError) as err:
@@ -503,7 +738,10 @@ async def build(out: Path, only: list[str] | None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
             gz.write(data)
-        print(f"{len(rec.records)} records, {sum(r['chars'] for r in rec.records):,} chars -> {out} ({out.stat().st_size:,} bytes)", file=sys.stderr)
+        print(
+            f"{len(rec.records)} records, {sum(r['chars'] for r in rec.records):,} chars -> {out} ({out.stat().st_size:,} bytes)",
+            file=sys.stderr,
+        )
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -511,7 +749,12 @@ async def build(out: Path, only: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"Where to write the corpus (default: {DEFAULT_OUT.relative_to(ROOT)}).")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"Where to write the corpus (default: {DEFAULT_OUT.relative_to(ROOT)}).",
+    )
     parser.add_argument("--only", nargs="*", help="Run only sessions whose name starts with one of these.")
     args = parser.parse_args(argv)
     return asyncio.run(build(args.out, args.only))

@@ -29,11 +29,56 @@ import sys
 from datetime import date, datetime, timedelta
 from typing import Any
 
-FIRST = ["Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Frances", "Ken", "Radia", "Leslie", "Margaret", "John", "Sophie", "Tim", "Hedy", "Linus"]
-LAST = ["Lovelace", "Hopper", "Turing", "Dijkstra", "Liskov", "Knuth", "Allen", "Thompson", "Perlman", "Lamport", "Hamilton", "Backus", "Wilson", "Berners", "Lamarr", "Torvalds"]
+FIRST = [
+    "Ada",
+    "Grace",
+    "Alan",
+    "Edsger",
+    "Barbara",
+    "Donald",
+    "Frances",
+    "Ken",
+    "Radia",
+    "Leslie",
+    "Margaret",
+    "John",
+    "Sophie",
+    "Tim",
+    "Hedy",
+    "Linus",
+]
+LAST = [
+    "Lovelace",
+    "Hopper",
+    "Turing",
+    "Dijkstra",
+    "Liskov",
+    "Knuth",
+    "Allen",
+    "Thompson",
+    "Perlman",
+    "Lamport",
+    "Hamilton",
+    "Backus",
+    "Wilson",
+    "Berners",
+    "Lamarr",
+    "Torvalds",
+]
 CITIES = ["Lyon", "Porto", "Gdansk", "Leeds", "Ghent", "Tartu", "Bilbao", "Turku", "Graz", "Brno"]
 CATEGORIES = ["cables", "sensors", "boards", "tools", "enclosures", "displays"]
-STATUSES = ["paid", "paid", "paid", "shipped", "shipped", "delivered", "delivered", "delivered", "refunded", "cancelled"]
+STATUSES = [
+    "paid",
+    "paid",
+    "paid",
+    "shipped",
+    "shipped",
+    "delivered",
+    "delivered",
+    "delivered",
+    "refunded",
+    "cancelled",
+]
 
 
 # ---- the sample shop database ---------------------------------------------------------
@@ -58,15 +103,23 @@ def build_db(path: str) -> None:
         first, last = rng.choice(FIRST), rng.choice(LAST)
         con.execute(
             "INSERT INTO customers VALUES (?,?,?,?,?)",
-            (cid, f"{first} {last}", f"{first.lower()}.{last.lower()}{cid}@example.org", rng.choice(CITIES),
-             (start + timedelta(hours=37 * cid)).isoformat(timespec="seconds")),
+            (
+                cid,
+                f"{first} {last}",
+                f"{first.lower()}.{last.lower()}{cid}@example.org",
+                rng.choice(CITIES),
+                (start + timedelta(hours=37 * cid)).isoformat(timespec="seconds"),
+            ),
         )
     skus = []
     for pid in range(1, 91):
         cat = CATEGORIES[pid % len(CATEGORIES)]
         sku = f"{cat[:3].upper()}-{1000 + pid * 7}"
         skus.append(sku)
-        con.execute("INSERT INTO products VALUES (?,?,?,?,?)", (sku, f"{cat.title()} model {pid}", cat, round(rng.uniform(2, 400), 2), rng.randint(0, 900)))
+        con.execute(
+            "INSERT INTO products VALUES (?,?,?,?,?)",
+            (sku, f"{cat.title()} model {pid}", cat, round(rng.uniform(2, 400), 2), rng.randint(0, 900)),
+        )
     item_id = 0
     for oid in range(1, 721):
         items = [(rng.choice(skus), rng.randint(1, 6), round(rng.uniform(2, 400), 2)) for _ in range(rng.randint(1, 4))]
@@ -74,9 +127,15 @@ def build_db(path: str) -> None:
         status = rng.choice(STATUSES)
         con.execute(
             "INSERT INTO orders VALUES (?,?,?,?,?,?,?)",
-            (oid, f"ORD-2025-{oid:05d}", rng.randint(1, 240), status, total,
-             (start + timedelta(minutes=711 * oid)).isoformat(timespec="seconds"),
-             f"TRK{rng.randrange(10**9, 10**10)}" if status in ("shipped", "delivered") else None),
+            (
+                oid,
+                f"ORD-2025-{oid:05d}",
+                rng.randint(1, 240),
+                status,
+                total,
+                (start + timedelta(minutes=711 * oid)).isoformat(timespec="seconds"),
+                f"TRK{rng.randrange(10**9, 10**10)}" if status in ("shipped", "delivered") else None,
+            ),
         )
         for sku, qty, price in items:
             item_id += 1
@@ -133,19 +192,42 @@ def postgres_server(db: str) -> Any:
 OWNER, REPO = "acme-labs", "inventory-service"
 API = "https://api.github.com"
 WEB = "https://github.com"
-LOGINS = ["octo-ada", "gracehop", "aturing42", "edsger-d", "bliskov", "dknuth-tex", "radia-p", "lamport-l", "mhamilton", "kthompson"]
+LOGINS = [
+    "octo-ada",
+    "gracehop",
+    "aturing42",
+    "edsger-d",
+    "bliskov",
+    "dknuth-tex",
+    "radia-p",
+    "lamport-l",
+    "mhamilton",
+    "kthompson",
+]
 
 
 def _user(login: str) -> dict[str, Any]:
     uid = 1000 + sum(ord(c) * (i + 1) for i, c in enumerate(login))
     return {
-        "login": login, "id": uid, "node_id": f"MDQ6VXNlcj{uid}", "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
-        "gravatar_id": "", "url": f"{API}/users/{login}", "html_url": f"{WEB}/{login}",
-        "followers_url": f"{API}/users/{login}/followers", "following_url": f"{API}/users/{login}/following{{/other_user}}",
-        "gists_url": f"{API}/users/{login}/gists{{/gist_id}}", "starred_url": f"{API}/users/{login}/starred{{/owner}}{{/repo}}",
-        "subscriptions_url": f"{API}/users/{login}/subscriptions", "organizations_url": f"{API}/users/{login}/orgs",
-        "repos_url": f"{API}/users/{login}/repos", "events_url": f"{API}/users/{login}/events{{/privacy}}",
-        "received_events_url": f"{API}/users/{login}/received_events", "type": "User", "user_view_type": "public", "site_admin": False,
+        "login": login,
+        "id": uid,
+        "node_id": f"MDQ6VXNlcj{uid}",
+        "avatar_url": f"https://avatars.githubusercontent.com/u/{uid}?v=4",
+        "gravatar_id": "",
+        "url": f"{API}/users/{login}",
+        "html_url": f"{WEB}/{login}",
+        "followers_url": f"{API}/users/{login}/followers",
+        "following_url": f"{API}/users/{login}/following{{/other_user}}",
+        "gists_url": f"{API}/users/{login}/gists{{/gist_id}}",
+        "starred_url": f"{API}/users/{login}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{API}/users/{login}/subscriptions",
+        "organizations_url": f"{API}/users/{login}/orgs",
+        "repos_url": f"{API}/users/{login}/repos",
+        "events_url": f"{API}/users/{login}/events{{/privacy}}",
+        "received_events_url": f"{API}/users/{login}/received_events",
+        "type": "User",
+        "user_view_type": "public",
+        "site_admin": False,
     }
 
 
@@ -158,37 +240,96 @@ class GitHubData:
             sha = f"{rng.getrandbits(160):040x}"
             login = rng.choice(LOGINS)
             when = (base + timedelta(hours=11 * i)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            files = [f"src/inventory/{rng.choice(['stock', 'orders', 'pricing', 'sync', 'api'])}.py" for _ in range(rng.randint(1, 3))]
-            self.commits.append({"sha": sha, "login": login, "date": when, "message": f"{rng.choice(['Fix', 'Add', 'Refactor', 'Speed up', 'Document'])} "
-                                 f"{rng.choice(['stock sync', 'order import', 'price rounding', 'SKU lookup', 'webhook retries'])} (#{300 + i})", "files": sorted(set(files))})
+            files = [
+                f"src/inventory/{rng.choice(['stock', 'orders', 'pricing', 'sync', 'api'])}.py"
+                for _ in range(rng.randint(1, 3))
+            ]
+            self.commits.append(
+                {
+                    "sha": sha,
+                    "login": login,
+                    "date": when,
+                    "message": f"{rng.choice(['Fix', 'Add', 'Refactor', 'Speed up', 'Document'])} "
+                    f"{rng.choice(['stock sync', 'order import', 'price rounding', 'SKU lookup', 'webhook retries'])} (#{300 + i})",
+                    "files": sorted(set(files)),
+                }
+            )
         self.commits.reverse()  # newest first, as the API lists them
         self.issues: list[dict[str, Any]] = []
         for n in range(1, 91):
             login = rng.choice(LOGINS)
-            labels = rng.sample(["bug", "enhancement", "sync", "api", "p1", "p2", "good first issue"], rng.randint(0, 3))
+            labels = rng.sample(
+                ["bug", "enhancement", "sync", "api", "p1", "p2", "good first issue"], rng.randint(0, 3)
+            )
             ref = rng.choice(self.commits)["sha"]
-            self.issues.append({
-                "number": n, "login": login, "labels": labels, "state": "closed" if n % 3 == 0 else "open",
-                "title": f"{rng.choice(['Stock count drifts', 'Order import fails', 'Webhook timeout', 'Wrong VAT', 'Slow SKU search'])} for warehouse WH-{rng.randint(10, 99)}",
-                "created": (base + timedelta(hours=9 * n)).strftime("%Y-%m-%dT%H:%M:%SZ"), "comments": rng.randint(0, 6),
-                "body": f"Seen on order ORD-2025-{rng.randint(1, 720):05d}; started after {ref[:12]}.\n\nSteps: run `inventory sync --warehouse WH-{rng.randint(10, 99)}`.",
-                "ref": ref,
-            })
+            self.issues.append(
+                {
+                    "number": n,
+                    "login": login,
+                    "labels": labels,
+                    "state": "closed" if n % 3 == 0 else "open",
+                    "title": f"{rng.choice(['Stock count drifts', 'Order import fails', 'Webhook timeout', 'Wrong VAT', 'Slow SKU search'])} for warehouse WH-{rng.randint(10, 99)}",
+                    "created": (base + timedelta(hours=9 * n)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "comments": rng.randint(0, 6),
+                    "body": f"Seen on order ORD-2025-{rng.randint(1, 720):05d}; started after {ref[:12]}.\n\nSteps: run `inventory sync --warehouse WH-{rng.randint(10, 99)}`.",
+                    "ref": ref,
+                }
+            )
 
     def issue(self, i: dict[str, Any], full: bool = False) -> dict[str, Any]:
         n = i["number"]
         url = f"{API}/repos/{OWNER}/{REPO}/issues/{n}"
         out = {
-            "url": url, "repository_url": f"{API}/repos/{OWNER}/{REPO}", "labels_url": f"{url}/labels{{/name}}", "comments_url": f"{url}/comments",
-            "events_url": f"{url}/events", "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}", "id": 2_900_000_000 + n * 1337,
-            "node_id": f"I_kwDOLm{n:06d}", "number": n, "title": i["title"], "user": _user(i["login"]),
-            "labels": [{"id": 7_000_000 + len(lb) * 31, "node_id": f"LA_kwDO{lb[:3]}", "url": f"{API}/repos/{OWNER}/{REPO}/labels/{lb}", "name": lb,
-                        "color": "d73a4a", "default": lb == "bug", "description": ""} for lb in i["labels"]],
-            "state": i["state"], "locked": False, "assignee": None, "assignees": [], "milestone": None, "comments": i["comments"],
-            "created_at": i["created"], "updated_at": i["created"], "closed_at": i["created"] if i["state"] == "closed" else None,
-            "author_association": "MEMBER", "active_lock_reason": None, "body": i["body"],
-            "reactions": {"url": f"{url}/reactions", "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0},
-            "timeline_url": f"{url}/timeline", "performed_via_github_app": None, "state_reason": None,
+            "url": url,
+            "repository_url": f"{API}/repos/{OWNER}/{REPO}",
+            "labels_url": f"{url}/labels{{/name}}",
+            "comments_url": f"{url}/comments",
+            "events_url": f"{url}/events",
+            "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}",
+            "id": 2_900_000_000 + n * 1337,
+            "node_id": f"I_kwDOLm{n:06d}",
+            "number": n,
+            "title": i["title"],
+            "user": _user(i["login"]),
+            "labels": [
+                {
+                    "id": 7_000_000 + len(lb) * 31,
+                    "node_id": f"LA_kwDO{lb[:3]}",
+                    "url": f"{API}/repos/{OWNER}/{REPO}/labels/{lb}",
+                    "name": lb,
+                    "color": "d73a4a",
+                    "default": lb == "bug",
+                    "description": "",
+                }
+                for lb in i["labels"]
+            ],
+            "state": i["state"],
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "comments": i["comments"],
+            "created_at": i["created"],
+            "updated_at": i["created"],
+            "closed_at": i["created"] if i["state"] == "closed" else None,
+            "author_association": "MEMBER",
+            "active_lock_reason": None,
+            "body": i["body"],
+            "reactions": {
+                "url": f"{url}/reactions",
+                "total_count": 0,
+                "+1": 0,
+                "-1": 0,
+                "laugh": 0,
+                "hooray": 0,
+                "confused": 0,
+                "heart": 0,
+                "rocket": 0,
+                "eyes": 0,
+            },
+            "timeline_url": f"{url}/timeline",
+            "performed_via_github_app": None,
+            "state_reason": None,
         }
         return out
 
@@ -199,29 +340,60 @@ class GitHubData:
         for k in range(max(issue["comments"], 1)):
             login = rng.choice(LOGINS)
             cid = 1_800_000_000 + n * 100 + k
-            body = rng.choice([
-                f"Reproduced with build {rng.randint(100, 999)}.{rng.randint(0, 99)}; the drift starts at commit {issue['ref'][:10]}.",
-                f"Customer ticket SUP-{rng.randint(10000, 99999)} reports the same.",
-                f"Fixed in {rng.choice(self.commits)['sha'][:12]}, please verify on WH-{rng.randint(10, 99)}.",
-            ])
-            out.append({"url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}", "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}#issuecomment-{cid}",
-                        "issue_url": f"{API}/repos/{OWNER}/{REPO}/issues/{n}", "id": cid, "node_id": f"IC_kwDO{cid}", "user": _user(login),
-                        "created_at": issue["created"], "updated_at": issue["created"], "author_association": "MEMBER", "body": body,
-                        "reactions": {"url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}/reactions", "total_count": 0}, "performed_via_github_app": None})
+            body = rng.choice(
+                [
+                    f"Reproduced with build {rng.randint(100, 999)}.{rng.randint(0, 99)}; the drift starts at commit {issue['ref'][:10]}.",
+                    f"Customer ticket SUP-{rng.randint(10000, 99999)} reports the same.",
+                    f"Fixed in {rng.choice(self.commits)['sha'][:12]}, please verify on WH-{rng.randint(10, 99)}.",
+                ]
+            )
+            out.append(
+                {
+                    "url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}",
+                    "html_url": f"{WEB}/{OWNER}/{REPO}/issues/{n}#issuecomment-{cid}",
+                    "issue_url": f"{API}/repos/{OWNER}/{REPO}/issues/{n}",
+                    "id": cid,
+                    "node_id": f"IC_kwDO{cid}",
+                    "user": _user(login),
+                    "created_at": issue["created"],
+                    "updated_at": issue["created"],
+                    "author_association": "MEMBER",
+                    "body": body,
+                    "reactions": {
+                        "url": f"{API}/repos/{OWNER}/{REPO}/issues/comments/{cid}/reactions",
+                        "total_count": 0,
+                    },
+                    "performed_via_github_app": None,
+                }
+            )
         return out
 
     def commit(self, c: dict[str, Any], full: bool = False) -> dict[str, Any]:
         sha = c["sha"]
         name = c["login"].replace("-", " ").title()
         out: dict[str, Any] = {
-            "sha": sha, "node_id": f"C_kwDO{sha[:20]}",
-            "commit": {"author": {"name": name, "email": f"{c['login']}@users.noreply.github.com", "date": c["date"]},
-                       "committer": {"name": "GitHub", "email": "noreply@github.com", "date": c["date"]}, "message": c["message"],
-                       "tree": {"sha": sha[::-1], "url": f"{API}/repos/{OWNER}/{REPO}/git/trees/{sha[::-1]}"},
-                       "url": f"{API}/repos/{OWNER}/{REPO}/git/commits/{sha}", "comment_count": 0,
-                       "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None, "verified_at": None}},
-            "url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}", "html_url": f"{WEB}/{OWNER}/{REPO}/commit/{sha}",
-            "comments_url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}/comments", "author": _user(c["login"]), "committer": _user("web-flow"),
+            "sha": sha,
+            "node_id": f"C_kwDO{sha[:20]}",
+            "commit": {
+                "author": {"name": name, "email": f"{c['login']}@users.noreply.github.com", "date": c["date"]},
+                "committer": {"name": "GitHub", "email": "noreply@github.com", "date": c["date"]},
+                "message": c["message"],
+                "tree": {"sha": sha[::-1], "url": f"{API}/repos/{OWNER}/{REPO}/git/trees/{sha[::-1]}"},
+                "url": f"{API}/repos/{OWNER}/{REPO}/git/commits/{sha}",
+                "comment_count": 0,
+                "verification": {
+                    "verified": False,
+                    "reason": "unsigned",
+                    "signature": None,
+                    "payload": None,
+                    "verified_at": None,
+                },
+            },
+            "url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}",
+            "html_url": f"{WEB}/{OWNER}/{REPO}/commit/{sha}",
+            "comments_url": f"{API}/repos/{OWNER}/{REPO}/commits/{sha}/comments",
+            "author": _user(c["login"]),
+            "committer": _user("web-flow"),
             "parents": [],
         }
         if full:
@@ -230,12 +402,30 @@ class GitHubData:
             out["files"] = []
             for path in c["files"]:
                 add, rem = rng.randint(1, 40), rng.randint(0, 20)
-                patch = "\n".join([f"@@ -{rng.randint(1, 300)},7 +{rng.randint(1, 300)},{7 + add - rem} @@ def sync_{path.split('/')[-1][:-3]}(warehouse):"]
-                                  + [f"+    threshold_{j} = {rng.randint(1, 500)}  # WH-{rng.randint(10, 99)}" for j in range(min(add, 12))]
-                                  + [f"-    legacy_{j} = None" for j in range(min(rem, 6))])
-                out["files"].append({"sha": f"{rng.getrandbits(160):040x}", "filename": path, "status": "modified", "additions": add, "deletions": rem,
-                                     "changes": add + rem, "blob_url": f"{WEB}/{OWNER}/{REPO}/blob/{sha}/{path}",
-                                     "raw_url": f"{WEB}/{OWNER}/{REPO}/raw/{sha}/{path}", "contents_url": f"{API}/repos/{OWNER}/{REPO}/contents/{path}?ref={sha}", "patch": patch})
+                patch = "\n".join(
+                    [
+                        f"@@ -{rng.randint(1, 300)},7 +{rng.randint(1, 300)},{7 + add - rem} @@ def sync_{path.split('/')[-1][:-3]}(warehouse):"
+                    ]
+                    + [
+                        f"+    threshold_{j} = {rng.randint(1, 500)}  # WH-{rng.randint(10, 99)}"
+                        for j in range(min(add, 12))
+                    ]
+                    + [f"-    legacy_{j} = None" for j in range(min(rem, 6))]
+                )
+                out["files"].append(
+                    {
+                        "sha": f"{rng.getrandbits(160):040x}",
+                        "filename": path,
+                        "status": "modified",
+                        "additions": add,
+                        "deletions": rem,
+                        "changes": add + rem,
+                        "blob_url": f"{WEB}/{OWNER}/{REPO}/blob/{sha}/{path}",
+                        "raw_url": f"{WEB}/{OWNER}/{REPO}/raw/{sha}/{path}",
+                        "contents_url": f"{API}/repos/{OWNER}/{REPO}/contents/{path}?ref={sha}",
+                        "patch": patch,
+                    }
+                )
                 out["stats"]["additions"] += add
                 out["stats"]["deletions"] += rem
             out["stats"]["total"] = out["stats"]["additions"] + out["stats"]["deletions"]
@@ -254,7 +444,7 @@ def github_server() -> Any:
     @server.tool(description="List issues in a GitHub repository", structured_output=False)
     def list_issues(owner: str, repo: str, state: str = "open", per_page: int = 30, page: int = 1) -> str:
         chosen = [i for i in data.issues if state == "all" or i["state"] == state]
-        return dump([data.issue(i) for i in chosen[(page - 1) * per_page: page * per_page]])
+        return dump([data.issue(i) for i in chosen[(page - 1) * per_page : page * per_page]])
 
     @server.tool(description="Get details of a specific issue", structured_output=False)
     def get_issue(owner: str, repo: str, issue_number: int) -> str:
@@ -277,8 +467,19 @@ def github_server() -> Any:
 
     @server.tool(description="Get a user's public profile", structured_output=False)
     def get_user(username: str) -> str:
-        return dump({**_user(username), "name": username.replace("-", " ").title(), "company": "@acme-labs", "blog": "", "location": "Lyon",
-                     "public_repos": 12, "followers": 31, "following": 4, "created_at": "2019-04-02T10:11:12Z"})
+        return dump(
+            {
+                **_user(username),
+                "name": username.replace("-", " ").title(),
+                "company": "@acme-labs",
+                "blog": "",
+                "location": "Lyon",
+                "public_repos": 12,
+                "followers": 31,
+                "following": 4,
+                "created_at": "2019-04-02T10:11:12Z",
+            }
+        )
 
     return server
 
@@ -297,9 +498,17 @@ def _history(symbol: str, start: date, days: int) -> list[dict[str, Any]]:
         if day.weekday() < 5:
             o = price
             c = max(1.0, o * (1 + rng.gauss(0.0004, 0.018)))
-            rows.append({"date": day.isoformat(), "open": round(o, 2), "high": round(max(o, c) * (1 + abs(rng.gauss(0, 0.006))), 2),
-                         "low": round(min(o, c) * (1 - abs(rng.gauss(0, 0.006))), 2), "close": round(c, 2), "adj_close": round(c * 0.991, 4),
-                         "volume": int(rng.uniform(0.6, 1.8) * 3_000_000)})
+            rows.append(
+                {
+                    "date": day.isoformat(),
+                    "open": round(o, 2),
+                    "high": round(max(o, c) * (1 + abs(rng.gauss(0, 0.006))), 2),
+                    "low": round(min(o, c) * (1 - abs(rng.gauss(0, 0.006))), 2),
+                    "close": round(c, 2),
+                    "adj_close": round(c * 0.991, 4),
+                    "volume": int(rng.uniform(0.6, 1.8) * 3_000_000),
+                }
+            )
             price = c
         day += timedelta(days=1)
     return rows
@@ -320,13 +529,20 @@ def finance_server() -> Any:
     def get_price_table(symbol: str, days: int = 120) -> str:
         rows = _history(symbol, start, 252)[-days:]
         return "Date,Open,High,Low,Close,Adj Close,Volume\n" + "\n".join(
-            f"{r['date']},{r['open']},{r['high']},{r['low']},{r['close']},{r['adj_close']},{r['volume']}" for r in rows)
+            f"{r['date']},{r['open']},{r['high']},{r['low']},{r['close']},{r['adj_close']},{r['volume']}" for r in rows
+        )
 
     @server.tool(description="Latest quote")
     def get_quote(symbol: str) -> dict[str, Any]:
         last = _history(symbol, start, 252)[-1]
-        return {"symbol": symbol, "price": last["close"], "as_of": last["date"], "currency": "USD", "exchange": "NMS",
-                "option_expirations": ["2026-06-19", "2026-07-17", "2026-09-18", "2026-12-18"]}
+        return {
+            "symbol": symbol,
+            "price": last["close"],
+            "as_of": last["date"],
+            "currency": "USD",
+            "exchange": "NMS",
+            "option_expirations": ["2026-06-19", "2026-07-17", "2026-09-18", "2026-12-18"],
+        }
 
     @server.tool(description="Options chain for one expiration", structured_output=False)
     def get_option_chain(symbol: str, expiration: str) -> str:
@@ -334,22 +550,48 @@ def finance_server() -> Any:
         spot = _history(symbol, start, 252)[-1]["close"]
         strikes = [round(spot * (0.7 + 0.02 * k)) for k in range(31)]
         exp = expiration.replace("-", "")[2:]
-        return json.dumps({"symbol": symbol, "expiration": expiration, "calls": [
-            {"contractSymbol": f"{symbol}{exp}C{int(s * 1000):08d}", "strike": s, "lastPrice": round(max(spot - s, 0) + rng.uniform(0.2, 4), 2),
-             "bid": round(rng.uniform(0.1, 9), 2), "ask": round(rng.uniform(0.1, 9), 2), "volume": rng.randint(0, 4000),
-             "openInterest": rng.randint(0, 20000), "impliedVolatility": round(rng.uniform(0.18, 0.7), 4), "inTheMoney": s < spot}
-            for s in strikes]}, indent=1)
+        return json.dumps(
+            {
+                "symbol": symbol,
+                "expiration": expiration,
+                "calls": [
+                    {
+                        "contractSymbol": f"{symbol}{exp}C{int(s * 1000):08d}",
+                        "strike": s,
+                        "lastPrice": round(max(spot - s, 0) + rng.uniform(0.2, 4), 2),
+                        "bid": round(rng.uniform(0.1, 9), 2),
+                        "ask": round(rng.uniform(0.1, 9), 2),
+                        "volume": rng.randint(0, 4000),
+                        "openInterest": rng.randint(0, 20000),
+                        "impliedVolatility": round(rng.uniform(0.18, 0.7), 4),
+                        "inTheMoney": s < spot,
+                    }
+                    for s in strikes
+                ],
+            },
+            indent=1,
+        )
 
     @server.tool(description="Quote of one option contract", structured_output=False)
     def get_option_quote(contract_symbol: str) -> str:
         rng = random.Random(contract_symbol)
-        return json.dumps({"contractSymbol": contract_symbol, "bid": round(rng.uniform(0.1, 9), 2), "ask": round(rng.uniform(0.1, 9), 2),
-                           "delta": round(rng.uniform(0.05, 0.95), 3), "gamma": round(rng.uniform(0.001, 0.05), 4)})
+        return json.dumps(
+            {
+                "contractSymbol": contract_symbol,
+                "bid": round(rng.uniform(0.1, 9), 2),
+                "ask": round(rng.uniform(0.1, 9), 2),
+                "delta": round(rng.uniform(0.05, 0.95), 3),
+                "gamma": round(rng.uniform(0.001, 0.05), 4),
+            }
+        )
 
     @server.tool(description="News headlines for a symbol on a date", structured_output=False)
     def get_news(symbol: str, day: str) -> str:
         rng = random.Random(symbol + day)
-        return "\n".join(f"- [{day}] {symbol}: {rng.choice(['Guidance cut', 'Supplier delay', 'Analyst downgrade', 'Buyback announced'])} (ref NEWS-{rng.randint(100000, 999999)})" for _ in range(4))
+        return "\n".join(
+            f"- [{day}] {symbol}: {rng.choice(['Guidance cut', 'Supplier delay', 'Analyst downgrade', 'Buyback announced'])} (ref NEWS-{rng.randint(100000, 999999)})"
+            for _ in range(4)
+        )
 
     return server
 
@@ -363,9 +605,19 @@ def sheets_server() -> Any:
     server = MCPServer("sheets")
     rng = random.Random(31)
     header = ["Invoice", "Customer", "Issued", "Due", "Amount", "Currency", "Status", "PO"]
-    rows = [[f"INV-{26000 + i}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", (date(2026, 1, 2) + timedelta(days=i // 3)).isoformat(),
-             (date(2026, 2, 1) + timedelta(days=i // 3)).isoformat(), f"{rng.uniform(80, 9000):.2f}", rng.choice(["EUR", "EUR", "USD", "GBP"]),
-             rng.choice(["paid", "open", "open", "overdue"]), f"PO-{rng.randint(100000, 999999)}"] for i in range(400)]
+    rows = [
+        [
+            f"INV-{26000 + i}",
+            f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+            (date(2026, 1, 2) + timedelta(days=i // 3)).isoformat(),
+            (date(2026, 2, 1) + timedelta(days=i // 3)).isoformat(),
+            f"{rng.uniform(80, 9000):.2f}",
+            rng.choice(["EUR", "EUR", "USD", "GBP"]),
+            rng.choice(["paid", "open", "open", "overdue"]),
+            f"PO-{rng.randint(100000, 999999)}",
+        ]
+        for i in range(400)
+    ]
 
     @server.tool(description="Read a range of a sheet (A1 notation)", structured_output=False)
     def get_sheet_values(spreadsheet_id: str, range: str) -> str:  # noqa: A002 - the API's name
@@ -374,12 +626,21 @@ def sheets_server() -> Any:
         m = re.fullmatch(r"(?:\w+!)?[A-Z]+(\d+):[A-Z]+(\d+)", range)
         first, last = (int(m.group(1)), int(m.group(2))) if m else (1, len(rows) + 1)
         table = [header, *rows]
-        return json.dumps({"range": f"Sheet1!{range}", "majorDimension": "ROWS", "values": table[first - 1: last]}, indent=2)
+        return json.dumps(
+            {"range": f"Sheet1!{range}", "majorDimension": "ROWS", "values": table[first - 1 : last]}, indent=2
+        )
 
     @server.tool(description="Update cells of a sheet", structured_output=False)
     def update_cells(spreadsheet_id: str, range: str, values: list[list[str]]) -> str:  # noqa: A002
-        return json.dumps({"spreadsheetId": spreadsheet_id, "updatedRange": f"Sheet1!{range}", "updatedRows": len(values),
-                           "updatedColumns": max((len(v) for v in values), default=0), "updatedCells": sum(len(v) for v in values)})
+        return json.dumps(
+            {
+                "spreadsheetId": spreadsheet_id,
+                "updatedRange": f"Sheet1!{range}",
+                "updatedRows": len(values),
+                "updatedColumns": max((len(v) for v in values), default=0),
+                "updatedCells": sum(len(v) for v in values),
+            }
+        )
 
     return server
 
@@ -395,38 +656,107 @@ def notion_server() -> Any:
         when = (datetime(2026, 2, 1, 9, 0) + timedelta(hours=13 * i)).strftime("%Y-%m-%dT%H:%M:00.000Z")
         user = {"object": "user", "id": f"{rng.getrandbits(128):032x}"}
         return {
-            "object": "page", "id": pid, "created_time": when, "last_edited_time": when, "created_by": user, "last_edited_by": user,
-            "cover": None, "icon": {"type": "emoji", "emoji": "📦"}, "parent": {"type": "database_id", "database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90"},
-            "archived": False, "in_trash": False,
+            "object": "page",
+            "id": pid,
+            "created_time": when,
+            "last_edited_time": when,
+            "created_by": user,
+            "last_edited_by": user,
+            "cover": None,
+            "icon": {"type": "emoji", "emoji": "📦"},
+            "parent": {"type": "database_id", "database_id": "5f1c0d6e-0a4b-4c7e-9d3f-2b8a7e6c1d90"},
+            "archived": False,
+            "in_trash": False,
             "properties": {
-                "Name": {"id": "title", "type": "title", "title": [{"type": "text", "text": {"content": f"Restock {rng.choice(CATEGORIES)} at WH-{rng.randint(10, 99)}", "link": None},
-                         "annotations": {"bold": False, "italic": False, "strikethrough": False, "underline": False, "code": False, "color": "default"},
-                         "plain_text": f"Task T-{4000 + i}", "href": None}]},
-                "Status": {"id": "%3AbNR", "type": "status", "status": {"id": "b7e5", "name": rng.choice(["Not started", "In progress", "Done"]), "color": "blue"}},
+                "Name": {
+                    "id": "title",
+                    "type": "title",
+                    "title": [
+                        {
+                            "type": "text",
+                            "text": {
+                                "content": f"Restock {rng.choice(CATEGORIES)} at WH-{rng.randint(10, 99)}",
+                                "link": None,
+                            },
+                            "annotations": {
+                                "bold": False,
+                                "italic": False,
+                                "strikethrough": False,
+                                "underline": False,
+                                "code": False,
+                                "color": "default",
+                            },
+                            "plain_text": f"Task T-{4000 + i}",
+                            "href": None,
+                        }
+                    ],
+                },
+                "Status": {
+                    "id": "%3AbNR",
+                    "type": "status",
+                    "status": {
+                        "id": "b7e5",
+                        "name": rng.choice(["Not started", "In progress", "Done"]),
+                        "color": "blue",
+                    },
+                },
                 "Owner": {"id": "r%7Dq%3F", "type": "people", "people": [user]},
-                "Due": {"id": "Xq%5E%3E", "type": "date", "date": {"start": (date(2026, 3, 1) + timedelta(days=i)).isoformat(), "end": None, "time_zone": None}},
-                "SKU": {"id": "sk%3Du", "type": "rich_text", "rich_text": [
-                    {"type": "text", "text": {"content": f"SKU-{rng.randint(1000, 9999)}", "link": None}, "plain_text": f"SKU-{rng.randint(1000, 9999)}", "href": None},
-                ]},
+                "Due": {
+                    "id": "Xq%5E%3E",
+                    "type": "date",
+                    "date": {
+                        "start": (date(2026, 3, 1) + timedelta(days=i)).isoformat(),
+                        "end": None,
+                        "time_zone": None,
+                    },
+                },
+                "SKU": {
+                    "id": "sk%3Du",
+                    "type": "rich_text",
+                    "rich_text": [
+                        {
+                            "type": "text",
+                            "text": {"content": f"SKU-{rng.randint(1000, 9999)}", "link": None},
+                            "plain_text": f"SKU-{rng.randint(1000, 9999)}",
+                            "href": None,
+                        },
+                    ],
+                },
                 "Quantity": {"id": "q%3Ax", "type": "number", "number": rng.randint(1, 500)},
             },
-            "url": f"https://www.notion.so/Restock-{pid.replace('-', '')}", "public_url": None,
+            "url": f"https://www.notion.so/Restock-{pid.replace('-', '')}",
+            "public_url": None,
         }
 
     pages = [page(i) for i in range(60)]
 
     @server.tool(description="Query a Notion database", structured_output=False)
     def query_database(database_id: str, page_size: int = 50) -> str:
-        return json.dumps({"object": "list", "results": pages[:page_size], "next_cursor": None, "has_more": False, "type": "page_or_database", "page_or_database": {}})
+        return json.dumps(
+            {
+                "object": "list",
+                "results": pages[:page_size],
+                "next_cursor": None,
+                "has_more": False,
+                "type": "page_or_database",
+                "page_or_database": {},
+            }
+        )
 
     @server.tool(description="Retrieve a Notion page", structured_output=False)
     def retrieve_page(page_id: str) -> str:
-        return json.dumps(next((p for p in pages if p["id"] == page_id), {"object": "error", "status": 404, "code": "object_not_found"}))
+        return json.dumps(
+            next(
+                (p for p in pages if p["id"] == page_id), {"object": "error", "status": 404, "code": "object_not_found"}
+            )
+        )
 
     @server.tool(description="Update page properties", structured_output=False)
     def update_page(page_id: str, properties: dict[str, Any]) -> str:
         found = next((p for p in pages if p["id"] == page_id), None)
-        return json.dumps({**(found or {"id": page_id}), "properties": {**(found or {}).get("properties", {}), **properties}})
+        return json.dumps(
+            {**(found or {"id": page_id}), "properties": {**(found or {}).get("properties", {}), **properties}}
+        )
 
     return server
 
@@ -439,42 +769,69 @@ def browser_server() -> Any:
     def snapshot(url: str) -> str:
         rng = random.Random(url)
         ref = 1
-        lines = [f"- Page URL: {url}", "- Page Title: Orders · Acme Back Office", "- Page Snapshot:", "```yaml",
-                 "- generic [ref=e1]:", "  - banner [ref=e2]:", "    - link \"Acme\" [ref=e3]:", "      - /url: /",
-                 "    - navigation [ref=e4]:"]
+        lines = [
+            f"- Page URL: {url}",
+            "- Page Title: Orders · Acme Back Office",
+            "- Page Snapshot:",
+            "```yaml",
+            "- generic [ref=e1]:",
+            "  - banner [ref=e2]:",
+            '    - link "Acme" [ref=e3]:',
+            "      - /url: /",
+            "    - navigation [ref=e4]:",
+        ]
         ref = 5
         for label in ["Dashboard", "Orders", "Customers", "Stock", "Reports", "Settings"]:
-            lines += [f"      - link \"{label}\" [ref=e{ref}]:", f"        - /url: /{label.lower()}"]
+            lines += [f'      - link "{label}" [ref=e{ref}]:', f"        - /url: /{label.lower()}"]
             ref += 1
-        lines += [f"  - main [ref=e{ref}]:", f"    - heading \"Orders\" [level=1] [ref=e{ref + 1}]", f"    - table [ref=e{ref + 2}]:"]
+        lines += [
+            f"  - main [ref=e{ref}]:",
+            f'    - heading "Orders" [level=1] [ref=e{ref + 1}]',
+            f"    - table [ref=e{ref + 2}]:",
+        ]
         ref += 3
         for _ in range(140):
             order = f"ORD-2025-{rng.randint(1, 720):05d}"
-            lines += [f"      - row \"{order} {rng.choice(STATUSES)} {rng.uniform(10, 900):.2f} EUR\" [ref=e{ref}]:",
-                      f"        - cell \"{order}\" [ref=e{ref + 1}]:", f"          - link \"{order}\" [ref=e{ref + 2}] [cursor=pointer]:",
-                      f"            - /url: /orders/{order}", f"        - cell \"{rng.choice(STATUSES)}\" [ref=e{ref + 3}]",
-                      f"        - cell \"{rng.uniform(10, 900):.2f} EUR\" [ref=e{ref + 4}]",
-                      f"        - button \"Refund\" [ref=e{ref + 5}] [cursor=pointer]"]
+            lines += [
+                f'      - row "{order} {rng.choice(STATUSES)} {rng.uniform(10, 900):.2f} EUR" [ref=e{ref}]:',
+                f'        - cell "{order}" [ref=e{ref + 1}]:',
+                f'          - link "{order}" [ref=e{ref + 2}] [cursor=pointer]:',
+                f"            - /url: /orders/{order}",
+                f'        - cell "{rng.choice(STATUSES)}" [ref=e{ref + 3}]',
+                f'        - cell "{rng.uniform(10, 900):.2f} EUR" [ref=e{ref + 4}]',
+                f'        - button "Refund" [ref=e{ref + 5}] [cursor=pointer]',
+            ]
             ref += 6
         lines.append("```")
         return "\n".join(lines)
 
     @server.tool(description="Navigate to a URL", structured_output=False)
     def browser_navigate(url: str) -> str:
-        return "### Ran Playwright code\n```js\nawait page.goto('" + url + "');\n```\n\n### Page state\n" + snapshot(url)
+        return (
+            "### Ran Playwright code\n```js\nawait page.goto('" + url + "');\n```\n\n### Page state\n" + snapshot(url)
+        )
 
     @server.tool(description="Click an element by its ref from the last snapshot", structured_output=False)
     def browser_click(element: str, ref: str) -> str:
-        return (f"### Ran Playwright code\n```js\nawait page.getByRole('link', {{ name: '{element}' }}).click();\n```\n\n### Page state\n"
-                + snapshot(f"https://backoffice.acme.example/orders/{element}"))
+        return (
+            f"### Ran Playwright code\n```js\nawait page.getByRole('link', {{ name: '{element}' }}).click();\n```\n\n### Page state\n"
+            + snapshot(f"https://backoffice.acme.example/orders/{element}")
+        )
 
     return server
 
 
 def main(argv: list[str]) -> None:
     kind = argv[0] if argv else ""
-    servers = {"sqlite": lambda: sqlite_server(argv[1]), "postgres": lambda: postgres_server(argv[1]), "github": github_server, "finance": finance_server,
-               "sheets": sheets_server, "notion": notion_server, "browser": browser_server}
+    servers = {
+        "sqlite": lambda: sqlite_server(argv[1]),
+        "postgres": lambda: postgres_server(argv[1]),
+        "github": github_server,
+        "finance": finance_server,
+        "sheets": sheets_server,
+        "notion": notion_server,
+        "browser": browser_server,
+    }
     if kind not in servers:
         sys.exit(f"usage: corpus_servers.py {{{'|'.join(servers)}}} [DB]")
     servers[kind]().run("stdio")

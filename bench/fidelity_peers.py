@@ -55,9 +55,17 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
     shown: dict[str, list[str]] = {}
     fastmcp = ensure("fastmcp", install=False)
     if fastmcp.available:
+
         async def call_f(session: Any, i: int) -> str:
             return result_text(await session.call_tool("record", {"index": i}))
-        command = [str(fastmcp.python), str(HERE / "peers" / "fastmcp_proxy.py"), "--max-size", str(FASTMCP_LIMIT), *downstream]
+
+        command = [
+            str(fastmcp.python),
+            str(HERE / "peers" / "fastmcp_proxy.py"),
+            "--max-size",
+            str(FASTMCP_LIMIT),
+            *downstream,
+        ]
         shown[f"FastMCP ResponseLimiting {FASTMCP_LIMIT // 1000} KB"] = anyio.run(_drive, command, len(records), call_f)
     else:
         print(f"fastmcp skipped: {fastmcp.missing_reason}", file=sys.stderr)
@@ -68,7 +76,10 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
         env = {"MCP_COMPRESSOR_CLI_OUTPUT_DIR": str(out_dir), "TMPDIR": str(out_dir), "MCP_COMPRESSOR_NO_BROWSER": "1"}
 
         async def call_c(session: Any, i: int) -> str:
-            return result_text(await session.call_tool("payload_invoke_tool", {"tool_name": "record", "tool_input": {"index": i}}))
+            return result_text(
+                await session.call_tool("payload_invoke_tool", {"tool_name": "record", "tool_input": {"index": i}})
+            )
+
         command = [str(compressor.bin / "mcp-compressor"), "--shrinkfit", "-n", "payload", "--", *downstream]
         shown["mcp-compressor --shrinkfit"] = anyio.run(_drive, command, len(records), call_c, env)
     else:
@@ -79,11 +90,16 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
 def score(records: list[Record], texts: list[str]) -> tuple[float, float, float, float]:
     """(tokens cut %, facts visible %) as plain text, then as Claude Code shows it."""
     cc = ClaudeCodeClient()
-    cc_texts = [cc.view({"content": [{"type": "text", "text": t}]}, tool=r.tool).text for r, t in zip(records, texts, strict=True)]
+    cc_texts = [
+        cc.view({"content": [{"type": "text", "text": t}]}, tool=r.tool).text
+        for r, t in zip(records, texts, strict=True)
+    ]
     chars_in = sum(len(r.output) for r in records)
     out = []
     for shown in (texts, cc_texts):
-        f = measure_shown([(r.line, r.traj, r.tool, r.call, r.output, s) for r, s in zip(records, shown, strict=True)]).as_dict()
+        f = measure_shown(
+            [(r.line, r.traj, r.tool, r.call, r.output, s) for r, s in zip(records, shown, strict=True)]
+        ).as_dict()
         out += [round(100 * (chars_in - sum(map(len, shown))) / chars_in, 1), f["visible_pct"]]
     return out[0], out[1], out[2], out[3]
 
@@ -92,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+", type=Path)
     args = parser.parse_args(argv)
-    print("| corpus | system | tokens cut (plain) | needed facts visible (plain) | tokens cut (Claude Code) | needed facts visible (Claude Code) |")
+    print(
+        "| corpus | system | tokens cut (plain) | needed facts visible (plain) | tokens cut (Claude Code) | needed facts visible (Claude Code) |"
+    )
     print("|---|---|---|---|---|---|")
     for corpus in args.corpora:
         records = read_records(corpus)
@@ -101,7 +119,17 @@ def main(argv: list[str] | None = None) -> int:
             rows += [(name, score(records, texts)) for name, texts in peer_texts(records, Path(tmp)).items()]
         plain = replay(records, OffloadSettings()).as_dict()
         cc = replay(records, OffloadSettings(), client="claude-code").as_dict()
-        rows.append(("offload-mcp (defaults)", (plain["reduction_pct"], plain["fidelity"]["visible_pct"], cc["reduction_pct"], cc["fidelity"]["visible_pct"])))
+        rows.append(
+            (
+                "offload-mcp (defaults)",
+                (
+                    plain["reduction_pct"],
+                    plain["fidelity"]["visible_pct"],
+                    cc["reduction_pct"],
+                    cc["fidelity"]["visible_pct"],
+                ),
+            )
+        )
         for name, (a, b, c, d) in rows:
             print(f"| {corpus.name} | {name} | {a}% | {b}% | {c}% | {d}% |", flush=True)
     return 0

@@ -172,7 +172,16 @@ class PeerRow:
         ]
 
 
-ROW_HEADERS = ["peer", "outputs", "tokens in", "tokens to model", "reduction", "bytes recoverable", "outputs losing bytes", "notes"]
+ROW_HEADERS = [
+    "peer",
+    "outputs",
+    "tokens in",
+    "tokens to model",
+    "reduction",
+    "bytes recoverable",
+    "outputs losing bytes",
+    "notes",
+]
 
 
 def common_prefix_len(a: str, b: str) -> int:
@@ -186,7 +195,9 @@ def common_prefix_len(a: str, b: str) -> int:
     return min(i, n)
 
 
-async def drive_proxy_records(command: list[str], texts: list[str], call: Callable[..., Any], env: dict[str, str] | None = None) -> list[Any]:
+async def drive_proxy_records(
+    command: list[str], texts: list[str], call: Callable[..., Any], env: dict[str, str] | None = None
+) -> list[Any]:
     out = []
     async with open_session(command, env=env) as session:
         for i in range(len(texts)):
@@ -208,7 +219,13 @@ def baseline_rows(texts: list[str], tools: list[str]) -> tuple[PeerRow, PeerRow]
     return raw, cc
 
 
-def fastmcp_row(ctx: Ctx, texts: list[str], downstream: list[str], call_args: list[tuple[str, dict[str, Any]]], limit: int = FASTMCP_LIMIT) -> PeerRow | None:
+def fastmcp_row(
+    ctx: Ctx,
+    texts: list[str],
+    downstream: list[str],
+    call_args: list[tuple[str, dict[str, Any]]],
+    limit: int = FASTMCP_LIMIT,
+) -> PeerRow | None:
     peer = ctx.peer("fastmcp")
     if not peer.available:
         return None
@@ -229,7 +246,9 @@ def fastmcp_row(ctx: Ctx, texts: list[str], downstream: list[str], call_args: li
     return row
 
 
-def compressor_row(ctx: Ctx, texts: list[str], downstream: list[str], call_args: list[tuple[str, dict[str, Any]]], server_name: str) -> PeerRow | None:
+def compressor_row(
+    ctx: Ctx, texts: list[str], downstream: list[str], call_args: list[tuple[str, dict[str, Any]]], server_name: str
+) -> PeerRow | None:
     peer = ctx.peer("compressor")
     if not peer.available:
         return None
@@ -268,15 +287,30 @@ def headroom_rows(ctx: Ctx, texts: list[str], modes: tuple[str, ...] = ("mcp", "
     with open(src, "w", encoding="utf-8") as fh:
         for i, t in enumerate(texts):
             fh.write(json.dumps({"id": i, "text": t}) + "\n")
-    labels = {"mcp": "headroom-ai headroom_compress (MCP path, defaults)", "library-recent0": "headroom-ai compress(protect_recent=0)"}
+    labels = {
+        "mcp": "headroom-ai headroom_compress (MCP path, defaults)",
+        "library-recent0": "headroom-ai compress(protect_recent=0)",
+    }
     for mode in modes:
         label = labels[mode]
         dst = ctx.work / f"headroom-{mode}.jsonl"
         ws = ctx.work / f"headroom-ws-{mode}"
         ws.mkdir(exist_ok=True)
-        env = {**os.environ, "HEADROOM_OFFLINE": "1", "HEADROOM_WORKSPACE_DIR": str(ws), "HOME": str(ws), "HEADROOM_TELEMETRY": "off", "DO_NOT_TRACK": "1"}
+        env = {
+            **os.environ,
+            "HEADROOM_OFFLINE": "1",
+            "HEADROOM_WORKSPACE_DIR": str(ws),
+            "HOME": str(ws),
+            "HEADROOM_TELEMETRY": "off",
+            "DO_NOT_TRACK": "1",
+        }
         started = time.perf_counter()
-        proc = subprocess.run([str(peer.python), str(HERE / "peers" / "headroom_runner.py"), str(src), str(dst), mode], capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [str(peer.python), str(HERE / "peers" / "headroom_runner.py"), str(src), str(dst), mode],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         elapsed = time.perf_counter() - started
         if proc.returncode != 0:
             ctx.notes.append(f"headroom ({mode}) failed: {proc.stderr.strip()[-300:]}")
@@ -305,7 +339,9 @@ def headroom_rows(ctx: Ctx, texts: list[str], modes: tuple[str, ...] = ("mcp", "
     return rows
 
 
-def offload_row(ctx: Ctx, records: list[dict[str, Any]], label: str = "offload-mcp (defaults)") -> tuple[PeerRow | None, list[dict[str, Any]]]:
+def offload_row(
+    ctx: Ctx, records: list[dict[str, Any]], label: str = "offload-mcp (defaults)"
+) -> tuple[PeerRow | None, list[dict[str, Any]]]:
     from offload import Shaping, restore, shaper_status
 
     status = shaper_status()
@@ -323,11 +359,20 @@ def offload_row(ctx: Ctx, records: list[dict[str, Any]], label: str = "offload-m
     try:
         for r in records:
             text = r["output"]
-            shaped, report = shaping.shape(text, tool=r.get("tool") or "tool", arguments={"call": r.get("call") or ""}, session=str(r.get("traj") or "default"))
+            shaped, report = shaping.shape(
+                text,
+                tool=r.get("tool") or "tool",
+                arguments={"call": r.get("call") or ""},
+                session=str(r.get("traj") or "default"),
+            )
             back = restore(text, shaped, shaping.ledger)
             ok = back.ok
             row.add(text, len(shaped), len(text) if ok else 0)
-            verdict = getattr(getattr(report, "decision", None), "reason", None) or getattr(report, "reason", None) or back.via
+            verdict = (
+                getattr(getattr(report, "decision", None), "reason", None)
+                or getattr(report, "reason", None)
+                or back.via
+            )
             reasons[str(verdict).split(" ")[0].split(":")[0]] += 1
             details.append({"chars_in": len(text), "chars_out": len(shaped), "via": back.via, "ok": ok})
     finally:
@@ -380,14 +425,24 @@ def section_tokens(ctx: Ctx) -> Section:
             sub.n += 1
             sub.chars_in += len(texts[i])
             sub.chars_out += row.per_record[i]
-        big_rows.append([row.peer, sub.n, round(tokens(sub.chars_in)), round(tokens(sub.chars_out)), f"{pct(sub.chars_in - sub.chars_out, sub.chars_in):.1f}%"])
+        big_rows.append(
+            [
+                row.peer,
+                sub.n,
+                round(tokens(sub.chars_in)),
+                round(tokens(sub.chars_out)),
+                f"{pct(sub.chars_in - sub.chars_out, sub.chars_in):.1f}%",
+            ]
+        )
 
     first = []
     if len(texts) >= 2000:
         head_in = sum(len(t) for t in texts[:2000])
         for r in rows:
             if r.peer.startswith("headroom") and len(r.per_record) == len(texts):
-                first.append(f"{r.peer}: {pct(head_in - sum(r.per_record[:2000]), head_in):.1f}% fewer chars on the first 2,000 records")
+                first.append(
+                    f"{r.peer}: {pct(head_in - sum(r.per_record[:2000]), head_in):.1f}% fewer chars on the first 2,000 records"
+                )
     scope = f"the first {len(records):,} records" if ctx.quick else f"all {len(records):,} records"
     body = [
         f"Corpus: `{CORPUS.name}`, {scope} ({sum(map(len, texts)):,} chars). Each output is served by the same downstream "
@@ -402,7 +457,8 @@ def section_tokens(ctx: Ctx) -> Section:
         md_table(["peer", "outputs", "tokens in", "tokens to model", "reduction"], big_rows),
         "",
         *(["", "Reproducing the new user's headroom finding: " + "; ".join(first) + ".", ""] if first else [""]),
-        "Time for the whole set: " + ", ".join(f"{r.peer.split(' (')[0].split(' +')[0]} {r.seconds:.1f} s" for r in rows if r.seconds),
+        "Time for the whole set: "
+        + ", ".join(f"{r.peer.split(' (')[0].split(' +')[0]} {r.seconds:.1f} s" for r in rows if r.seconds),
     ]
     return Section("tokens", "1. Tokens on the corpus", "\n".join(body))
 
@@ -420,7 +476,14 @@ def large_outputs(ctx: Ctx) -> list[dict[str, Any]]:
     fs = str(ROOT / "node_modules" / ".bin" / "mcp-server-filesystem")
     git = shutil.which("mcp-server-git") or str(Path(PY).parent / "mcp-server-git")
     repo = str(out / "repo")
-    items = [{"name": "git_log 3,000 commits (mcp-server-git)", "server": [git, "--repository", repo], "tool": "git_log", "args": {"repo_path": repo, "max_count": 3000}}]
+    items = [
+        {
+            "name": "git_log 3,000 commits (mcp-server-git)",
+            "server": [git, "--repository", repo],
+            "tool": "git_log",
+            "args": {"repo_path": repo, "max_count": 3000},
+        }
+    ]
     if not Path(fs).exists():
         ctx.notes.append("server-filesystem not installed (npm install): file-read outputs skipped")
         return items
@@ -432,7 +495,14 @@ def large_outputs(ctx: Ctx) -> list[dict[str, Any]]:
     }
     for name, label in labels.items():
         if (files / name).exists():
-            items.append({"name": label, "server": [fs, str(files)], "tool": "read_text_file", "args": {"path": str(files / name)}})
+            items.append(
+                {
+                    "name": label,
+                    "server": [fs, str(files)],
+                    "tool": "read_text_file",
+                    "args": {"path": str(files / name)},
+                }
+            )
     if ctx.quick:
         items = items[:1]
     return items
@@ -443,7 +513,13 @@ async def _direct_texts(items: list[dict[str, Any]]) -> list[str]:
     return [g for g, _ in got]
 
 
-async def _through(command_for: Callable[[list[str]], list[str]], items: list[dict[str, Any]], tool_for: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]], env: dict[str, str] | None = None, full: bool = False) -> list[tuple[str, str | None]]:
+async def _through(
+    command_for: Callable[[list[str]], list[str]],
+    items: list[dict[str, Any]],
+    tool_for: Callable[[dict[str, Any]], tuple[str, dict[str, Any]]],
+    env: dict[str, str] | None = None,
+    full: bool = False,
+) -> list[tuple[str, str | None]]:
     """Call each item through `command_for(its server)`; one session per distinct server, items in order."""
     out: dict[int, tuple[str, str | None]] = {}
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
@@ -475,9 +551,24 @@ def section_large(ctx: Ctx) -> Section:
 
     fm = ctx.peer("fastmcp")
     if fm.available:
-        limits = ((FASTMCP_LIMIT, "FastMCP limit 100 KB"),) if ctx.quick else ((FASTMCP_LIMIT, "FastMCP limit 100 KB"), (1_000_000, "FastMCP limit 1 MB (default)"))
+        limits = (
+            ((FASTMCP_LIMIT, "FastMCP limit 100 KB"),)
+            if ctx.quick
+            else ((FASTMCP_LIMIT, "FastMCP limit 100 KB"), (1_000_000, "FastMCP limit 1 MB (default)"))
+        )
         for limit, label in limits:
-            got = anyio.run(_through, lambda s, limit=limit: [str(fm.python), str(HERE / "peers" / "fastmcp_proxy.py"), "--max-size", str(limit), *s], items, lambda it: (it["tool"], it["args"]))
+            got = anyio.run(
+                _through,
+                lambda s, limit=limit: [
+                    str(fm.python),
+                    str(HERE / "peers" / "fastmcp_proxy.py"),
+                    "--max-size",
+                    str(limit),
+                    *s,
+                ],
+                items,
+                lambda it: (it["tool"], it["args"]),
+            )
             for text, (g, _) in zip(texts, got, strict=True):
                 per_item[label].append((len(g), len(text) if g == text else common_prefix_len(text, g)))
 
@@ -533,7 +624,13 @@ def section_large(ctx: Ctx) -> Section:
         cells: list[Any] = [item["name"], len(text)]
         for peer, vals in per_item.items():
             shown, rec = vals[i]
-            mark = "" if rec >= len(text) else (" *unverified*" if peer in unverified else " **lost " + f"{pct(len(text) - rec, len(text)):.0f}%**")
+            mark = (
+                ""
+                if rec >= len(text)
+                else (
+                    " *unverified*" if peer in unverified else " **lost " + f"{pct(len(text) - rec, len(text)):.0f}%**"
+                )
+            )
             cells.append(f"{round(tokens(shown)):,}{mark}")
         rows.append(cells)
     total_in = sum(map(len, texts))
@@ -541,9 +638,20 @@ def section_large(ctx: Ctx) -> Section:
     for peer, vals in per_item.items():
         shown = sum(v[0] for v in vals)
         rec = sum(v[1] for v in vals)
-        summary.append([peer, round(tokens(shown)), f"{pct(total_in - shown, total_in):.1f}%", "not verifiable" if peer in unverified else f"{pct(rec, total_in):.1f}%"])
+        summary.append(
+            [
+                peer,
+                round(tokens(shown)),
+                f"{pct(total_in - shown, total_in):.1f}%",
+                "not verifiable" if peer in unverified else f"{pct(rec, total_in):.1f}%",
+            ]
+        )
     ctx.data["large_summary"] = summary
-    ctx.data["large_per_item"] = {"chars": [len(t) for t in texts], "peers": dict(per_item), "unverified": set(unverified)}
+    ctx.data["large_per_item"] = {
+        "chars": [len(t) for t in texts],
+        "peers": dict(per_item),
+        "unverified": set(unverified),
+    }
     body = [
         "Large outputs made by real tools and fetched through real MCP servers (bench/data/large/make_large.py). Cells: tokens the model "
         "receives (chars / 4); **lost N%** marks outputs whose bytes cannot all be recovered exactly.",
@@ -566,7 +674,12 @@ def section_dollars(ctx: Ctx) -> Section:
     records = ctx.data.get("corpus_records")
     rows: list[PeerRow] | None = ctx.data.get("corpus_rows")
     if not records or not rows:
-        return Section("dollars", "3. Dollars over real trajectories", "Needs the tokens section (run without --only or include `tokens`).", ok=False)
+        return Section(
+            "dollars",
+            "3. Dollars over real trajectories",
+            "Needs the tokens section (run without --only or include `tokens`).",
+            ok=False,
+        )
     last_step: dict[str, int] = {}
     for r in records:
         last_step[r["traj"]] = max(last_step.get(r["traj"], 0), int(r["step"]))
@@ -589,7 +702,9 @@ def section_dollars(ctx: Ctx) -> Section:
         cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
 
         # the rates are bound as defaults: each column's function keeps its own model's rates
-        def carry_cost(chars: float, turns: int, cw: float = cw, cr: float = cr, rin: float = rin, cached: bool = cached) -> float:
+        def carry_cost(
+            chars: float, turns: int, cw: float = cw, cr: float = cr, rin: float = rin, cached: bool = cached
+        ) -> float:
             t = tokens(chars)
             return t * (cw + cr * (turns - 1)) if cached else t * rin * turns
 
@@ -599,10 +714,17 @@ def section_dollars(ctx: Ctx) -> Section:
             cost = sum(carry_cost(c, h) for c, h in zip(row.per_record, carried, strict=True))
             if peer.startswith("offload-mcp"):
                 hop_rate = cw if cached else rin
-                prior = cost + pol.recall_probability * len(stub_idx) * (pol.recall_input_tokens * hop_rate + pol.recall_output_tokens * rout)
+                prior = cost + pol.recall_probability * len(stub_idx) * (
+                    pol.recall_input_tokens * hop_rate + pol.recall_output_tokens * rout
+                )
                 # Pessimistic: every offloaded result recalled once, and the recalled slice then rides along every remaining turn.
-                pess = cost + sum(carry_cost(pol.recall_input_tokens * CPT, carried[i]) + pol.recall_output_tokens * rout for i in stub_idx)
-                cells[peer].append(f"${prior:,.2f} ({pct(base - prior, base):.1f}%) / ${pess:,.2f} ({pct(base - pess, base):.1f}%)")
+                pess = cost + sum(
+                    carry_cost(pol.recall_input_tokens * CPT, carried[i]) + pol.recall_output_tokens * rout
+                    for i in stub_idx
+                )
+                cells[peer].append(
+                    f"${prior:,.2f} ({pct(base - prior, base):.1f}%) / ${pess:,.2f} ({pct(base - pess, base):.1f}%)"
+                )
             else:
                 cells[peer].append(f"${cost:,.2f} ({pct(base - cost, base):.1f}%)")
     headers = ["peer"] + [f"{m} {'cached' if c else 'uncached'}" for m, c in columns]
@@ -672,7 +794,12 @@ def _bare_proxy_command(downstream: list[str]) -> list[str] | None:
     return None
 
 
-async def _latency_run(peers: dict[str, list[str]], sizes: dict[str, tuple[int, int]], envs: dict[str, dict[str, str]], invoke: dict[str, str]) -> dict[str, dict[str, dict[str, float]]]:
+async def _latency_run(
+    peers: dict[str, list[str]],
+    sizes: dict[str, tuple[int, int]],
+    envs: dict[str, dict[str, str]],
+    invoke: dict[str, str],
+) -> dict[str, dict[str, dict[str, float]]]:
     from contextlib import AsyncExitStack
 
     results: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -720,7 +847,13 @@ def section_latency(ctx: Ctx) -> Section:
         notes.append("offload-mcp row measured with the pass-through shaper placeholder (its shaper had not landed)")
     fm = ctx.peer("fastmcp")
     if fm.available:
-        peers["FastMCP proxy"] = [str(fm.python), str(HERE / "peers" / "fastmcp_proxy.py"), "--max-size", "0", *downstream]
+        peers["FastMCP proxy"] = [
+            str(fm.python),
+            str(HERE / "peers" / "fastmcp_proxy.py"),
+            "--max-size",
+            "0",
+            *downstream,
+        ]
     cp = ctx.peer("compressor")
     if cp.available:
         out_dir = ctx.work / "compressor-out"
@@ -738,7 +871,9 @@ def section_latency(ctx: Ctx) -> Section:
         return Section("latency", "4. Latency added per proxy", f"could not run: {type(err).__name__}: {err}", ok=False)
     ctx.data["latency"] = res
     direct = res["direct (no proxy)"]
-    headers = ["peer"] + [f"{lab} median / p99 ms" for lab in sizes] + [f"{lab} ratio to direct (median)" for lab in sizes]
+    headers = (
+        ["peer"] + [f"{lab} median / p99 ms" for lab in sizes] + [f"{lab} ratio to direct (median)" for lab in sizes]
+    )
     rows = []
     for name, by_size in res.items():
         cells: list[Any] = [name]
@@ -806,27 +941,42 @@ def section_scale(ctx: Ctx) -> Section:
         ledger = ctx.work / f"ledger-scale-{size}.db"
         for suffix in ("", "-wal", "-shm"):
             Path(str(ledger) + suffix).unlink(missing_ok=True)
-        proc = subprocess.run([PY, "-c", SCALE_CHILD, str(size), str(ledger), str(HERE / "peers")], capture_output=True, text=True)
+        proc = subprocess.run(
+            [PY, "-c", SCALE_CHILD, str(size), str(ledger), str(HERE / "peers")], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             rows.append([f"{size:,}", "failed", proc.stderr.strip()[-200:], "", "", ""])
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         points.append(r)
-        rows.append([f"{size:,}", f"{r['shape_s'] * 1000:.1f}", f"{r['peak_rss_kb'] / 1024:.0f}", f"{r['rss_growth_kb'] / 1024:.0f}", f"{r['chars_out']:,}", "yes" if r["restored"] else "**no**"])
+        rows.append(
+            [
+                f"{size:,}",
+                f"{r['shape_s'] * 1000:.1f}",
+                f"{r['peak_rss_kb'] / 1024:.0f}",
+                f"{r['rss_growth_kb'] / 1024:.0f}",
+                f"{r['chars_out']:,}",
+                "yes" if r["restored"] else "**no**",
+            ]
+        )
     ctx.data["scale_points"] = points
     recall_rows, disk_rows = _recall_scale(ctx)
     body = [
         "offload-mcp's shaper in a fresh process per size (reducers + policy + ledger commit; median of 3 runs, 1 at 100 MB), "
         "peak RSS of that process and how much shaping added to it; then restored through the ledger and compared.",
         "",
-        md_table(["result chars", "shape ms", "peak RSS MB", "RSS added MB", "chars to model", "restored exactly"], rows),
+        md_table(
+            ["result chars", "shape ms", "peak RSS MB", "RSS added MB", "chars to model", "restored exactly"], rows
+        ),
         "",
         "![size scaling](bench/plots/scale.png)" if not ctx.quick else "",
         "",
         "Recall latency by ledger size: a real ledger filled by direct inserts through the ledger API (24-line bodies of ~800 chars), "
         "then bench/bench_recall.py's `measure` calls the real `recall_tool_result` handler on random ids (range, query and line styles in turn).",
         "",
-        md_table(["entries", "fill s", "recall p50 / p99 ms", "p50 vs smallest", "p50 by style ms", "ledger MB"], recall_rows),
+        md_table(
+            ["entries", "fill s", "recall p50 / p99 ms", "p50 vs smallest", "p50 by style ms", "ledger MB"], recall_rows
+        ),
         "",
         md_table(["stored", "raw MB", "ledger file MB", "MB on disk per stored MB"], disk_rows),
     ]
@@ -839,7 +989,10 @@ def _fill_ledger(path: Path, entries: int, words: list[str]) -> list[str]:
 
     nw = len(words)
     texts = (
-        "\n".join(f"{i}:{n:02d} {words[(i * 7 + n) % nw]} {words[(i + n * 3) % nw]} {words[(i * 5 + n * 11) % nw]} id={i * 31 + n}" for n in range(24))
+        "\n".join(
+            f"{i}:{n:02d} {words[(i * 7 + n) % nw]} {words[(i + n * 3) % nw]} {words[(i * 5 + n * 11) % nw]} id={i * 31 + n}"
+            for n in range(24)
+        )
         for i in range(entries)
     )
     return bench_recall.insert_bodies(path, texts, batch_size=5000)
@@ -863,13 +1016,24 @@ def _recall_scale(ctx: Ctx) -> tuple[list[list[Any]], list[list[Any]]]:
         started = time.perf_counter()
         ids = _fill_ledger(path, n, bench_recall.WORDS)
         fill_s = time.perf_counter() - started
-        times = anyio.run(bench_recall.measure, path, ids, calls, 7, 700)  # offsets drawn below 600: inside every ~800-char body
+        times = anyio.run(
+            bench_recall.measure, path, ids, calls, 7, 700
+        )  # offsets drawn below 600: inside every ~800-char body
         every = sum(times.values(), [])
         s_all = summarize_ms(every)
         base_p50 = base_p50 or s_all["median"]
         size_mb = sum(Path(str(path) + x).stat().st_size for x in ("", "-wal") if Path(str(path) + x).exists()) / 1e6
         per_style = ", ".join(f"{k} {summarize_ms(v)['median']:.2f}" for k, v in times.items())
-        recall_rows.append([f"{n:,}", f"{fill_s:.1f}", f"{s_all['median']:.3f} / {s_all['p99']:.3f}", f"{s_all['median'] / base_p50:.2f}x", per_style, f"{size_mb:,.0f}"])
+        recall_rows.append(
+            [
+                f"{n:,}",
+                f"{fill_s:.1f}",
+                f"{s_all['median']:.3f} / {s_all['p99']:.3f}",
+                f"{s_all['median'] / base_p50:.2f}x",
+                per_style,
+                f"{size_mb:,.0f}",
+            ]
+        )
         path.unlink(missing_ok=True)
         Path(str(path) + "-wal").unlink(missing_ok=True)
     samples = [r["output"] for r in (ctx.data.get("corpus_records") or load_corpus(2000)) if r["output"]]
@@ -882,7 +1046,9 @@ def _recall_scale(ctx: Ctx) -> tuple[list[list[Any]], list[list[Any]]]:
     batch = []
     for i, text in enumerate(samples):
         body = {"content": [{"type": "text", "text": text}], "isError": False}
-        batch.append(BodyRecord.of(body, server="bench", tool="disk", arguments={"i": i}, session_id="disk", chars=len(text)))
+        batch.append(
+            BodyRecord.of(body, server="bench", tool="disk", arguments={"i": i}, session_id="disk", chars=len(text))
+        )
         raw += len(text.encode())
         if len(batch) >= 1000:
             ledger.commit(bodies=batch)
@@ -901,7 +1067,9 @@ def section_catalog(ctx: Ctx) -> Section:
     try:
         import bench_catalog  # H4's benchmark: the >=100-tool catalog and the search-accuracy queries
     except Exception as err:
-        ctx.notes.append(f"bench/bench_catalog.py not importable ({type(err).__name__}: {err}): search accuracy not shown")
+        ctx.notes.append(
+            f"bench/bench_catalog.py not importable ({type(err).__name__}: {err}): search accuracy not shown"
+        )
         bench_catalog = None
     from catalog_peer import catalog_section
 
@@ -936,7 +1104,11 @@ def machine() -> str:
         except Exception:
             return "?"
 
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip() if shutil.which("node") else "?"
+    node = (
+        subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+        if shutil.which("node")
+        else "?"
+    )
     return (
         f"- CPU: {cpu}, {os.cpu_count()} cores (nproc); RAM {mem}; {platform.system()} {platform.release()}\n"
         f"- Python {platform.python_version()}; node {node}; offload-mcp {v('offload-mcp')}; mcp {v('mcp')}; "
@@ -975,7 +1147,13 @@ def plots(ctx: Ctx, target: Path) -> list[str]:
     if rows:
         fig, axes = plt.subplots(1, 2 if large else 1, figsize=(11 if large else 6.5, 4.2), squeeze=False)
         ax = axes[0][0]
-        names = [r.peer.split(" (")[0].split("(")[0].replace(" + ResponseLimitingMiddleware", " + limit 100 KB").replace("headroom-ai ", "headroom ") for r in rows]
+        names = [
+            r.peer.split(" (")[0]
+            .split("(")[0]
+            .replace(" + ResponseLimitingMiddleware", " + limit 100 KB")
+            .replace("headroom-ai ", "headroom ")
+            for r in rows
+        ]
         vals = [100.0 * r.chars_out / r.chars_in for r in rows]
         colors = ["tab:grey" if r.unverified else "tab:red" if r.records_lossy else "tab:green" for r in rows]
         ax.barh(names, vals, color=colors)
@@ -988,13 +1166,19 @@ def plots(ctx: Ctx, target: Path) -> list[str]:
             lnames = [r[0] for r in large]
             total = large[0][1] or 1
             lvals = [max(100.0 * r[1] / total, 0.01) for r in large]
-            lcolors = ["tab:grey" if r[3] == "not verifiable" else "tab:green" if r[3] == "100.0%" else "tab:red" for r in large]
+            lcolors = [
+                "tab:grey" if r[3] == "not verifiable" else "tab:green" if r[3] == "100.0%" else "tab:red"
+                for r in large
+            ]
             ax2.barh(lnames, lvals, color=lcolors)
             ax2.set_xscale("log")
             ax2.invert_yaxis()
             ax2.set_xlabel("% of the tokens of the full outputs (log)")
             ax2.set_title("Large real outputs")
-        fig.suptitle("Tokens to the model per peer - green: every byte recoverable, red: bytes lost, grey: not verifiable", fontsize=9)
+        fig.suptitle(
+            "Tokens to the model per peer - green: every byte recoverable, red: bytes lost, grey: not verifiable",
+            fontsize=9,
+        )
         fig.tight_layout()
         fig.savefig(target / "tokens_per_peer.png", dpi=110)
         plt.close(fig)
@@ -1011,7 +1195,11 @@ def reading(ctx: Ctx) -> list[str]:
     off = next((r for r in rows if r.peer.startswith("offload-mcp")), None)
     if off:
         red = pct(off.chars_in - off.chars_out, off.chars_in)
-        others = [(name, pct(r.chars_in - r.chars_out, r.chars_in)) for name, r in by.items() if r is not off and not name.startswith("no proxy")]
+        others = [
+            (name, pct(r.chars_in - r.chars_out, r.chars_in))
+            for name, r in by.items()
+            if r is not off and not name.startswith("no proxy")
+        ]
         best = max(others, key=lambda x: x[1]) if others else ("", 0.0)
         ahead.append(
             f"- Corpus ({off.n:,} real agent outputs, most already cut to <= 10K chars by their agents): offload-mcp sends {red:.1f}% fewer "
@@ -1020,12 +1208,20 @@ def reading(ctx: Ctx) -> list[str]:
             "expands every marker gives it back."
         )
         if off.records_lossy:
-            behind.append(f"- {off.records_lossy} corpus outputs did not restore exactly through the ledger: a defect to fix before any saving counts.")
+            behind.append(
+                f"- {off.records_lossy} corpus outputs did not restore exactly through the ledger: a defect to fix before any saving counts."
+            )
     large = {row[0]: row for row in ctx.data.get("large_summary") or []}
     if "offload-mcp proxy" in large:
         o = large["offload-mcp proxy"]
-        peers = ", ".join(f"{k} {v[2]} ({'recoverability not verified' if v[3] == 'not verifiable' else v[3] + ' recoverable'})" for k, v in large.items() if k not in ("offload-mcp proxy", "no proxy"))
-        ahead.append(f"- Large real outputs: offload-mcp cuts {o[2]} of the tokens with {o[3]} of the bytes recoverable; peers: {peers}.")
+        peers = ", ".join(
+            f"{k} {v[2]} ({'recoverability not verified' if v[3] == 'not verifiable' else v[3] + ' recoverable'})"
+            for k, v in large.items()
+            if k not in ("offload-mcp proxy", "no proxy")
+        )
+        ahead.append(
+            f"- Large real outputs: offload-mcp cuts {o[2]} of the tokens with {o[3]} of the bytes recoverable; peers: {peers}."
+        )
         cmp = large.get("mcp-compressor --shrinkfit")
         if cmp and cmp[3] == "100.0%":
             behind.append(
@@ -1042,10 +1238,16 @@ def reading(ctx: Ctx) -> list[str]:
         for label in [k for k in lat["offload-mcp"] if k != small]:
             o_l, d_l = lat["offload-mcp"][label]["median"], lat["direct (no proxy)"][label]["median"]
             if o_l <= d_l:
-                ahead.append(f"- {label} results: the client gets offload-mcp's stub in {o_l:.0f} ms, the full result directly in {d_l:.0f} ms.")
+                ahead.append(
+                    f"- {label} results: the client gets offload-mcp's stub in {o_l:.0f} ms, the full result directly in {d_l:.0f} ms."
+                )
             else:
-                behind.append(f"- {label} results: offload-mcp takes {o_l:.0f} ms to answer vs {d_l:.0f} ms direct ({o_l / d_l:.1f}x): shaping a large unique result costs more than moving it.")
-        fastest = min(((n, v[small]["median"]) for n, v in lat.items() if n not in ("direct (no proxy)",)), key=lambda x: x[1])
+                behind.append(
+                    f"- {label} results: offload-mcp takes {o_l:.0f} ms to answer vs {d_l:.0f} ms direct ({o_l / d_l:.1f}x): shaping a large unique result costs more than moving it."
+                )
+        fastest = min(
+            ((n, v[small]["median"]) for n, v in lat.items() if n not in ("direct (no proxy)",)), key=lambda x: x[1]
+        )
         if fastest[0] != "offload-mcp":
             behind.append(f"- The cheapest hop for small results is {fastest[0]} ({fastest[1]:.2f} ms median).")
     cat = ctx.data.get("catalog")
@@ -1061,12 +1263,22 @@ def reading(ctx: Ctx) -> list[str]:
     if dollars:
         orow = next((r for r in dollars["rows"] if r[0].startswith("offload-mcp")), None)
         if orow:
-            ahead.append(f"- Dollars over the corpus trajectories ({dollars['columns'][1]}): offload-mcp {orow[2]} (configured prior / pessimistic recall).")
+            ahead.append(
+                f"- Dollars over the corpus trajectories ({dollars['columns'][1]}): offload-mcp {orow[2]} (configured prior / pessimistic recall)."
+            )
     if not ahead and not behind:
         return []
-    return ["Where offload-mcp is ahead:", "", *ahead, "", "Where it is not, or where the comparison needs care:", "", *behind,
-            "- Tokens are chars / 4 for every peer; the Claude Code row is its documented policy modelled, not a recorded session; "
-            "headroom's tuned library mode is not checked for recoverability."]
+    return [
+        "Where offload-mcp is ahead:",
+        "",
+        *ahead,
+        "",
+        "Where it is not, or where the comparison needs care:",
+        "",
+        *behind,
+        "- Tokens are chars / 4 for every peer; the Claude Code row is its documented policy modelled, not a recorded session; "
+        "headroom's tuned library mode is not checked for recoverability.",
+    ]
 
 
 SECTIONS: dict[str, Callable[[Ctx], Section]] = {
@@ -1099,7 +1311,9 @@ def run(quick: bool, only: list[str] | None, out: Path, install: bool) -> tuple[
     made = plots(ctx, (ROOT / "bench" / "plots") if not quick else (OUT / "plots"))
     elapsed = time.perf_counter() - started
     command = "python bench/run_all.py" + (" --quick" if quick else "") + (f" --only {','.join(only)}" if only else "")
-    versions = "; ".join(f"{p.name}: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()) for p in ctx.peers.values() if p.available)
+    versions = "; ".join(
+        f"{p.name}: " + ", ".join(f"{k} {v}" for k, v in p.versions.items()) for p in ctx.peers.values() if p.available
+    )
     parts = [
         "# Benchmarks" if not quick else "# Benchmarks (quick form, CI)",
         "",
@@ -1114,7 +1328,14 @@ def run(quick: bool, only: list[str] | None, out: Path, install: bool) -> tuple[
     ]
     lines = reading(ctx)
     if lines:
-        parts += ["## Reading", "", "Written from this run's numbers by `reading()` in bench/run_all.py.", "", *lines, ""]
+        parts += [
+            "## Reading",
+            "",
+            "Written from this run's numbers by `reading()` in bench/run_all.py.",
+            "",
+            *lines,
+            "",
+        ]
     if "tokens_per_peer.png" in made and not quick:
         parts += ["![tokens per peer](bench/plots/tokens_per_peer.png)", ""]
     for sec in sections:
@@ -1124,7 +1345,15 @@ def run(quick: bool, only: list[str] | None, out: Path, install: bool) -> tuple[
     text = "\n".join(parts)
     out.write_text(text, encoding="utf-8")
     with open(OUT / ("results.quick.json" if quick else "results.json"), "w", encoding="utf-8") as fh:
-        json.dump({"sections": {s.key: {"ok": s.ok, "body": s.body} for s in sections}, "notes": ctx.notes, "seconds": elapsed}, fh, indent=1)
+        json.dump(
+            {
+                "sections": {s.key: {"ok": s.ok, "body": s.body} for s in sections},
+                "notes": ctx.notes,
+                "seconds": elapsed,
+            },
+            fh,
+            indent=1,
+        )
     if os.environ.get("OFFLOAD_BENCH_KEEP_WORK") != "1":
         shutil.rmtree(work, ignore_errors=True)
     return text, sections
@@ -1134,8 +1363,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the < 2 minute form CI runs; never installs peers")
     parser.add_argument("--only", help=f"comma-separated sections: {', '.join(SECTIONS)}")
-    parser.add_argument("--out", help="where to write the markdown (default BENCHMARKS.md, or bench/out/BENCHMARKS.quick.md with --quick)")
-    parser.add_argument("--no-install", action="store_true", help="do not install missing peers (the full run installs them)")
+    parser.add_argument(
+        "--out",
+        help="where to write the markdown (default BENCHMARKS.md, or bench/out/BENCHMARKS.quick.md with --quick)",
+    )
+    parser.add_argument(
+        "--no-install", action="store_true", help="do not install missing peers (the full run installs them)"
+    )
     args = parser.parse_args(argv)
     only = [s.strip() for s in args.only.split(",")] if args.only else None
     if only and (bad := [s for s in only if s not in SECTIONS]):

@@ -30,9 +30,13 @@ import pytest
 from conftest import ROOT, RunningProxy, running_proxy
 
 DEPLOY = ROOT / "docs" / "deploy"
-NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if Path(p).exists()), None)
+NGINX = shutil.which("nginx") or next(
+    (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if Path(p).exists()), None
+)
 
-needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx not installed: `apt-get install -y nginx` (.ci/run does it)")
+needs_nginx = pytest.mark.skipif(
+    NGINX is None, reason="nginx not installed: `apt-get install -y nginx` (.ci/run does it)"
+)
 
 
 def free_port() -> int:
@@ -45,7 +49,9 @@ def render(template: str, **values: str) -> str:
     """Fill `{{NAME}}` placeholders; refuse a template with one left over (the example drifted)."""
     for name, value in values.items():
         template = template.replace("{{" + name + "}}", value)
-    assert re.search(r"{{[A-Z_]+}}", template) is None, f"unfilled placeholder in deployment example: {template[template.index('{{'):][:40]}"
+    assert re.search(r"{{[A-Z_]+}}", template) is None, (
+        f"unfilled placeholder in deployment example: {template[template.index('{{') :][:40]}"
+    )
     return template
 
 
@@ -94,7 +100,9 @@ def load_balancer(tmp: Path, backends: list[str]) -> Iterator[LoadBalancer]:
     log.touch()
     proc = subprocess.Popen(
         [NGINX, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", str(log), "-g", "daemon off;"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
     )
     try:
         _wait_listening(port, proc, log)

@@ -58,7 +58,9 @@ def fixture_entry(*opts: str, **extra: Any) -> dict[str, Any]:
     return {"command": PYTHON, "args": [str(FIXTURE_SERVER), *opts], **extra}
 
 
-def write_config(tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any] | None = None, name: str = "mcp.json") -> Path:
+def write_config(
+    tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any] | None = None, name: str = "mcp.json"
+) -> Path:
     data: dict[str, Any] = {"mcpServers": servers}
     if offload is not None:
         data["offload"] = offload
@@ -138,8 +140,12 @@ def running_proxy(
     """`offload-mcp serve --transport T --port 0 ARGS` as a process we can measure and kill; its stderr lines are kept."""
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", log_level, *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env=proxy_env(env), cwd=str(ROOT),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=proxy_env(env),
+        cwd=str(ROOT),
     )
     lines: list[str] = []
     found = threading.Event()
@@ -180,7 +186,9 @@ async def recall_whole(session: Any, trm_id: str, max_chars: int = 1_000_000) ->
     """Page `recall_tool_result` from offset 0 to the end of the body; the concatenation of the slices."""
     text, offset = "", 0
     while True:
-        page = await session.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": max_chars})
+        page = await session.call_tool(
+            "recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": max_chars}
+        )
         assert not page.is_error, text_of(page)
         header, _, body = text_of(page).partition("\n")
         text += body
@@ -199,7 +207,9 @@ def postgres() -> Iterator[Any]:
     from pg import find_bin_dir, start_server
 
     if find_bin_dir() is None:
-        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not installed: `apt-get install -y postgresql` (.ci/run does)")
+        pytest.skip(
+            "PostgreSQL binaries (initdb, pg_ctl) not installed: `apt-get install -y postgresql` (.ci/run does)"
+        )
     try:
         import psycopg  # noqa: F401
     except ImportError:

@@ -30,7 +30,10 @@ DATABASE = "offload"
 
 def find_bin_dir() -> Path | None:
     """The newest installed PostgreSQL's bin directory, or None (pg_ctl on PATH counts too)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0)
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+        key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0,
+    )
     if found:
         return Path(found[-1]).parent
     on_path = shutil.which("pg_ctl")
@@ -62,20 +65,51 @@ class PostgresServer:
         return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=timeout, cwd=self.root)
 
     def init(self) -> None:
-        self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C")
+        self._run(
+            "initdb", "-D", str(self.data), "-U", SUPERUSER, "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C"
+        )
         (self.root / "log").mkdir()
         if self.user is not None:
             info = pwd.getpwnam(self.user)
             os.chown(self.root / "log", info.pw_uid, info.pw_gid)
         self.start()
-        psql = self._run("psql", "-h", str(self.root), "-p", str(self.port), "-U", SUPERUSER, "-d", "postgres", "-c", f"CREATE DATABASE {DATABASE}")
+        psql = self._run(
+            "psql",
+            "-h",
+            str(self.root),
+            "-p",
+            str(self.port),
+            "-U",
+            SUPERUSER,
+            "-d",
+            "postgres",
+            "-c",
+            f"CREATE DATABASE {DATABASE}",
+        )
         assert "CREATE DATABASE" in psql.stdout, psql.stderr
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses={self.host} -c fsync=off -c full_page_writes=off -c max_connections=200"
-        done = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "log" / "server.log"), "-o", options, "-w", "-t", "60", "start", check=False)
+        done = self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "log" / "server.log"),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            check=False,
+        )
         if done.returncode != 0:
-            log = (self.root / "log" / "server.log").read_text(errors="replace")[-2000:] if (self.root / "log" / "server.log").exists() else ""
+            log = (
+                (self.root / "log" / "server.log").read_text(errors="replace")[-2000:]
+                if (self.root / "log" / "server.log").exists()
+                else ""
+            )
             raise RuntimeError(f"pg_ctl start failed: {done.stderr or done.stdout}\n{log}")
 
     def stop(self, mode: str = "fast") -> None:

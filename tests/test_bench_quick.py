@@ -45,7 +45,14 @@ def _section(report: str, title: str) -> str:
 
 def test_every_section_ran(quick_report: str) -> None:
     assert "could not run" not in quick_report
-    for title in ("1. Tokens on the corpus", "2. Tokens on large real outputs", "3. Dollars", "4. Latency", "5. Scale", "6. Tool definitions"):
+    for title in (
+        "1. Tokens on the corpus",
+        "2. Tokens on large real outputs",
+        "3. Dollars",
+        "4. Latency",
+        "5. Scale",
+        "6. Tool definitions",
+    ):
         _section(quick_report, title)
     assert re.search(r"CPU: .+, \d+ cores", quick_report)
 

@@ -22,14 +22,19 @@ def config(tmp_path: Path, **catalog: Any) -> Path:
     servers = {
         "git": {"command": GIT_SERVER, "args": ["--repository", str(ROOT)]},
         "github": {"command": sys.executable, "args": [str(CATALOG_SERVER)]},
-        "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.stderr.write('no such thing\\n'); sys.exit(3)"]},
+        "broken": {
+            "command": sys.executable,
+            "args": ["-c", "import sys; sys.stderr.write('no such thing\\n'); sys.exit(3)"],
+        },
     }
     offload = {"catalog": {"hot_tools": ["git_status"], **catalog}, "ledger": {"path": str(tmp_path / "ledger.db")}}
     return write_config(tmp_path, servers, offload)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([OFFLOAD_MCP, *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120)
+    return subprocess.run(
+        [OFFLOAD_MCP, *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+    )
 
 
 def seed_history(path: Path) -> None:
@@ -75,7 +80,11 @@ def test_catalog_reports_tokens_per_mode_and_server_and_why_tools_are_hot(tmp_pa
 
     text = run("catalog", "--config", str(cfg))
     assert text.returncode == 0
-    assert "cut vs off" in text.stdout and "learned: called 5 times" in text.stdout and "Not serving: broken" in text.stdout
+    assert (
+        "cut vs off" in text.stdout
+        and "learned: called 5 times" in text.stdout
+        and "Not serving: broken" in text.stdout
+    )
 
 
 def test_catalog_estimate_matches_the_wire(tmp_path):
@@ -95,10 +104,19 @@ def test_catalog_estimate_matches_the_wire(tmp_path):
 def test_toolset_config_defers_everything_but_the_hot_set(tmp_path):
     cfg = config(tmp_path)
     seed_history(tmp_path / "ledger.db")
-    done = run("toolset-config", "--config", str(cfg), "--url", "https://proxy.example/mcp", "--token-env", "PROXY_TOKEN")
+    done = run(
+        "toolset-config", "--config", str(cfg), "--url", "https://proxy.example/mcp", "--token-env", "PROXY_TOKEN"
+    )
     assert done.returncode == 0, done.stderr
     block = json.loads(done.stdout)
-    assert block["mcp_servers"] == [{"type": "url", "url": "https://proxy.example/mcp", "name": "offload-mcp", "authorization_token": "${PROXY_TOKEN}"}]
+    assert block["mcp_servers"] == [
+        {
+            "type": "url",
+            "url": "https://proxy.example/mcp",
+            "name": "offload-mcp",
+            "authorization_token": "${PROXY_TOKEN}",
+        }
+    ]
     search, toolset = block["tools"]
     assert search == {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}
     assert toolset["type"] == "mcp_toolset" and toolset["mcp_server_name"] == "offload-mcp"

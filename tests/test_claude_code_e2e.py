@@ -53,9 +53,18 @@ def run_claude(
     """One headless Claude Code session through the proxy; returns the fake API's record and claude's JSON."""
     config = write_config(tmp_path, servers, offload, name="offload.json")
     mcp = tmp_path / "claude-mcp.json"
-    mcp.write_text(json.dumps({"mcpServers": {"proxy": {
-        "command": OFFLOAD_MCP, "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
-    }}}))
+    mcp.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "proxy": {
+                        "command": OFFLOAD_MCP,
+                        "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
+                    }
+                }
+            }
+        )
+    )
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     prompt = f"issue-11 e2e {tmp_path.name}"
@@ -74,9 +83,24 @@ def run_claude(
             "OFFLOAD_MCP_TEST": "1",
         }
         done = subprocess.run(
-            [str(CLAUDE), "-p", prompt, "--output-format", "json", "--mcp-config", str(mcp), "--strict-mcp-config",
-             "--allowedTools", "mcp__proxy"],
-            env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+            [
+                str(CLAUDE),
+                "-p",
+                prompt,
+                "--output-format",
+                "json",
+                "--mcp-config",
+                str(mcp),
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__proxy",
+            ],
+            env=env,
+            cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            stdin=subprocess.DEVNULL,
         )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return api, json.loads(done.stdout)
@@ -103,21 +127,44 @@ def recall_of(tool: str, **style: Any) -> Callable[[list[dict[str, Any]]], Step]
 # ---------------------------------------------------------------------- cases
 
 
-@pytest.mark.skipif(not (NPM_BIN / "mcp-server-memory").exists(), reason="@modelcontextprotocol/server-memory not installed")
+@pytest.mark.skipif(
+    not (NPM_BIN / "mcp-server-memory").exists(), reason="@modelcontextprotocol/server-memory not installed"
+)
 def test_memory_read_graph_of_3000_entities_then_recall_one(tmp_path: Path) -> None:
     memory = tmp_path / "memory.jsonl"
-    lines = [json.dumps({"type": "entity", "name": f"person-{i:04d}", "entityType": "person",
-                         "observations": [f"works on project {i % 97}", f"lives in city-{i % 211}", "likes tea and long walks"]})
-             for i in range(3000)]
-    lines += [json.dumps({"type": "relation", "from": f"person-{i:04d}", "to": f"person-{(i * 7) % 3000:04d}", "relationType": "knows"})
-              for i in range(1000)]
+    lines = [
+        json.dumps(
+            {
+                "type": "entity",
+                "name": f"person-{i:04d}",
+                "entityType": "person",
+                "observations": [f"works on project {i % 97}", f"lives in city-{i % 211}", "likes tea and long walks"],
+            }
+        )
+        for i in range(3000)
+    ]
+    lines += [
+        json.dumps(
+            {
+                "type": "relation",
+                "from": f"person-{i:04d}",
+                "to": f"person-{(i * 7) % 3000:04d}",
+                "relationType": "knows",
+            }
+        )
+        for i in range(1000)
+    ]
     memory.write_text("\n".join(lines))
     servers = {"memory": {"command": str(NPM_BIN / "mcp-server-memory"), "env": {"MEMORY_FILE_PATH": str(memory)}}}
-    api, _ = run_claude(tmp_path, servers, [
-        tool_use("mcp__proxy__read_graph"),
-        recall_of("read_graph", query='"person-2345"'),
-        {"text": "done"},
-    ])
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [
+            tool_use("mcp__proxy__read_graph"),
+            recall_of("read_graph", query='"person-2345"'),
+            {"text": "done"},
+        ],
+    )
     (graph,) = results_of(api, "read_graph")
     assert_inline(graph)
     # stub (1,000 chars) + identifier index (stub_index_chars 6,000), JSON-escaped in structuredContent
@@ -130,7 +177,9 @@ def test_memory_read_graph_of_3000_entities_then_recall_one(tmp_path: Path) -> N
     assert '"name": "person-2345"' in found and "lives in city-" in found
 
 
-@pytest.mark.skipif(not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed")
+@pytest.mark.skipif(
+    not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed"
+)
 def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
     data = tmp_path / "data"
     for d in range(40):
@@ -142,12 +191,16 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
     assert len(big) > 1_000_000
     (data / "big.txt").write_text(big)
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}
-    api, _ = run_claude(tmp_path, servers, [
-        tool_use("mcp__proxy__directory_tree", path=str(data)),
-        tool_use("mcp__proxy__read_text_file", path=str(data / "big.txt")),
-        recall_of("read_text_file", lines="5001-5002"),
-        {"text": "done"},
-    ])
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [
+            tool_use("mcp__proxy__directory_tree", path=str(data)),
+            tool_use("mcp__proxy__read_text_file", path=str(data / "big.txt")),
+            recall_of("read_text_file", lines="5001-5002"),
+            {"text": "done"},
+        ],
+    )
     (tree,) = results_of(api, "directory_tree")
     (read,) = results_of(api, "read_text_file")
     for text in (tree, read):
@@ -160,17 +213,25 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
 
 def test_output_schema_tool_with_3mb_structured_content(tmp_path: Path) -> None:
     servers = {"rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
-    api, _ = run_claude(tmp_path, servers, [
-        tool_use("mcp__proxy__big_rows", count=30_000),
-        recall_of("big_rows", json_path="$.rows[12345]"),
-        {"text": "done"},
-    ])
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [
+            tool_use("mcp__proxy__big_rows", count=30_000),
+            recall_of("big_rows", json_path="$.rows[12345]"),
+            {"text": "done"},
+        ],
+    )
     (stub,) = results_of(api, "big_rows")
     assert_inline(stub)
     assert len(stub) < 8_000 and TRM.search(stub) and "stored, not shown here" in stub
     assert "validation" not in stub.lower() and "error" not in stub.lower()[:200]
     (row,) = results_of(api, "recall_tool_result")
-    assert json.loads(row.partition("\n")[2]) == {"id": 12345, "name": "row-12345", "payload": "12345-" + "abcdefghij" * 7}
+    assert json.loads(row.partition("\n")[2]) == {
+        "id": 12345,
+        "name": "row-12345",
+        "payload": "12345-" + "abcdefghij" * 7,
+    }
 
 
 def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) -> None:
@@ -186,14 +247,19 @@ def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) ->
         if "last page" in last or "next page" not in last:
             return {"text": "done"}
         marker = re.search(r"<<cg:[0-9a-f]{16}>>", last).group(0)
-        return tool_use("mcp__proxy__context_guru_expand", marker=marker, offset=int(last.rsplit("offset=", 1)[1].rstrip("]")))
+        return tool_use(
+            "mcp__proxy__context_guru_expand", marker=marker, offset=int(last.rsplit("offset=", 1)[1].rstrip("]"))
+        )
 
     # issue 12: by default a 170K array goes to a stub (smartcrush no longer windows records below
     # 60K, and above the client limit yields to offload); this case needs the marker path, so the
     # policy is off and smartcrush has no floor
     reducer_marker = {"policy": {"enabled": False}, "reducers": {"smartcrush": {"min_chars": 0}}}
     api, _ = run_claude(
-        tmp_path, {"fx": fixture_entry()}, [tool_use("mcp__proxy__json_array", count=3400)] + [next_page] * 8, offload=reducer_marker
+        tmp_path,
+        {"fx": fixture_entry()},
+        [tool_use("mcp__proxy__json_array", count=3400)] + [next_page] * 8,
+        offload=reducer_marker,
     )
     (cut,) = results_of(api, "json_array")
     assert len(cut) < 2_000 and "context_guru_expand" in cut
@@ -212,7 +278,9 @@ def test_a_hung_server_beside_a_healthy_one(tmp_path: Path) -> None:
     servers = {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}, "good": fixture_entry()}
     started = time.monotonic()
     api, _ = run_claude(
-        tmp_path, servers, [tool_use("mcp__proxy__echo", text="still here"), {"text": "done"}],
+        tmp_path,
+        servers,
+        [tool_use("mcp__proxy__echo", text="still here"), {"text": "done"}],
         offload={"downstream": {"startup_timeout_s": 60, "first_list_wait_s": 10}},
     )
     assert time.monotonic() - started < 45  # the old proxy held initialize for the whole startup_timeout_s
@@ -228,17 +296,24 @@ def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:
     assert "Servers not serving: broken (server 'broken'" in status and "ghost (server 'ghost'" in status
 
 
-@pytest.mark.skipif(not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed")
+@pytest.mark.skipif(
+    not (NPM_BIN / "mcp-server-filesystem").exists(), reason="@modelcontextprotocol/server-filesystem not installed"
+)
 def test_filesystem_in_roots_mode_reads_under_claude_codes_directory(tmp_path: Path) -> None:
     # Issue 15: no directory arguments, so server-filesystem takes Claude Code's roots (its working directory).
     (tmp_path / "note.txt").write_text("read through the client's root")
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem")}}
     # Known gap (issue 15 report): the very first call can reach the server before it has applied the roots
     # it fetched for that call, so the read is the second call here.
-    api, _ = run_claude(tmp_path, servers, [
-        tool_use("mcp__proxy__list_allowed_directories"),
-        tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
-        {"text": "done"},
-    ], {"mode": "observe"})
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [
+            tool_use("mcp__proxy__list_allowed_directories"),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
+            {"text": "done"},
+        ],
+        {"mode": "observe"},
+    )
     (read,) = results_of(api, "read_text_file")
     assert "read through the client's root" in read, read

@@ -45,10 +45,19 @@ def test_claude_desktop_and_code_shapes_are_accepted(tmp_path: Path) -> None:
     ("data", "expected"),
     [
         ({"mcpServers": {"git": {"command": "x", "colour": "red"}}}, "mcpServers.git.colour: unknown key"),
-        ({"mcpServers": {"git": {"command": "x", "args": "not-a-list"}}}, "mcpServers.git.args: Input should be a valid list"),
-        ({"mcpServers": {"git": {"args": ["x"]}}}, "mcpServers.git: needs `command` (stdio server) or `url` (remote server)"),
+        (
+            {"mcpServers": {"git": {"command": "x", "args": "not-a-list"}}},
+            "mcpServers.git.args: Input should be a valid list",
+        ),
+        (
+            {"mcpServers": {"git": {"args": ["x"]}}},
+            "mcpServers.git: needs `command` (stdio server) or `url` (remote server)",
+        ),
         ({"mcpServers": {"git": {"command": ""}}}, "mcpServers.git.command"),
-        ({"mcpServers": {}, "offload": {"downstream": {"call_timeout_s": "soon"}}}, "offload.downstream.call_timeout_s"),
+        (
+            {"mcpServers": {}, "offload": {"downstream": {"call_timeout_s": "soon"}}},
+            "offload.downstream.call_timeout_s",
+        ),
         ({"mcpServers": {}, "offlaod": {}}, "offlaod: unknown key"),
         ({"mcpServers": {"r": {"url": "http://x", "type": "sse", "transport": "http"}}}, "disagree"),
         ([1, 2], "the top level must be a JSON object"),
@@ -75,7 +84,10 @@ def test_env_and_header_variables_expand(tmp_path: Path, monkeypatch: pytest.Mon
         tmp_path,
         {
             "mcpServers": {
-                "a": {"command": "x", "env": {"TOKEN": "${OFFLOAD_TEST_TOKEN}", "D": "${OFFLOAD_TEST_UNSET:-fallback}"}},
+                "a": {
+                    "command": "x",
+                    "env": {"TOKEN": "${OFFLOAD_TEST_TOKEN}", "D": "${OFFLOAD_TEST_UNSET:-fallback}"},
+                },
                 "b": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${OFFLOAD_TEST_TOKEN}"}},
             }
         },
@@ -84,7 +96,9 @@ def test_env_and_header_variables_expand(tmp_path: Path, monkeypatch: pytest.Mon
     assert config.mcpServers["a"].env == {"TOKEN": "t0k", "D": "fallback"}
     assert config.mcpServers["b"].headers == {"Authorization": "Bearer t0k"}
     missing = _write(tmp_path, {"mcpServers": {"a": {"command": "x", "env": {"K": "${OFFLOAD_TEST_UNSET}"}}}}, "m.json")
-    with pytest.raises(ConfigError, match=r"mcpServers\.a\.env\.K: environment variable \$\{OFFLOAD_TEST_UNSET\} is not set"):
+    with pytest.raises(
+        ConfigError, match=r"mcpServers\.a\.env\.K: environment variable \$\{OFFLOAD_TEST_UNSET\} is not set"
+    ):
         load_config(missing)
 
 
@@ -110,7 +124,12 @@ def test_config_sources_flag_env_and_inline(tmp_path: Path) -> None:
 
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, "serve", *args], capture_output=True, text=True, env=proxy_env(env), timeout=60, stdin=subprocess.DEVNULL
+        [OFFLOAD_MCP, "serve", *args],
+        capture_output=True,
+        text=True,
+        env=proxy_env(env),
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
 
 

@@ -37,8 +37,16 @@ def github_tools() -> list[types.Tool]:
 
 def git_like() -> list[types.Tool]:
     return [
-        types.Tool(name="git_status", description="Shows the working tree status", input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}}}),
-        types.Tool(name="git_log", description="Shows the commit logs. Newest first.", input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}}}),
+        types.Tool(
+            name="git_status",
+            description="Shows the working tree status",
+            input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}}},
+        ),
+        types.Tool(
+            name="git_log",
+            description="Shows the commit logs. Newest first.",
+            input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}}},
+        ),
         types.Tool(
             name="marked",
             description="A tool its server marks itself.",
@@ -55,7 +63,11 @@ def git_like() -> list[types.Tool]:
 
 
 def catalog(settings: CatalogSettings | None = None):
-    return build_catalog({"git": git_like(), "github": github_tools()}, settings or CatalogSettings(), [t.name for t in OWN] + list(OPTIONAL))
+    return build_catalog(
+        {"git": git_like(), "github": github_tools()},
+        settings or CatalogSettings(),
+        [t.name for t in OWN] + list(OPTIONAL),
+    )
 
 
 def wire(presentation) -> bytes:
@@ -81,7 +93,11 @@ class FakeHistory:
 
 
 def test_search_hint_is_a_short_deterministic_phrase():
-    tool = types.Tool(name="x", description="Read the **complete** contents of a [file](http://x) as text. More words follow.", input_schema={"type": "object"})
+    tool = types.Tool(
+        name="x",
+        description="Read the **complete** contents of a [file](http://x) as text. More words follow.",
+        input_schema={"type": "object"},
+    )
     assert deferral.search_hint(tool) == "Read the complete contents of a file as text"
     long = types.Tool(name="x", description="word " * 40, input_schema={"type": "object"})
     hint = deferral.search_hint(long)
@@ -93,8 +109,16 @@ def test_search_hint_is_a_short_deterministic_phrase():
 def test_max_result_size_follows_the_policy_bound():
     settings = OffloadSettings()
     assert deferral.max_result_size_chars(settings) == settings.policy.client_max_result_chars == 100_000
-    assert deferral.max_result_size_chars(OffloadSettings.model_validate({"policy": {"client_max_result_chars": 2_000_000}})) == 500_000
-    assert deferral.max_result_size_chars(OffloadSettings.model_validate({"policy": {"client_max_result_chars": 0}})) is None
+    assert (
+        deferral.max_result_size_chars(
+            OffloadSettings.model_validate({"policy": {"client_max_result_chars": 2_000_000}})
+        )
+        == 500_000
+    )
+    assert (
+        deferral.max_result_size_chars(OffloadSettings.model_validate({"policy": {"client_max_result_chars": 0}}))
+        is None
+    )
     assert deferral.max_result_size_chars(OffloadSettings.model_validate({"mode": "observe"})) is None
     assert deferral.max_result_size_chars(OffloadSettings.model_validate({"policy": {"enabled": False}})) is None
     assert deferral.max_result_size_chars(None) is None
@@ -102,7 +126,13 @@ def test_max_result_size_follows_the_policy_bound():
 
 def test_hint_mode_marks_cold_and_hot_without_double_marking():
     cat = catalog(CatalogSettings(hot_tools=["git_status", "github/get_me"]))
-    shown = present(cat.entries, OWN, CatalogSettings(hot_tools=["git_status", "github/get_me"]), session_id="s1", offload=OffloadSettings())
+    shown = present(
+        cat.entries,
+        OWN,
+        CatalogSettings(hot_tools=["git_status", "github/get_me"]),
+        session_id="s1",
+        offload=OffloadSettings(),
+    )
     by_name = {t.name: t for t in shown.tools}
     assert len(shown.tools) == len(cat.entries) + len(OWN)
     # hot: alwaysLoad, no defer_loading
@@ -131,7 +161,9 @@ def test_off_mode_lists_tools_exactly_as_given():
     cat = catalog()
     settings = CatalogSettings(deferral="off")
     shown = present(cat.entries, OWN, settings, optional_tools=OPTIONAL, session_id="s", offload=OffloadSettings())
-    assert [t.model_dump(by_alias=True) for t in shown.tools] == [e.tool.model_dump(by_alias=True) for e in cat.entries] + [t.model_dump(by_alias=True) for t in OWN]
+    assert [t.model_dump(by_alias=True) for t in shown.tools] == [
+        e.tool.model_dump(by_alias=True) for e in cat.entries
+    ] + [t.model_dump(by_alias=True) for t in OWN]
     assert shown.wire_extras == {}
 
 
@@ -146,7 +178,9 @@ def test_search_mode_lists_hot_tools_plus_search_and_invoke():
     assert by_name["invoke_tool"].meta[deferral.MAX_RESULT_SIZE] == 100_000
     assert deferral.MAX_RESULT_SIZE not in by_name["search_tools"].meta
     assert shown.wire_extras == {}
-    off = present(cat.entries, OWN, settings.model_copy(update={"deferral": "off"}), optional_tools=OPTIONAL, session_id="s")
+    off = present(
+        cat.entries, OWN, settings.model_copy(update={"deferral": "off"}), optional_tools=OPTIONAL, session_id="s"
+    )
     cut = 1 - len(wire(shown)) / len(wire(off))
     assert cut > 0.85, cut
 
@@ -160,16 +194,28 @@ def test_search_mode_without_its_tools_falls_back_to_hints():
 def test_presentation_bytes_are_stable_across_calls_and_sessions():
     settings = CatalogSettings(hot_tools=["git_status"])
     history = FakeHistory({("github", "list_issues"): 9, ("github", "get_issue"): 4})
-    first = wire(present(catalog(settings).entries, OWN, settings, ledger=history, session_id="a", offload=OffloadSettings()))
-    again = wire(present(catalog(settings).entries, OWN, settings, ledger=history, session_id="a", offload=OffloadSettings()))
-    other = wire(present(catalog(settings).entries, OWN, settings, ledger=history, session_id="b", offload=OffloadSettings()))
+    first = wire(
+        present(catalog(settings).entries, OWN, settings, ledger=history, session_id="a", offload=OffloadSettings())
+    )
+    again = wire(
+        present(catalog(settings).entries, OWN, settings, ledger=history, session_id="a", offload=OffloadSettings())
+    )
+    other = wire(
+        present(catalog(settings).entries, OWN, settings, ledger=history, session_id="b", offload=OffloadSettings())
+    )
     assert first == again == other
 
 
 def test_own_tools_are_never_cold():
     settings = CatalogSettings(learn_hot_tools=False)
     for mode in ("hint", "search"):
-        shown = present(catalog().entries, OWN, settings.model_copy(update={"deferral": mode}), optional_tools=OPTIONAL, session_id="s")
+        shown = present(
+            catalog().entries,
+            OWN,
+            settings.model_copy(update={"deferral": mode}),
+            optional_tools=OPTIONAL,
+            session_id="s",
+        )
         by_name = {t.name: t for t in shown.tools}
         for own in (RECALL, EXPAND):
             assert by_name[own].meta[deferral.ALWAYS_LOAD] is True
@@ -182,9 +228,15 @@ def test_learned_hot_set_is_capped_ranked_and_thresholded():
     history = FakeHistory({("s", "a"): 5, ("s", "b"): 9, ("s", "c"): 5, ("s", "d"): 2, ("other", "e"): 50})
     hot = decide_hot_set(cands, CatalogSettings(max_hot_tools=2, learn_min_calls=3), own_tools=["own"], history=history)
     assert hot.learning == "learned"
-    assert sorted(hot.learned()) == ["a", "b"]  # b (9), then a/c tie at 5 broken by name; d under the minimum; e is another server's
+    assert sorted(hot.learned()) == [
+        "a",
+        "b",
+    ]  # b (9), then a/c tie at 5 broken by name; d under the minimum; e is another server's
     assert "9 times" in str(hot.reasons["b"])
-    assert decide_hot_set(cands, CatalogSettings(learn_hot_tools=False), own_tools=[], history=history).learning == "learning_off"
+    assert (
+        decide_hot_set(cands, CatalogSettings(learn_hot_tools=False), own_tools=[], history=history).learning
+        == "learning_off"
+    )
     assert decide_hot_set(cands, CatalogSettings(), own_tools=[], history=None).learning == "no_ledger"
     assert decide_hot_set(cands, CatalogSettings(), own_tools=[], history=object()).learning == "no_call_counts"
 
@@ -217,7 +269,9 @@ def test_hot_set_learned_from_a_real_ledger(tmp_path):
             ledger.record_event(decision_record("old", "git", "git_log", "keep", "small").ledger_event())
         ledger.record_event(decision_record("old", "github", "get_me", "keep", "small").ledger_event())
         settings = CatalogSettings(deferral="search")
-        shown = present(catalog(settings).entries, OWN, settings, optional_tools=OPTIONAL, ledger=ledger, session_id="new")
+        shown = present(
+            catalog(settings).entries, OWN, settings, optional_tools=OPTIONAL, ledger=ledger, session_id="new"
+        )
         assert shown.hot.learning == "learned"
         assert shown.hot.learned().keys() == {"list_issues", "git_log"}
         assert {"list_issues", "git_log"} <= {t.name for t in shown.tools}

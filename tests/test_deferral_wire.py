@@ -60,7 +60,8 @@ class RawSession:
 
     def initialize(self) -> None:
         _, response = self.request(
-            "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}}
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
         )
         assert "result" in response, response
         assert self.proc.stdin is not None
@@ -103,7 +104,10 @@ def servers() -> dict[str, Any]:
 
 
 def config_for(tmp_path: Path, mode: str, **catalog: Any) -> Path:
-    offload = {"catalog": {"deferral": mode, "hot_tools": ["git_status", "github/get_me"], **catalog}, "ledger": {"path": str(tmp_path / "ledger.db")}}
+    offload = {
+        "catalog": {"deferral": mode, "hot_tools": ["git_status", "github/get_me"], **catalog},
+        "ledger": {"path": str(tmp_path / "ledger.db")},
+    }
     return write_config(tmp_path, servers(), offload, name=f"{mode}.json")
 
 
@@ -140,7 +144,14 @@ def test_tools_list_on_the_wire_is_marked_per_mode_and_byte_stable(tmp_path, mod
         deferred = [t["name"] for t in tools if t.get("defer_loading")]
         assert len(deferred) == len(tools) - 4
     elif mode == "search":
-        assert [t["name"] for t in tools] == ["git_status", "get_me", "recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+        assert [t["name"] for t in tools] == [
+            "git_status",
+            "get_me",
+            "recall_tool_result",
+            "context_guru_expand",
+            "search_tools",
+            "invoke_tool",
+        ]
         assert by_name["search_tools"]["description"].endswith("Servers searched: git (12 tools), github (91 tools).")
         assert all(t["_meta"]["anthropic/alwaysLoad"] is True for t in tools)
         assert not any("defer_loading" in t for t in tools)
@@ -165,7 +176,9 @@ def test_search_then_invoke_reaches_the_real_server_through_the_proxy(tmp_path):
         assert not log.get("isError"), text(log)
         assert "Commit history:" in text(log) and text(log).count("Commit: ") == 1
 
-        echoed = session.call("invoke_tool", {"name": "create_issue", "arguments": {"owner": "o", "repo": "r", "title": "Bug"}})
+        echoed = session.call(
+            "invoke_tool", {"name": "create_issue", "arguments": {"owner": "o", "repo": "r", "title": "Bug"}}
+        )
         assert text(echoed) == 'create_issue called with {"owner": "o", "repo": "r", "title": "Bug"}'
 
 
@@ -219,7 +232,9 @@ def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):
         _, before = first.list_tools()
         assert "git_log" not in {t["name"] for t in before}
         for count in (1, 2, 3):
-            result = first.call("invoke_tool", {"name": "git_log", "arguments": {"repo_path": str(ROOT), "max_count": count}})
+            result = first.call(
+                "invoke_tool", {"name": "git_log", "arguments": {"repo_path": str(ROOT), "max_count": count}}
+            )
             assert not result.get("isError"), text(result)
         first.call("invoke_tool", {"name": "list_issues", "arguments": {"owner": "o", "repo": "r"}})
         _, during = first.list_tools()
@@ -227,7 +242,15 @@ def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):
     with raw_session(config) as second:
         raw, after = second.list_tools()
         names = [t["name"] for t in after]
-        assert names == ["git_status", "git_log", "get_me", "recall_tool_result", "context_guru_expand", "search_tools", "invoke_tool"]
+        assert names == [
+            "git_status",
+            "git_log",
+            "get_me",
+            "recall_tool_result",
+            "context_guru_expand",
+            "search_tools",
+            "invoke_tool",
+        ]
         assert after[1]["_meta"]["anthropic/alwaysLoad"] is True
         assert "list_issues" not in names  # one call is under learn_min_calls
     with raw_session(config) as third:
@@ -235,7 +258,9 @@ def test_hot_set_is_learned_from_calls_in_earlier_sessions(tmp_path):
 
 
 def test_deferral_on_the_command_line_with_an_inline_server(tmp_path):
-    session = RawSession(["--deferral", "search", "--ledger", str(tmp_path / "l.db"), "--", GIT_SERVER, "--repository", str(ROOT)])
+    session = RawSession(
+        ["--deferral", "search", "--ledger", str(tmp_path / "l.db"), "--", GIT_SERVER, "--repository", str(ROOT)]
+    )
     try:
         session.initialize()
         _, tools = session.list_tools()
@@ -253,14 +278,25 @@ def http_tools_list(url: str) -> bytes:
         with urllib.request.urlopen(request, timeout=30) as response:
             return {k.lower(): v for k, v in response.headers.items()}, response.read()
 
-    got, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    got, _ = post(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+    )
     if "mcp-session-id" in got:
         headers["Mcp-Session-Id"] = got["mcp-session-id"]
     headers["MCP-Protocol-Version"] = "2025-11-25"
     post({"jsonrpc": "2.0", "method": "notifications/initialized"})
     _, body = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     # an SSE event (`data: {...}`) or a plain JSON body, depending on the server's response mode
-    data = next((line[len(b"data: "):] for line in body.splitlines() if line.startswith(b"data: ")), body)
+    data = next((line[len(b"data: ") :] for line in body.splitlines() if line.startswith(b"data: ")), body)
     return data
 
 

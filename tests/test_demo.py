@@ -34,11 +34,19 @@ def run_demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[st
     home = tmp_path / "home"
     tmpdir.mkdir()
     home.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmpdir), "HOME": str(home), "XDG_STATE_HOME": str(home / "state"),
-           "XDG_CONFIG_HOME": str(home / "config"), "OFFLOAD_MCP_DEMO_TEST": str(tmp_path)}
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmpdir),
+        "HOME": str(home),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "OFFLOAD_MCP_DEMO_TEST": str(tmp_path),
+    }
     env.pop("OFFLOAD_MCP_CONFIG", None)
     started = time.monotonic()
-    proc = subprocess.run([OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        [OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     return proc, time.monotonic() - started, tmpdir
 
 
@@ -53,8 +61,14 @@ def test_demo_runs_in_seconds_and_leaves_nothing_behind(tmp_path):
         assert f"{number}. {tool}(" in out
     sent_sizes = [int(m.replace(",", "")) for m in re.findall(r"^   server sent +([\d,]+) chars", out, re.M)]
     got_sizes = [int(m.replace(",", "")) for m in re.findall(r"^   client received +([\d,]+) chars", out, re.M)]
-    assert sent_sizes == [len(demo_server.git_status_text()), len(demo_server.git_log_text()), len(demo_server.read_file_text()), len(demo_server.run_tests_text()),
-                          len(demo_server.list_issues_text()), len(demo_server.run_tests_text())]
+    assert sent_sizes == [
+        len(demo_server.git_status_text()),
+        len(demo_server.git_log_text()),
+        len(demo_server.read_file_text()),
+        len(demo_server.run_tests_text()),
+        len(demo_server.list_issues_text()),
+        len(demo_server.run_tests_text()),
+    ]
     assert len(got_sizes) == 6 and got_sizes[0] == sent_sizes[0]  # a small result passes untouched
     assert all(got < sent for got, sent in zip(got_sizes[1:], sent_sizes[1:], strict=True))
 
@@ -82,7 +96,9 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
     assert f"offload-mcp stats --ledger {ledger}" in out
     assert list(tmpdir.iterdir()) == []
 
-    stats = subprocess.run([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json"], capture_output=True, text=True, timeout=60)
+    stats = subprocess.run(
+        [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json"], capture_output=True, text=True, timeout=60
+    )
     data = json.loads(stats.stdout)
     assert data["observe_mode"] is True and data["totals"]["results"] == 6
     assert data["totals"]["tokens_saved"] == 0 and data["totals"]["would_tokens_saved"] > 100_000
@@ -96,7 +112,11 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
 def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):
     """-c FILE applies its offload settings; the long git log is offloaded to a stub and recall_tool_result brings the commit back."""
     config = tmp_path / "offload.json"
-    config.write_text(json.dumps({"mcpServers": {}, "offload": {"reducers": {"pipeline": ["dedup", "extract", "smartcrush", "linecap"]}}}))
+    config.write_text(
+        json.dumps(
+            {"mcpServers": {}, "offload": {"reducers": {"pipeline": ["dedup", "extract", "smartcrush", "linecap"]}}}
+        )
+    )
     proc, _, tmpdir = run_demo(tmp_path, "-c", str(config))
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr

@@ -17,13 +17,22 @@ def test_every_setting_has_a_description():
 
 def test_configuration_reference_matches_the_models():
     current = (ROOT / REFERENCE_PATH).read_text(encoding="utf-8")
-    assert current == render_reference(), "docs/configuration.md drifted from the models: run `python -m offload_mcp.docs`"
+    assert current == render_reference(), (
+        "docs/configuration.md drifted from the models: run `python -m offload_mcp.docs`"
+    )
 
 
 def test_reference_names_every_leaf_setting():
     text = render_reference()
-    for key in ("offload.mode", "offload.policy.horizon", "offload.policy.recall_probability", "offload.ledger.path",
-                "offload.server.log_bodies", "offload.reducers.linecap.max_line_chars", "offload.policy.pricing.<name>.input"):
+    for key in (
+        "offload.mode",
+        "offload.policy.horizon",
+        "offload.policy.recall_probability",
+        "offload.ledger.path",
+        "offload.server.log_bodies",
+        "offload.reducers.linecap.max_line_chars",
+        "offload.policy.pricing.<name>.input",
+    ):
         assert f"`{key}`" in text
 
 
@@ -103,7 +112,7 @@ def test_every_offload_mcp_command_in_the_readme_parses():
         words = shlex.split(command, comments=True)
         for i, word in enumerate(words):
             if Path(word).name == "offload-mcp" and i + 1 < len(words):
-                tail = words[i + 1:]
+                tail = words[i + 1 :]
                 if "&&" in tail:
                     tail = tail[: tail.index("&&")]
                 try:
@@ -119,8 +128,15 @@ def test_readme_init_and_stats_examples_run_on_a_fresh_home(tmp_path):
     """The cheap README examples, run for real: `offload-mcp init` and `offload-mcp stats` on an empty home."""
     home = tmp_path / "home"
     home.mkdir()
-    (home / ".claude.json").write_text(json.dumps({"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]}}}))
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_STATE_HOME": str(home / ".state")}
+    (home / ".claude.json").write_text(
+        json.dumps({"mcpServers": {"git": {"command": "mcp-server-git", "args": ["--repository", "."]}}})
+    )
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".state"),
+    }
     env.pop("OFFLOAD_MCP_CONFIG", None)
     exe = [sys.executable, "-m", "offload_mcp.cli"]
     readme = shell_commands(README.read_text())

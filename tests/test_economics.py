@@ -26,7 +26,17 @@ def _policy(caching: bool, ttl: str = "5m") -> PolicySettings:
 def _stats_events(*, verdict: ShapeVerdict, chars_in: int, chars_out: int, observe: bool) -> list[dict[str, object]]:
     """One result in session "s", then H more calls that save nothing (so the result is carried H times)."""
     mode = "observe" if observe else "enforce"
-    first = decision_record("s", "srv", "big", verdict, "gate_fired", chars_in, chars_out, mode=mode, would_chars_out=chars_out if observe else None)
+    first = decision_record(
+        "s",
+        "srv",
+        "big",
+        verdict,
+        "gate_fired",
+        chars_in,
+        chars_out,
+        mode=mode,
+        would_chars_out=chars_out if observe else None,
+    )
     later = [decision_record("s", "srv", "small", "keep", "small", 10, mode=mode) for _ in range(H)]
     return [decision_row(record, id_=i, at=float(i)) for i, record in enumerate([first, *later], 1)]
 
@@ -35,11 +45,19 @@ def _stats_events(*, verdict: ShapeVerdict, chars_in: int, chars_out: int, obser
 def test_gate_stats_and_replay_price_a_would_be_offload_the_same(caching: bool, ttl: str) -> None:
     policy = _policy(caching, ttl)
     cpt = policy.chars_per_token
-    gate = evaluate_offload_gate(OffloadGateInputs(
-        output_tokens=T, horizon=H, recall_probability=policy.recall_probability, model_name=MODEL, stub_tokens=S,
-        recall_input_tokens=policy.recall_input_tokens, recall_output_tokens=policy.recall_output_tokens,
-        prompt_caching=caching, cache_ttl=policy.cache_ttl,
-    ))
+    gate = evaluate_offload_gate(
+        OffloadGateInputs(
+            output_tokens=T,
+            horizon=H,
+            recall_probability=policy.recall_probability,
+            model_name=MODEL,
+            stub_tokens=S,
+            recall_input_tokens=policy.recall_input_tokens,
+            recall_output_tokens=policy.recall_output_tokens,
+            prompt_caching=caching,
+            cache_ttl=policy.cache_ttl,
+        )
+    )
 
     # stats: an observe-mode offload (nothing recalled yet, so the prior recall is charged), followed by H calls
     events = _stats_events(verdict="offload", chars_in=int(T * cpt), chars_out=int(S * cpt), observe=True)
@@ -84,8 +102,15 @@ def test_the_horizon_and_each_term_by_hand() -> None:
     # recall_hop(R_in, R_out) = R_in * new_content + R_out * output: a recalled slice is new content
     assert cached.recall_hop(2_000, 200) == pytest.approx(2_000 * 6.25e-6 + 200 * 25e-6)
     assert plain.recall_hop(2_000, 200) == pytest.approx(2_000 * 5e-6 + 200 * 25e-6)
-    terms = offload_terms(cached, output_tokens=T, stub_tokens=S, horizon=H, recall_probability=0.5,
-                          recall_input_tokens=2_000, recall_output_tokens=200)
+    terms = offload_terms(
+        cached,
+        output_tokens=T,
+        stub_tokens=S,
+        horizon=H,
+        recall_probability=0.5,
+        recall_input_tokens=2_000,
+        recall_output_tokens=200,
+    )
     assert terms.net == pytest.approx(cached.carry(T - S, H) - 0.5 * cached.recall_hop(2_000, 200))
 
 

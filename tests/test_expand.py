@@ -20,14 +20,18 @@ def ledger(tmp_path):
 
 
 def env_for(ledger, settings=None, session=None):
-    return ToolEnv(settings=settings or OffloadSettings(), ledger=ledger, session_id="s1", session=session or SessionMemory())
+    return ToolEnv(
+        settings=settings or OffloadSettings(), ledger=ledger, session_id="s1", session=session or SessionMemory()
+    )
 
 
 NOISY = "\x1b[31mwarn\x1b[0m: deprecated\n" * 60 + "\n" * 20 + "é😀 " + "x" * 2000 + "\r\n"
 
 
 def reduce_and_commit(ledger, text):
-    result = build_pipeline(ReducerSettings()).run(text, ReduceContext(tool="bash", arguments={}, session=SessionMemory()))
+    result = build_pipeline(ReducerSettings()).run(
+        text, ReduceContext(tool="bash", arguments={}, session=SessionMemory())
+    )
     ledger.commit(stash=result.stash)
     return result
 
@@ -107,7 +111,11 @@ async def test_expand_takes_recalls_styles_and_recall_takes_markers(ledger):
     found = await expand.handle({"marker": marker(h), "query": '"item-3210"'}, env)
     assert not found.is_error
     header, _, shown = found.content[0].text.partition("\n")
-    assert "1 match for '\"item-3210\"'" in header and '"name": "item-3210"' in shown and len(found.content[0].text) < 2_000
+    assert (
+        "1 match for '\"item-3210\"'" in header
+        and '"name": "item-3210"' in shown
+        and len(found.content[0].text) < 2_000
+    )
     by_path = await expand.handle({"marker": marker(h), "json_path": "$[7].name"}, env)
     assert by_path.content[0].text.partition("\n")[2] == '"item-7"'
     ranged = await expand.handle({"marker": marker(h), "offset": 10, "max_chars": 25}, env)
@@ -131,4 +139,6 @@ async def test_plain_pages_fit_inline_and_name_the_cheaper_call(ledger):
     assert first.content[0].text == ROWS[: expand.INLINE_PAGE_CHARS]
     note = first.content[1].text
     assert sum(len(c.text) for c in first.content) < expand.TOOL.meta["anthropic/maxResultSizeChars"]
-    assert f'context_guru_expand(marker="<<cg:{h}>>", query="text"' in note and note.endswith(f"next page: offset={expand.INLINE_PAGE_CHARS}]")
+    assert f'context_guru_expand(marker="<<cg:{h}>>", query="text"' in note and note.endswith(
+        f"next page: offset={expand.INLINE_PAGE_CHARS}]"
+    )

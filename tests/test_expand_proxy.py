@@ -18,7 +18,9 @@ NOISY = "\x1b[33mwarning: peer dependency unmet\x1b[0m\n" * 40 + "\n" * 30 + "bu
 
 
 @pytest.fixture(scope="module", params=["sse", "streamable-http"])
-def http_proxy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+def http_proxy(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str, Path]]:
     ledger = tmp_path_factory.mktemp("expand") / "ledger.db"
     with proxy_http(["--ledger", str(ledger), "--", *fixture_cmd()], request.param) as url:
         yield request.param, url, ledger
@@ -48,7 +50,9 @@ async def test_marker_expands_over_mcp_and_http(http_proxy: tuple[str, str, Path
             assert not restored.is_error and text_of(restored) == NOISY
         again = text_of(await client.call_tool("echo", {"text": NOISY}))
         if transport == "sse":
-            assert again == f"[repeat of earlier `echo`; expand {marker(hashes[0])}]", "a repeat names the call, never a position"
+            assert again == f"[repeat of earlier `echo`; expand {marker(hashes[0])}]", (
+                "a repeat names the call, never a position"
+            )
         else:
             # A 2026-era streamable-HTTP request carries no identity: it has no history to repeat from (issue 13 #1).
             assert again == reduced

@@ -51,19 +51,33 @@ def test_pathological_results_are_shaped_in_bounded_time(tmp_path: Path, name: s
 
 def _initialize(id_: Any) -> bytes:
     return json.dumps(
-        {"jsonrpc": "2.0", "id": id_, "method": "initialize",
-         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        {
+            "jsonrpc": "2.0",
+            "id": id_,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
     ).encode()
 
 
 def _call(id_: Any, text: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}).encode()
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+    ).encode()
 
 
 def test_malformed_and_out_of_order_json_rpc_on_stdio(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=proxy_env(), cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=proxy_env(),
+        cwd=str(ROOT),
     )
     answers: dict[Any, dict[str, Any]] = {}
     stray: list[bytes] = []
@@ -86,7 +100,13 @@ def test_malformed_and_out_of_order_json_rpc_on_stdio(tmp_path: Path) -> None:
         proc.stdin.flush()  # type: ignore[union-attr]
 
     try:
-        for junk in (b"garbage, not json", b"{}", b"[]", b'{"jsonrpc":"2.0","id":"bad","method":123}', b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ec'):
+        for junk in (
+            b"garbage, not json",
+            b"{}",
+            b"[]",
+            b'{"jsonrpc":"2.0","id":"bad","method":123}',
+            b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ec',
+        ):
             send(junk)
         send(_call("early", "before initialize"))  # out of order
         send(_initialize("init"))

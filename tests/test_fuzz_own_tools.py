@@ -47,12 +47,21 @@ json_values = st.recursive(
 
 def _bodies() -> list[dict[str, Any]]:
     lines = "\n".join(f"{i:05d} alpha beta {i * 7919 % 10007} gamma" for i in range(4000))
-    doc = {"items": [{"id": i, "name": f"item-{i}", "tags": ["a", "b"], "nested": {"x": [i, {"y": i}]}} for i in range(3000)]}
+    doc = {
+        "items": [
+            {"id": i, "name": f"item-{i}", "tags": ["a", "b"], "nested": {"x": [i, {"y": i}]}} for i in range(3000)
+        ]
+    }
     return [
         {"content": [{"type": "text", "text": lines}]},
         {"content": [{"type": "text", "text": orjson.dumps(doc).decode()}]},
         {"content": [{"type": "text", "text": "x"}], "structuredContent": doc},
-        {"content": [{"type": "text", "text": "ÄÖÜ straße İstanbul\u0130\u0307 " * 500}, {"type": "text", "text": "second block"}]},
+        {
+            "content": [
+                {"type": "text", "text": "ÄÖÜ straße İstanbul\u0130\u0307 " * 500},
+                {"type": "text", "text": "second block"},
+            ]
+        },
         {"content": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]},
     ]
 
@@ -75,7 +84,9 @@ def env_for(ledger: Any, catalog: Any = None) -> ToolEnv:
     async def forward(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(text=f"forwarded {name}")])
 
-    return ToolEnv(settings=SETTINGS, ledger=ledger, session_id="fuzz", session=SessionMemory(), forward=forward, catalog=catalog)
+    return ToolEnv(
+        settings=SETTINGS, ledger=ledger, session_id="fuzz", session=SessionMemory(), forward=forward, catalog=catalog
+    )
 
 
 def run_tool(module: Any, arguments: Any, env: ToolEnv) -> tuple[types.CallToolResult, float]:
@@ -107,17 +118,25 @@ def ids_and_junk(ledger: Any) -> Any:
 @given(data=st.data())
 @FUZZ
 def test_fuzz_recall_tool_result(ledger: Any, data: st.DataObject) -> None:
-    paths = st.sampled_from(["$", "$..*", "$.items[*].nested..y", "$..", "$[?(@.id > 5)]", "$.items[-1:]", "$..x[0]", "$.items[0:3].name"])
+    paths = st.sampled_from(
+        ["$", "$..*", "$.items[*].nested..y", "$..", "$[?(@.id > 5)]", "$.items[-1:]", "$..x[0]", "$.items[0:3].name"]
+    )
     args = data.draw(
         st.fixed_dictionaries(
             {},
             optional={
                 "mem_id": ids_and_junk(ledger),
-                "query": st.one_of(st.text(max_size=20), st.sampled_from(["alpha", "İ", "ß", "\n", "item-1", "a" * 600]), json_values),
+                "query": st.one_of(
+                    st.text(max_size=20), st.sampled_from(["alpha", "İ", "ß", "\n", "item-1", "a" * 600]), json_values
+                ),
                 "offset": st.one_of(st.integers(min_value=-5, max_value=10**16), json_values),
                 "max_chars": st.one_of(st.integers(min_value=-5, max_value=10**9), json_values),
                 "json_path": st.one_of(paths, st.text(max_size=30), json_values),
-                "lines": st.one_of(st.sampled_from(["1-5", "3999-", "0", "5-2", "100000", " 7 - 9 "]), st.text(max_size=12), json_values),
+                "lines": st.one_of(
+                    st.sampled_from(["1-5", "3999-", "0", "5-2", "100000", " 7 - 9 "]),
+                    st.text(max_size=12),
+                    json_values,
+                ),
                 "unexpected": json_values,
             },
         )
@@ -136,7 +155,11 @@ def test_fuzz_context_guru_expand(ledger: Any, data: st.DataObject) -> None:
         json_values,
         st.just("<<cg:" + "f" * 16 + ">>"),
     )
-    args = data.draw(st.fixed_dictionaries({}, optional={"marker": marker, "offset": st.one_of(st.integers(-3, 10**7), json_values), "hash": marker}))
+    args = data.draw(
+        st.fixed_dictionaries(
+            {}, optional={"marker": marker, "offset": st.one_of(st.integers(-3, 10**7), json_values), "hash": marker}
+        )
+    )
     result, elapsed = run_tool(expand, args, env_for(ledger))
     page = expand.page_chars(SETTINGS)
     check(result, elapsed, "context_guru_expand", page + HEADER_ALLOWANCE)
@@ -148,12 +171,33 @@ def _catalog() -> Any:
 
     servers = {
         "git": [
-            tool("git_log", {"type": "object", "properties": {"max_count": {"type": "integer"}, "repo": {"type": "string"}}, "required": ["repo"]}),
-            tool("git_diff", {"type": "object", "properties": {"target": {"type": "string", "pattern": "^[a-z0-9/._-]{1,80}$"}}}),
+            tool(
+                "git_log",
+                {
+                    "type": "object",
+                    "properties": {"max_count": {"type": "integer"}, "repo": {"type": "string"}},
+                    "required": ["repo"],
+                },
+            ),
+            tool(
+                "git_diff",
+                {"type": "object", "properties": {"target": {"type": "string", "pattern": "^[a-z0-9/._-]{1,80}$"}}},
+            ),
         ],
         "fs": [
-            tool("read_file", {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "additionalProperties": False}),
-            tool("search", {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False}),
+            tool(
+                "read_file",
+                {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}},
+                    "required": ["path"],
+                    "additionalProperties": False,
+                },
+            ),
+            tool(
+                "search",
+                {"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": False},
+            ),
         ],
     }
     return build_catalog(servers, CatalogSettings())
@@ -163,7 +207,9 @@ def _catalog() -> Any:
 @FUZZ
 def test_fuzz_search_tools(ledger: Any, data: st.DataObject) -> None:
     catalog = _catalog()
-    regexes = st.sampled_from(["(a+)+$", "(a|aa)*b", "(.*)*x", "([a-z]+)*\\d", "\\", "[", "(?P<x>", "git", ".*", "a{1000000}", "(a*)*" * 5])
+    regexes = st.sampled_from(
+        ["(a+)+$", "(a|aa)*b", "(.*)*x", "([a-z]+)*\\d", "\\", "[", "(?P<x>", "git", ".*", "a{1000000}", "(a*)*" * 5]
+    )
     args = data.draw(
         st.fixed_dictionaries(
             {},
@@ -183,13 +229,22 @@ def test_fuzz_search_tools(ledger: Any, data: st.DataObject) -> None:
 @FUZZ
 def test_fuzz_invoke_tool(ledger: Any, data: st.DataObject) -> None:
     catalog = _catalog()
-    names = st.one_of(st.sampled_from(["git_log", "git_diff", "read_file", "search", "recall_tool_result", "invoke_tool", "gti_log"]), st.text(max_size=20), json_values)
+    names = st.one_of(
+        st.sampled_from(["git_log", "git_diff", "read_file", "search", "recall_tool_result", "invoke_tool", "gti_log"]),
+        st.text(max_size=20),
+        json_values,
+    )
     args = data.draw(
         st.fixed_dictionaries(
             {},
             optional={
                 "name": names,
-                "arguments": st.one_of(st.dictionaries(st.sampled_from(["repo", "max_count", "path", "target", "x-a", "zz"]), json_values, max_size=4), json_values),
+                "arguments": st.one_of(
+                    st.dictionaries(
+                        st.sampled_from(["repo", "max_count", "path", "target", "x-a", "zz"]), json_values, max_size=4
+                    ),
+                    json_values,
+                ),
                 "extra": json_values,
             },
         )
@@ -201,7 +256,10 @@ def test_fuzz_invoke_tool(ledger: Any, data: st.DataObject) -> None:
 
 
 def test_a_slow_json_path_is_bounded_in_time(ledger: Any) -> None:
-    big = {"content": [{"type": "text", "text": "x"}], "structuredContent": {"rows": [[{"a": [i, [i, {"b": i}]]} for i in range(50)] for _ in range(4000)]}}
+    big = {
+        "content": [{"type": "text", "text": "x"}],
+        "structuredContent": {"rows": [[{"a": [i, [i, {"b": i}]]} for i in range(50)] for _ in range(4000)]},
+    }
     record = BodyRecord.of(big, server="fx", tool="t", arguments={}, session_id="s", chars=0)
     ledger.commit(bodies=[record])
     result, elapsed = run_tool(recall, {"mem_id": record.trm_id, "json_path": "$..*..*..*"}, env_for(ledger))
@@ -214,7 +272,9 @@ def test_a_slow_json_path_is_bounded_in_time(ledger: Any) -> None:
 
 @pytest.mark.parametrize("pattern", ["(a+)+$", "(a|a)*$", "(x+x+)+y", "(.*a){12}"])
 def test_catastrophic_search_patterns_are_refused_or_bounded(ledger: Any, pattern: str) -> None:
-    catalog = build_catalog({"s": [types.Tool(name="t", description="a" * 5000, input_schema={"type": "object"})]}, CatalogSettings())
+    catalog = build_catalog(
+        {"s": [types.Tool(name="t", description="a" * 5000, input_schema={"type": "object"})]}, CatalogSettings()
+    )
     result, elapsed = run_tool(tool_search, {"pattern": pattern}, env_for(ledger, catalog))
     check(result, elapsed, "search_tools", 200_000)
     assert elapsed < 2.0
@@ -238,7 +298,9 @@ def _expand_app(ledger: Any) -> Any:
     from offload_mcp.server.http_extras import extra_routes
     from offload_mcp.server.metrics import ProxyMetrics
 
-    state = SimpleNamespace(ledger=ledger, pool=SimpleNamespace(status=lambda: []), catalog=[], metrics=ProxyMetrics(), settings=SETTINGS)
+    state = SimpleNamespace(
+        ledger=ledger, pool=SimpleNamespace(status=lambda: []), catalog=[], metrics=ProxyMetrics(), settings=SETTINGS
+    )
     return Starlette(routes=extra_routes(state))
 
 

@@ -77,9 +77,18 @@ def test_pricing_override_adds_a_model():
 @pytest.mark.parametrize(
     "name,input_rate",
     [
-        ("claude-opus-4-6", 5.0), ("claude-opus-4.6", 5.0), ("anthropic/claude-opus-4-5-20251101", 5.0),
-        ("opus-4-8", 5.0), ("claude-opus-4-7", 5.0), ("claude-opus-4-1", 15.0), ("claude-sonnet-4-5-20250929", 3.0),
-        ("sonnet", 3.0), ("claude-haiku-4-5", 1.0), ("gpt-4.1", 2.0), ("openai/gpt-5", 1.25), ("gemini-2.5-pro", 1.25),
+        ("claude-opus-4-6", 5.0),
+        ("claude-opus-4.6", 5.0),
+        ("anthropic/claude-opus-4-5-20251101", 5.0),
+        ("opus-4-8", 5.0),
+        ("claude-opus-4-7", 5.0),
+        ("claude-opus-4-1", 15.0),
+        ("claude-sonnet-4-5-20250929", 3.0),
+        ("sonnet", 3.0),
+        ("claude-haiku-4-5", 1.0),
+        ("gpt-4.1", 2.0),
+        ("openai/gpt-5", 1.25),
+        ("gemini-2.5-pro", 1.25),
     ],
 )
 def test_price_table_resolves_names_and_aliases(name, input_rate):

@@ -33,7 +33,9 @@ DEDUP_TEXT = "\n".join(f"{i:04d} the same long report line for dedup {i * 31 % 9
 
 
 def hostile_config(tmp_path: Path, offload: dict | None = None, name: str = "mcp.json", **server: object) -> Path:
-    return write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:], **server}}, offload, name=name)
+    return write_config(
+        tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:], **server}}, offload, name=name
+    )
 
 
 async def test_stateless_clients_share_nothing_under_session_scope(tmp_path: Path) -> None:
@@ -54,7 +56,9 @@ async def test_stateless_clients_share_nothing_under_session_scope(tmp_path: Pat
             assert text_of(whole) == "".join(hostile_server.chunk_blocks(150_000, 1))
             for client in (a, b):
                 refused = await client.call_tool("recall_tool_result", {"mem_id": trm.group(0)})
-                assert refused.is_error and "ledger scope is `session` but this request has no session" in text_of(refused)
+                assert refused.is_error and "ledger scope is `session` but this request has no session" in text_of(
+                    refused
+                )
                 assert hostile_server.chunk_blocks(150_000, 1)[0][:100] not in text_of(refused)
                 cut = await client.call_tool("context_guru_expand", {"marker": "<<cg:0123456789abcdef>>"})
                 assert cut.is_error and "has no session" in text_of(cut)
@@ -78,11 +82,16 @@ TOKEN = "tok-healthz-test-0123456789"
 def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_path: Path) -> None:
     launcher = f"import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path({HOSTILE[1]!r}, run_name='__main__')"
     failing = f"import sys; sys.stderr.write('boot failed: api_key={SECRET_ERR}\\n'); sys.exit(3)"
-    cfg = write_config(tmp_path, {
-        "good": {"command": HOSTILE[0], "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},
-        "bad": {"command": HOSTILE[0], "args": ["-c", failing, SECRET_ARG]},
-    })
-    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], env={"OFFLOAD_MCP_AUTH_TOKEN": TOKEN}) as proxy:
+    cfg = write_config(
+        tmp_path,
+        {
+            "good": {"command": HOSTILE[0], "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},
+            "bad": {"command": HOSTILE[0], "args": ["-c", failing, SECRET_ARG]},
+        },
+    )
+    with running_proxy(
+        ["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], env={"OFFLOAD_MCP_AUTH_TOKEN": TOKEN}
+    ) as proxy:
         base = proxy.url.rsplit("/", 1)[0]
         with httpx2.Client(base_url=base, timeout=10) as http:
             # A remote caller pretending to be local (Host: 127.0.0.1:PORT) and without the token: status only.
@@ -97,7 +106,9 @@ def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_
                 assert {s["name"]: s["state"] for s in body["servers"]} == {"good": "ready", "bad": "failed"}, body
                 assert http.get("/metrics", headers={"authorization": f"{scheme} {TOKEN}"}).status_code == 200
             raw = detailed.text
-            assert SECRET_ARG not in raw and SECRET_ERR not in raw and "ARGSECRET" not in raw and "STDERRSECRET" not in raw
+            assert (
+                SECRET_ARG not in raw and SECRET_ERR not in raw and "ARGSECRET" not in raw and "STDERRSECRET" not in raw
+            )
             good = next(s for s in body["servers"] if s["name"] == "good")
             assert "--api-key=<redacted>" in good["command"] and "--region" in good["command"]
             bad = next(s for s in body["servers"] if s["name"] == "bad")
@@ -128,12 +139,23 @@ async def test_tools_list_is_paginated_under_the_clients_message_limit(tmp_path:
         # Raw pages: each under the budget (512 KiB of tools), the same bytes every time.
         with httpx2.Client(timeout=30) as http:
             headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
             opened = http.post(proxy.url, json=init, headers=headers)
             headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             http.post(proxy.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
-            first = [http.post(proxy.url, json={"jsonrpc": "2.0", "id": n, "method": "tools/list"}, headers=headers).text for n in (2, 3)]
+            first = [
+                http.post(proxy.url, json={"jsonrpc": "2.0", "id": n, "method": "tools/list"}, headers=headers).text
+                for n in (2, 3)
+            ]
             assert first[0].replace('"id":2', '"id":3') == first[1]
             assert 300 * 1024 < len(first[0]) < 600 * 1024
 

@@ -80,7 +80,9 @@ def heavy_json() -> str:
 
 async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their_memory(tmp_path: Path) -> None:
     # No reducers: the whole document is offloaded as one body (smartcrush would otherwise cut its array).
-    cfg = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"reducers": {"pipeline": []}})
+    cfg = write_config(
+        tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"reducers": {"pipeline": []}}
+    )
     with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")]) as proxy:
         async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
             stub = text_of(await attacker.call_tool("echo", {"text": heavy_json()}))
@@ -110,9 +112,15 @@ async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their
 
     slowest = max(d for d, _ in answers)
     report(
-        "jsonpath-8x-descendants", rss_before_mb=rss_before // 1024, rss_after_mb=rss_after // 1024,
-        peak_mb=rss_peak // 1024, slowest_answer_s=f"{slowest:.2f}",
-        attack_s=f"{attack_s:.2f}", echo_p99_s=f"{probe.p99():.3f}", echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+        "jsonpath-8x-descendants",
+        rss_before_mb=rss_before // 1024,
+        rss_after_mb=rss_after // 1024,
+        peak_mb=rss_peak // 1024,
+        slowest_answer_s=f"{slowest:.2f}",
+        attack_s=f"{attack_s:.2f}",
+        echo_p99_s=f"{probe.p99():.3f}",
+        echoes=len(probe.latencies),
+        recover_s=f"{recover_s:.2f}",
     )
     # Every query ends within the time limit (plus start-up), with an error that says what to do.
     assert len(answers) == 8 and slowest < 5.0 + 3.0, [round(d, 2) for d, _ in answers]
@@ -136,7 +144,8 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
                 "remote": {"url": remote, "type": "sse" if transport == "sse" else "http"},
                 "local": {"command": HOSTILE[0], "args": HOSTILE[1:]},
             },
-            {"downstream": {"max_result_bytes": limit, "call_timeout_s": 20}}, name=f"{transport}.json",
+            {"downstream": {"max_result_bytes": limit, "call_timeout_s": 20}},
+            name=f"{transport}.json",
         )
         with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / f"{transport}.db")]) as proxy:
             async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
@@ -163,9 +172,15 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
                 rss_after, rss_peak = proxy.status("VmRSS"), proxy.status("VmHWM")
                 after = await attacker.call_tool("make_text", {"size": 1000})
     report(
-        f"remote-{transport}-2x6MB", limit_mb=limit // 2**20, rss_before_mb=rss_before // 1024, rss_after_mb=rss_after // 1024,
-        peak_mb=rss_peak // 1024, slowest_answer_s=f"{max(durations):.2f}", echo_p99_s=f"{probe.p99():.3f}",
-        echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+        f"remote-{transport}-2x6MB",
+        limit_mb=limit // 2**20,
+        rss_before_mb=rss_before // 1024,
+        rss_after_mb=rss_after // 1024,
+        peak_mb=rss_peak // 1024,
+        slowest_answer_s=f"{max(durations):.2f}",
+        echo_p99_s=f"{probe.p99():.3f}",
+        echoes=len(probe.latencies),
+        recover_s=f"{recover_s:.2f}",
     )
     for result in results:
         assert result.is_error and "over offload.downstream.max_result_bytes=" in text_of(result), text_of(result)[:300]
@@ -183,7 +198,11 @@ VICTIM_ADDRESS = "127.0.0.2"
 @asynccontextmanager
 async def victim_session(url: str) -> AsyncIterator[ClientSession]:
     client = httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(local_address=VICTIM_ADDRESS), timeout=30)
-    async with client, streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as session:
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         yield session
 
@@ -227,8 +246,16 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
             rss_before = proxy.status("VmRSS")
             probe = TimedProbe(victim)
             statuses: list[int] = []
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}}
+            init = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "flood", "version": "1"},
+                },
+            }
             headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
             async with httpx2.AsyncClient(timeout=10) as flood, anyio.create_task_group() as tg:
                 tg.start_soon(probe.run)
@@ -242,9 +269,14 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                     await anyio.sleep(0.25)
                 sessions_recover_s = time.perf_counter() - flood_over
             report(
-                "sessions-100-from-one-peer", accepted=statuses.count(200), refused_429=statuses.count(429),
-                rss_before_mb=rss_before // 1024, rss_after_mb=proxy.status("VmRSS") // 1024,
-                echo_p99_s=f"{probe.p99():.3f}", echo_failures=probe.failures, recover_s=f"{sessions_recover_s:.2f}",
+                "sessions-100-from-one-peer",
+                accepted=statuses.count(200),
+                refused_429=statuses.count(429),
+                rss_before_mb=rss_before // 1024,
+                rss_after_mb=proxy.status("VmRSS") // 1024,
+                echo_p99_s=f"{probe.p99():.3f}",
+                echo_failures=probe.failures,
+                recover_s=f"{sessions_recover_s:.2f}",
             )
             assert statuses.count(200) == 8 and statuses.count(429) == 92, statuses
             assert probe.failures == 0 and probe.p99() < 1.0
@@ -287,9 +319,17 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                 sock.close()
             recover_s = await recovered_after(proxy, victim, rss_before)
             report(
-                "slowloris-300-at-256-fds", attack_s=f"{attack_s:.1f}", still_open_at_end=held, closed_by_proxy=closed_by_proxy,
-                rss_before_mb=rss_before // 1024, rss_after_mb=proxy.status("VmRSS") // 1024, proxy_fds=proxy.fds(),
-                echo_p99_s=f"{probe.p99():.3f}", echo_failures=probe.failures, echoes=len(probe.latencies), recover_s=f"{recover_s:.2f}",
+                "slowloris-300-at-256-fds",
+                attack_s=f"{attack_s:.1f}",
+                still_open_at_end=held,
+                closed_by_proxy=closed_by_proxy,
+                rss_before_mb=rss_before // 1024,
+                rss_after_mb=proxy.status("VmRSS") // 1024,
+                proxy_fds=proxy.fds(),
+                echo_p99_s=f"{probe.p99():.3f}",
+                echo_failures=probe.failures,
+                echoes=len(probe.latencies),
+                recover_s=f"{recover_s:.2f}",
             )
             assert probe.failures == 0 and probe.p99() < 1.0, sorted(probe.latencies)[-5:]
             assert closed_by_proxy > 0 and recover_s < 5

@@ -28,7 +28,9 @@ async def test_recall_echo_is_capped_and_absurd_inputs_are_clear_errors(tmp_path
         body = "".join(hostile_server.chunk_blocks(150_000, 3))
 
         long_query = body[1000:1600]  # 600 chars that occur in the body
-        answer = text_of(await session.call_tool("recall_tool_result", {"mem_id": trm_id, "query": long_query, "max_chars": 100}))
+        answer = text_of(
+            await session.call_tool("recall_tool_result", {"mem_id": trm_id, "query": long_query, "max_chars": 100})
+        )
         assert "1 match" in answer and len(answer) <= 100 + 500, len(answer)
         assert long_query not in answer and f"({len(repr(long_query)):,} chars)" in answer
 
@@ -64,13 +66,25 @@ def _rpc(proc: subprocess.Popen[bytes], replies: queue.Queue[bytes], line: bytes
 def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=proxy_env(), cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=proxy_env(),
+        cwd=str(ROOT),
     )
     replies: queue.Queue[bytes] = queue.Queue()
     threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     try:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         assert "result" in _rpc(proc, replies, json.dumps(init).encode())
         assert proc.stdin is not None
         proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
@@ -83,7 +97,11 @@ def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:
         assert garbage["id"] is None and garbage["error"]["code"] == -32700
         not_rpc = _rpc(proc, replies, b'{"jsonrpc":"2.0","id":"q","nonsense":true}')
         assert not_rpc["id"] == "q" and not_rpc["error"]["code"] == -32600
-        after = _rpc(proc, replies, b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}')
+        after = _rpc(
+            proc,
+            replies,
+            b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}',
+        )
         assert after["id"] == 8 and after["result"]["content"][0]["text"] == "after"
     finally:
         proc.kill()

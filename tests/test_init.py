@@ -25,7 +25,11 @@ CLAUDE_CODE = {
             "allowedTools": [],
             "mcpServers": {
                 "git": {"type": "stdio", "command": "mcp-server-git", "args": ["--repository", "/repo"], "env": {}},
-                "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/p"], "alwaysAllow": ["read_file"]},
+                "fs": {
+                    "command": "npx",
+                    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/p"],
+                    "alwaysAllow": ["read_file"],
+                },
             },
         },
         "/home/u/other": {"mcpServers": {"fs": {"command": "npx", "args": ["other-fs"]}}},
@@ -75,7 +79,7 @@ def test_claude_code_config_wraps_user_and_project_servers(tmp_path, capsys):
     assert f"serve -c {out}" in printed.out
     assert "claude mcp remove --scope local fs   # in /home/u/proj" in printed.out
     desktop_json = printed.out.split("Claude Desktop")[1].split("Or let init")[0]
-    entry = json.loads(desktop_json[desktop_json.index("{"):])["mcpServers"]["offload"]
+    entry = json.loads(desktop_json[desktop_json.index("{") :])["mcpServers"]["offload"]
     assert entry["args"] == ["serve", "-c", str(out)]
 
 
@@ -143,7 +147,9 @@ def test_malformed_client_config_is_a_clear_error_exit_2(tmp_path, content, mess
     out = tmp_path / "o.json"
     proc = subprocess.run(
         [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
@@ -194,12 +200,18 @@ def test_init_never_wraps_an_entry_that_already_runs_offload_mcp(tmp_path, capsy
     inner = write_config(tmp_path, {"t": {"command": "mcp-server-time"}}, name="inner.json")
     with proxy_http(["-c", str(inner), "--ledger", str(tmp_path / "inner.db")]) as url:
         client = tmp_path / "claude.json"
-        client.write_text(json.dumps({"mcpServers": {
-            "proxied": {"type": "http", "url": url},
-            "uvx": {"command": "uvx", "args": ["offload-mcp==0.3", "serve", "-c", "x.json"]},
-            "module": {"command": "python3", "args": ["-m", "offload_mcp.cli", "serve"]},
-            "time": {"command": "mcp-server-time"},
-        }}))
+        client.write_text(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "proxied": {"type": "http", "url": url},
+                        "uvx": {"command": "uvx", "args": ["offload-mcp==0.3", "serve", "-c", "x.json"]},
+                        "module": {"command": "python3", "args": ["-m", "offload_mcp.cli", "serve"]},
+                        "time": {"command": "mcp-server-time"},
+                    }
+                }
+            )
+        )
         out = tmp_path / "offload.json"
         assert main(["init", "--from", str(client), "-o", str(out)]) == 0
     config = load_config(out)

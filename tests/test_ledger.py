@@ -96,7 +96,13 @@ def test_body_round_trips_exactly_and_id_is_content_hash(ledger):
     assert record(server="other", session_id="s9").trm_id == rec.trm_id
     assert record({**BODY, "isError": True}).trm_id != rec.trm_id
     info = ledger.body_info(rec.trm_id)
-    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == ("srv", "tool", {"a": 1}, "s1", 5000)
+    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == (
+        "srv",
+        "tool",
+        {"a": 1},
+        "s1",
+        5000,
+    )
     assert info.stored_bytes < info.raw_bytes  # compressed
 
 
@@ -117,7 +123,17 @@ def test_stash_and_events_commit_together(ledger):
     ledger.commit(
         bodies=[record()],
         stash={"0123456789abcdef": "original ✓ text"},
-        events=[LedgerEvent("decision", session_id="s1", server="srv", tool="tool", verdict="offload", reason="gate_fired", detail={"net": 1.5})],
+        events=[
+            LedgerEvent(
+                "decision",
+                session_id="s1",
+                server="srv",
+                tool="tool",
+                verdict="offload",
+                reason="gate_fired",
+                detail={"net": 1.5},
+            )
+        ],
     )
     assert ledger.get_stash("0123456789abcdef") == "original ✓ text"
     (ev,) = list(ledger.events(kinds=["decision"]))
@@ -213,7 +229,9 @@ def test_persistent_across_processes(where):
         "r = BodyRecord.of({'content': [{'type': 'text', 'text': 'persist'}]}, server='s', tool='t', arguments={}, session_id='x', chars=7);"
         "Ledger.open(None, sys.argv[1]).commit(bodies=[r]); print(r.trm_id)"
     )
-    trm = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True).stdout.strip()
+    trm = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True
+    ).stdout.strip()
     led = Ledger.open(None, path)
     assert led.get_body(trm)["content"][0]["text"] == "persist"
     led.close()
@@ -269,7 +287,10 @@ def test_max_total_bytes_evicts_least_recently_used(where):
 
 
 def test_call_counts_for_hot_tool_learning(ledger):
-    ledger.commit(events=[LedgerEvent("decision", server="git", tool="git_log")] * 3 + [LedgerEvent("decision", server="fs", tool="read")])
+    ledger.commit(
+        events=[LedgerEvent("decision", server="git", tool="git_log")] * 3
+        + [LedgerEvent("decision", server="fs", tool="read")]
+    )
     ledger.commit(events=[LedgerEvent("recall", server="git", tool="git_log")])
     assert ledger.call_counts() == {("git", "git_log"): 3, ("fs", "read"): 1}
     assert ledger.call_counts(since=1e12) == {}
@@ -295,7 +316,9 @@ def test_session_scope(where):
 def test_concurrent_commits_from_threads(ledger):
     def work(i):
         for j in range(20):
-            ledger.commit(bodies=[record({"content": [{"type": "text", "text": f"{i}-{j}"}]})], events=[LedgerEvent("decision")])
+            ledger.commit(
+                bodies=[record({"content": [{"type": "text", "text": f"{i}-{j}"}]})], events=[LedgerEvent("decision")]
+            )
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
@@ -356,7 +379,10 @@ def test_a_ledger_from_before_the_codec_column_is_migrated_and_keeps_its_bodies(
         " raw_bytes INTEGER, stored_bytes INTEGER, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
         "CREATE TABLE stash (hash TEXT PRIMARY KEY, original BLOB, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
     )
-    old.execute("INSERT INTO bodies VALUES ('trm_old', 's', 't', '{}', 's1', ?, 2, 2, 2, 0, 0)", (zlib.compress(b'{"content":[]}'),))
+    old.execute(
+        "INSERT INTO bodies VALUES ('trm_old', 's', 't', '{}', 's1', ?, 2, 2, 2, 0, 0)",
+        (zlib.compress(b'{"content":[]}'),),
+    )
     old.execute("INSERT INTO stash VALUES ('00000000000000aa', ?, 5, 0, 0)", (zlib.compress(b"hello"),))
     old.commit()
     old.close()
@@ -402,13 +428,28 @@ def test_two_writers_commit_the_same_results_at_once(where):
     import time
 
     start = str(time.time() + 1.5)  # both interpreters are up by then: the commits overlap
-    procs = [subprocess.Popen([sys.executable, "-c", SAME_RESULT_SCRIPT, str(where), start, f"w{n}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAME_RESULT_SCRIPT, str(where), start, f"w{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _, err in outs]
     led = Ledger.open(LedgerSettings(scope="session"), where)
     counts = led.counts()
     assert (counts["bodies"], counts["stash"]) == (20, 20)
-    r = BodyRecord.of({"content": [{"type": "text", "text": "same 7" * 500}]}, server="s", tool="t", arguments={}, session_id="x", chars=1)
+    r = BodyRecord.of(
+        {"content": [{"type": "text", "text": "same 7" * 500}]},
+        server="s",
+        tool="t",
+        arguments={},
+        session_id="x",
+        chars=1,
+    )
     assert led.get_body(r.trm_id, session_id="w0") == led.get_body(r.trm_id, session_id="w1")
     assert len(list(led.events(kinds=["decision"]))) == 40
     led.close()
@@ -423,7 +464,9 @@ def test_two_threads_commit_the_same_result_at_once(where):
         try:
             for i in range(10):
                 barrier.wait(timeout=10)
-                led.commit(bodies=[record({"content": [{"type": "text", "text": f"both {i}"}]})], stash={f"{i:016x}": "x"})
+                led.commit(
+                    bodies=[record({"content": [{"type": "text", "text": f"both {i}"}]})], stash={f"{i:016x}": "x"}
+                )
         except BaseException as err:  # surfaced below
             errors.append(err)
 

@@ -38,7 +38,10 @@ async def test_rm_while_serving_loses_nothing_through_the_real_proxy(tmp_path: P
     log = tmp_path / "proxy.log"
     ids: dict[str, int] = {}
     with log.open("w") as errlog:
-        async with stdio_client(_params(["--ledger", str(path), "--", *fixture_cmd()], None), errlog=errlog) as (read, write):
+        async with stdio_client(_params(["--ledger", str(path), "--", *fixture_cmd()], None), errlog=errlog) as (
+            read,
+            write,
+        ):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 for size in (200_000, 210_000):
@@ -70,12 +73,18 @@ def test_two_handles_on_a_deleted_file_merge_what_they_hold(tmp_path: Path) -> N
     a.close()
     b.close()
     fresh = Ledger.open(path=path)
-    assert [fresh.get_body(r.trm_id)["content"][0]["text"] for r in (ra, rb, rc)] == ["from a", "from b", "from a, later"]
+    assert [fresh.get_body(r.trm_id)["content"][0]["text"] for r in (ra, rb, rc)] == [
+        "from a",
+        "from b",
+        "from a, later",
+    ]
     assert fresh.get_stash("00000000000000aa") == "cut a"
     fresh.close()
 
 
-def test_a_ledger_that_cannot_be_recreated_passes_results_through(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_ledger_that_cannot_be_recreated_passes_results_through(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "l.db"
     ledger = Ledger.open(path=path)
     shaper = make_shaper(OffloadSettings(), ledger)

@@ -26,9 +26,19 @@ def build_source(path: Path) -> tuple[list[str], list[str]]:
         for i in range(30):
             owner = "principal:alice" if i % 2 else "principal:bob"
             body = {"content": [{"type": "text", "text": f"result {i}: " + "x" * (1000 + i * 37)}]}
-            record = BodyRecord.of(body, server="git", tool="git_log", arguments={"n": i}, session_id=f"s{i}", chars=1000 + i)
+            record = BodyRecord.of(
+                body, server="git", tool="git_log", arguments={"n": i}, session_id=f"s{i}", chars=1000 + i
+            )
             stash = {f"{i:016x}": f"cut {i} " + "y" * (500 + i)}
-            event = LedgerEvent("decision", session_id=f"s{i}", server="git", tool="git_log", verdict="offload", reason="gate", ref_id=record.trm_id)
+            event = LedgerEvent(
+                "decision",
+                session_id=f"s{i}",
+                server="git",
+                tool="git_log",
+                verdict="offload",
+                reason="gate",
+                ref_id=record.trm_id,
+            )
             ledger.commit(bodies=[record], stash=stash, events=[event], owner=owner)
             ids.append(record.trm_id)
             hashes.append(f"{i:016x}")
@@ -38,7 +48,9 @@ def build_source(path: Path) -> tuple[list[str], list[str]]:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([OFFLOAD_MCP, "ledger", "migrate", *args], capture_output=True, text=True, env=proxy_env(), timeout=120)
+    return subprocess.run(
+        [OFFLOAD_MCP, "ledger", "migrate", *args], capture_output=True, text=True, env=proxy_env(), timeout=120
+    )
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -54,7 +66,10 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
     ids, hashes = build_source(source)
     done = run("--from", str(source), "--to", target)
     assert done.returncode == 0, done.stderr
-    assert "copied 30 bodies, 30 stash entries, 60 ownership rows, 30 events; verified 60 entries byte for byte" in done.stdout
+    assert (
+        "copied 30 bodies, 30 stash entries, 60 ownership rows, 30 events; verified 60 entries byte for byte"
+        in done.stdout
+    )
 
     src = Ledger.open(LedgerSettings(), path=source)
     dst = Ledger.open(LedgerSettings(scope="principal"), path=target)
@@ -74,7 +89,11 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
 
     # A second run into the now non-empty target is refused unless --merge; --merge is idempotent for bodies.
     again = run("--from", str(source), "--to", target)
-    assert again.returncode == 1 and "the target ledger is not empty (30 bodies, 30 stash entries)" in again.stderr and "--merge" in again.stderr
+    assert (
+        again.returncode == 1
+        and "the target ledger is not empty (30 bodies, 30 stash entries)" in again.stderr
+        and "--merge" in again.stderr
+    )
     merged = run("--from", str(source), "--to", target, "--merge")
     assert merged.returncode == 0 and "verified 60 entries" in merged.stdout, merged.stderr
 

@@ -64,7 +64,10 @@ async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_pa
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     params = StdioServerParameters(
-        command=OFFLOAD_MCP, args=["serve", "-c", str(config), "--ledger", url], env=proxy_env({"XDG_STATE_HOME": str(tmp_path / "xdg")}), cwd=str(cwd)
+        command=OFFLOAD_MCP,
+        args=["serve", "-c", str(config), "--ledger", url],
+        env=proxy_env({"XDG_STATE_HOME": str(tmp_path / "xdg")}),
+        cwd=str(cwd),
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
@@ -102,7 +105,9 @@ def test_schema_is_versioned_and_a_newer_one_is_refused(postgres: object, pg_url
     newer.close()
 
 
-def test_an_outage_passes_results_through_and_the_pool_recovers_by_itself(postgres: object, pg_url: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_an_outage_passes_results_through_and_the_pool_recovers_by_itself(
+    postgres: object, pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = OffloadSettings.model_validate({"ledger": {"busy_timeout_s": 1.0}})
     ledger = Ledger.open(settings.ledger, pg_url)
     shaper = make_shaper(settings, ledger)
@@ -119,8 +124,16 @@ def test_an_outage_passes_results_through_and_the_pool_recovers_by_itself(postgr
             assert time.monotonic() - started < 10  # bounded by busy_timeout_s, not hung
         with pytest.raises(LedgerUnavailable, match="unreachable"):
             ledger.get_body(kept)  # a clear error, not "unknown id"
-        answer = anyio.run(recall.handle, {"mem_id": kept, "max_chars": 100}, ToolEnv(settings=settings, ledger=ledger, session_id="s1", session=SessionMemory()))
-        assert answer.is_error and "cannot be read right now" in text_of(answer) and "not in the ledger" not in text_of(answer)
+        answer = anyio.run(
+            recall.handle,
+            {"mem_id": kept, "max_chars": 100},
+            ToolEnv(settings=settings, ledger=ledger, session_id="s1", session=SessionMemory()),
+        )
+        assert (
+            answer.is_error
+            and "cannot be read right now" in text_of(answer)
+            and "not in the ledger" not in text_of(answer)
+        )
     finally:
         postgres.start()  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
@@ -147,7 +160,14 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     ledger.commit(events=[decision_record("a", "git", "git_log", "keep", "small", 10).ledger_event()])
     ledger.close()
     env = {**os.environ, ENV_VAR: pg_url}
-    done = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--json"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "offload_mcp.cli", "stats", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["ledger"].startswith("postgresql://") and data["totals"]["results"] == 1

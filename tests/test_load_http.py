@@ -44,8 +44,6 @@ MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
 # ---- a proxy process we can measure and kill ------------------------------------------
 
 
-
-
 @asynccontextmanager
 async def connect(url: str, transport: str) -> Any:
     if transport == "sse":
@@ -128,8 +126,6 @@ def verify_ledger(ledger_path: Path, tally: Tally) -> None:
         ledger.close()
 
 
-
-
 async def run_load(tmp_path: Path, transport: str, clients: int, calls: int, sizes: tuple[int, int]) -> dict[str, Any]:
     ledger = tmp_path / "ledger.db"
     config = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}})
@@ -155,10 +151,17 @@ async def run_load(tmp_path: Path, transport: str, clients: int, calls: int, siz
     assert tally.offloaded, "the workload produced no offloaded result"
     verify_ledger(ledger, tally)
     figures = {
-        "transport": transport, "clients": clients, "calls": tally.calls, "seconds": round(elapsed, 1),
-        "calls_per_s": round(tally.calls / elapsed, 1), "peak_rss_mb": round(peak_kb / 1024, 1),
-        "fds_before": fds_before, "fds_after": fds_after, "offloaded_ids": len(tally.offloaded),
-        "markers": len(tally.markers), "small": tally.small,
+        "transport": transport,
+        "clients": clients,
+        "calls": tally.calls,
+        "seconds": round(elapsed, 1),
+        "calls_per_s": round(tally.calls / elapsed, 1),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "fds_before": fds_before,
+        "fds_after": fds_after,
+        "offloaded_ids": len(tally.offloaded),
+        "markers": len(tally.markers),
+        "small": tally.small,
     }
     print("\nload:", " ".join(f"{k}={v}" for k, v in figures.items()))
     return figures

@@ -72,7 +72,10 @@ async def test_a_long_stdio_session_does_not_grow(tmp_path: Path) -> None:
                 if done >= warmup and "warm" not in samples:
                     samples["warm"] = (proc_status(proxy_pid, "VmRSS"), fd_count(proxy_pid))
                 if done % 1000 == 0 and os.environ.get("OFFLOAD_MCP_LOAD_TRACE"):
-                    print(f"trace: {done} calls rss_kb={proc_status(proxy_pid, 'VmRSS')} fds={fd_count(proxy_pid)}", flush=True)
+                    print(
+                        f"trace: {done} calls rss_kb={proc_status(proxy_pid, 'VmRSS')} fds={fd_count(proxy_pid)}",
+                        flush=True,
+                    )
         elapsed = time.monotonic() - started
         samples["end"] = (proc_status(proxy_pid, "VmRSS"), fd_count(proxy_pid))
         peak = proc_status(proxy_pid, "VmHWM")

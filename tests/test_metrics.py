@@ -63,11 +63,31 @@ def record_session(metrics: ProxyMetrics) -> None:
         ReducerEvent("dedup", False, "first_seen", 600_000, 600_000),
         ReducerEvent("linecap", True, "acted", 600_000, 1_000),
     ]
-    metrics.observe_call(server="git", tool="git_log", duration_s=0.2, decision="offload", reason="gate_net_saving",
-                         chars_in=600_000, chars_out=1_000, reducer_events=events, shape_s=0.01)
-    metrics.observe_call(server="git", tool="git_status", duration_s=0.01, decision="keep", reason="small", chars_in=300, chars_out=300)
-    metrics.observe_call(server="fs", tool="read_file", duration_s=3.0, decision="keep", reason="gate_declined",
-                         chars_in=70_000, chars_out=70_000, observe=True, is_error=True)
+    metrics.observe_call(
+        server="git",
+        tool="git_log",
+        duration_s=0.2,
+        decision="offload",
+        reason="gate_net_saving",
+        chars_in=600_000,
+        chars_out=1_000,
+        reducer_events=events,
+        shape_s=0.01,
+    )
+    metrics.observe_call(
+        server="git", tool="git_status", duration_s=0.01, decision="keep", reason="small", chars_in=300, chars_out=300
+    )
+    metrics.observe_call(
+        server="fs",
+        tool="read_file",
+        duration_s=3.0,
+        decision="keep",
+        reason="gate_declined",
+        chars_in=70_000,
+        chars_out=70_000,
+        observe=True,
+        is_error=True,
+    )
     metrics.observe_recall(True)
     metrics.observe_recall(False)
     metrics.observe_expand(True, via="http")
@@ -84,9 +104,24 @@ def test_metrics_scraped_over_http_parse_and_count(served_metrics):
 
     assert value(parsed, "offload_mcp_calls_total", server="git", tool="git_log", outcome="ok") == 1
     assert value(parsed, "offload_mcp_calls_total", server="fs", tool="read_file", outcome="error") == 1
-    assert value(parsed, "offload_mcp_results_total", server="git", decision="offload", reason="gate_net_saving", mode="enforce") == 1
-    assert value(parsed, "offload_mcp_results_total", server="fs", decision="keep", reason="gate_declined", mode="observe") == 1
-    assert value(parsed, "offload_mcp_reducer_events_total", reducer="dedup", outcome="declined", reason="first_seen") == 1
+    assert (
+        value(
+            parsed,
+            "offload_mcp_results_total",
+            server="git",
+            decision="offload",
+            reason="gate_net_saving",
+            mode="enforce",
+        )
+        == 1
+    )
+    assert (
+        value(parsed, "offload_mcp_results_total", server="fs", decision="keep", reason="gate_declined", mode="observe")
+        == 1
+    )
+    assert (
+        value(parsed, "offload_mcp_reducer_events_total", reducer="dedup", outcome="declined", reason="first_seen") == 1
+    )
     assert value(parsed, "offload_mcp_reducer_events_total", reducer="linecap", outcome="acted", reason="acted") == 1
     assert value(parsed, "offload_mcp_result_chars_in_total", server="git") == 600_300
     assert value(parsed, "offload_mcp_result_chars_out_total", server="git", mode="enforce") == 1_300
@@ -101,7 +136,15 @@ def test_metrics_scraped_over_http_parse_and_count(served_metrics):
     assert value(parsed, "offload_mcp_shape_duration_seconds_count", server="git") == 1
 
     # the scrape is live: another call shows on the next scrape
-    metrics.observe_call(server="git", tool="git_log", duration_s=0.1, decision="offload", reason="gate_net_saving", chars_in=10, chars_out=5)
+    metrics.observe_call(
+        server="git",
+        tool="git_log",
+        duration_s=0.1,
+        decision="offload",
+        reason="gate_net_saving",
+        chars_in=10,
+        chars_out=5,
+    )
     again = samples(scrape(url)[2])
     assert value(again, "offload_mcp_calls_total", server="git", tool="git_log", outcome="ok") == 2
 
@@ -116,23 +159,54 @@ def test_each_proxy_has_its_own_registry():
 def test_call_log_line_has_no_bodies_or_argument_values_by_default(caplog):
     metrics = ProxyMetrics()
     with caplog.at_level(logging.INFO, logger="offload_mcp.calls"):
-        line = metrics.observe_call(server="git", tool="git_log", duration_s=0.1234, decision="offload", reason="gate_net_saving",
-                                    chars_in=600_000, chars_out=900, arguments={"repo_path": "/secret/path"}, body="SECRET BODY")
-    assert line == "call server=git tool=git_log decision=offload reason=gate_net_saving chars_in=600000 chars_out=900 ms=123.4"
+        line = metrics.observe_call(
+            server="git",
+            tool="git_log",
+            duration_s=0.1234,
+            decision="offload",
+            reason="gate_net_saving",
+            chars_in=600_000,
+            chars_out=900,
+            arguments={"repo_path": "/secret/path"},
+            body="SECRET BODY",
+        )
+    assert (
+        line
+        == "call server=git tool=git_log decision=offload reason=gate_net_saving chars_in=600000 chars_out=900 ms=123.4"
+    )
     assert [r.getMessage() for r in caplog.records if r.name == "offload_mcp.calls"] == [line]
     assert all(r.levelno == logging.INFO for r in caplog.records if r.name == "offload_mcp.calls")
 
 
 def test_call_log_line_with_log_bodies_quotes_values():
     metrics = ProxyMetrics(log_bodies=True)
-    line = metrics.observe_call(server="fs", tool="read file", duration_s=0.001, decision="keep", reason="small",
-                                chars_in=5, chars_out=5, arguments={"path": "/a b"}, body="hi there", observe=True, is_error=True)
+    line = metrics.observe_call(
+        server="fs",
+        tool="read file",
+        duration_s=0.001,
+        decision="keep",
+        reason="small",
+        chars_in=5,
+        chars_out=5,
+        arguments={"path": "/a b"},
+        body="hi there",
+        observe=True,
+        is_error=True,
+    )
     assert 'tool="read file"' in line and "mode=observe" in line and "error=true" in line
     assert 'args="{\\"path\\":\\"/a b\\"}"' in line and 'body="hi there"' in line
 
 
 def test_log_line_values_cannot_forge_fields():
-    line = call_log_line(server="a b", tool="x decision=offload", decision="keep", reason="r\nnext", chars_in=1, chars_out=1, duration_s=0)
+    line = call_log_line(
+        server="a b",
+        tool="x decision=offload",
+        decision="keep",
+        reason="r\nnext",
+        chars_in=1,
+        chars_out=1,
+        duration_s=0,
+    )
     assert "\n" not in line
     assert line.count("decision=") == 2 and 'tool="x decision=offload"' in line
 
@@ -141,7 +215,9 @@ def test_observe_report_reads_a_shape_report():
     """The fields come from the shaper's decision record: what the client got, or in observe mode what would have happened."""
     linecap = [{"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 10_000, "chars_after": 2_000}]
     enforce = decision_record("s", "s", "t", "reduce", "small", 10_000, 2_000, reducers=linecap, reduced_chars=2_000)
-    observe = decision_record("s", "s", "t", "reduce", "small", 10_000, reducers=linecap, mode="observe", reduced_chars=2_000)
+    observe = decision_record(
+        "s", "s", "t", "reduce", "small", 10_000, reducers=linecap, mode="observe", reduced_chars=2_000
+    )
     metrics = ProxyMetrics()
     line = metrics.observe_report(server="s", tool="t", duration_s=0.01, report=enforce)
     assert "decision=reduce reason=small chars_in=10000 chars_out=2000" in line
@@ -149,9 +225,18 @@ def test_observe_report_reads_a_shape_report():
     assert "decision=reduce" in line and "mode=observe" in line
     metrics.observe_report(server="s", tool="t", duration_s=0.01, report=None, is_error=True)
     parsed = samples(metrics.render().decode())
-    assert value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="enforce") == 1
-    assert value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="observe") == 1
-    assert value(parsed, "offload_mcp_results_total", server="s", decision="passthrough", reason="not_shaped", mode="enforce") == 1
+    assert (
+        value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="enforce") == 1
+    )
+    assert (
+        value(parsed, "offload_mcp_results_total", server="s", decision="reduce", reason="small", mode="observe") == 1
+    )
+    assert (
+        value(
+            parsed, "offload_mcp_results_total", server="s", decision="passthrough", reason="not_shaped", mode="enforce"
+        )
+        == 1
+    )
     assert value(parsed, "offload_mcp_tokens_saved_total", server="s", mode="enforce") == 2_000
     assert value(parsed, "offload_mcp_tokens_saved_total", server="s", mode="observe") == 2_000  # (10,000 - 2,000) / 4
     assert value(parsed, "offload_mcp_result_chars_out_total", server="s", mode="observe") == 10_000

@@ -15,7 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import fixture_entry, running_proxy, text_of, write_config
 
 # No collapse: a 300K-char text reaches the policy whole and is offloaded (over the client limit).
-OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}}  # the 25K json_array is smartcrush-sized only without its 60K floor
+OFFLOAD = {
+    "reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}
+}  # the 25K json_array is smartcrush-sized only without its 60K floor
 
 
 @contextmanager

@@ -27,7 +27,14 @@ def check_restorable(text, result):
 
 
 def test_default_order_is_the_seed_order():
-    assert build_pipeline(ReducerSettings()).names == ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
+    assert build_pipeline(ReducerSettings()).names == [
+        "dedup",
+        "extract",
+        "smartcrush",
+        "tabulate",
+        "collapse",
+        "linecap",
+    ]
     assert build_pipeline(ReducerSettings(pipeline=["linecap", "dedup"])).names == ["linecap", "dedup"]
 
 
@@ -110,13 +117,22 @@ def test_deterministic_across_processes():
     inputs.append(inputs[1])  # dedup
     payload = json.dumps(inputs)
     digests = {
-        subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": str(seed), "PATH": ""}).stdout
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=payload,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": str(seed), "PATH": ""},
+        ).stdout
         for seed in (1, 2, 3)
     }
     assert len(digests) == 1 and len(next(iter(digests))) == 65
 
 
-text_st = st.lists(st.sampled_from(list("ab \n\r\x1b[m0%#█{}[],\":é😀") + ["error", "line", "\n\n\n", "x" * 600]), max_size=400).map("".join)
+text_st = st.lists(
+    st.sampled_from(list('ab \n\r\x1b[m0%#█{}[],":é😀') + ["error", "line", "\n\n\n", "x" * 600]), max_size=400
+).map("".join)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -155,7 +171,15 @@ def test_dedup_repeat_is_restorable():
 
 
 def test_pathological_inputs_never_crash_a_reducer():
-    cases = ['{"a":' * 10_000 + "1" + "}" * 10_000, "[" * 10_000 + "]" * 10_000, "\n" * 100_000, "\x00" * 5000, "a\ud800b" * 2000, "\r" * 5000, "\x1b" * 5000]
+    cases = [
+        '{"a":' * 10_000 + "1" + "}" * 10_000,
+        "[" * 10_000 + "]" * 10_000,
+        "\n" * 100_000,
+        "\x00" * 5000,
+        "a\ud800b" * 2000,
+        "\r" * 5000,
+        "\x1b" * 5000,
+    ]
     pipeline = build_pipeline(ReducerSettings(collapse=CollapseSettings(max_tokens=1000)))
     for text in cases:
         result = pipeline.run(text, ctx())

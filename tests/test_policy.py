@@ -90,9 +90,16 @@ def test_gate_receives_settings():
         seen.append(inputs)
         return OffloadGateDecision(True, 1.0, 1.0, 0.0, 0.0, "spy")
 
-    ResultPolicy(PolicySettings(horizon=9, model="claude-haiku-4-5", prompt_caching=False), net_saving_gate=spy).decide(PolicyInput(80_000))
+    ResultPolicy(PolicySettings(horizon=9, model="claude-haiku-4-5", prompt_caching=False), net_saving_gate=spy).decide(
+        PolicyInput(80_000)
+    )
     (inputs,) = seen
-    assert (inputs.horizon, inputs.model_name, inputs.prompt_caching, inputs.output_tokens) == (9, "claude-haiku-4-5", False, 20_000)
+    assert (inputs.horizon, inputs.model_name, inputs.prompt_caching, inputs.output_tokens) == (
+        9,
+        "claude-haiku-4-5",
+        False,
+        20_000,
+    )
     assert inputs.large_offload_threshold_tokens == 7_500
 
 

@@ -31,11 +31,17 @@ LONG_LINES = "\n".join(f"line {i} - " + " ".join(f"word{(i * 11 + k) % 97}" for 
 def test_auth_tokens_accept_a_mapping_or_a_list_and_refuse_ambiguity() -> None:
     as_map = Config.model_validate({"offload": {"server": {"auth_tokens": {"alice": ALICE, "bob": BOB}}}})
     as_list = Config.model_validate(
-        {"offload": {"server": {"auth_tokens": [{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}]}}}
+        {
+            "offload": {
+                "server": {"auth_tokens": [{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}]}
+            }
+        }
     )
     assert as_map.offload.server.auth_tokens == as_list.offload.server.auth_tokens == {"alice": ALICE, "bob": BOB}
     # The single auth_token keeps working, as the principal `default`, beside the named ones.
-    both = Config.model_validate({"offload": {"server": {"auth_token": "single-token-1", "auth_tokens": {"alice": ALICE}}}})
+    both = Config.model_validate(
+        {"offload": {"server": {"auth_token": "single-token-1", "auth_tokens": {"alice": ALICE}}}}
+    )
     assert token_table(both.offload.server, {}) == {ALICE: "alice", "single-token-1": DEFAULT_PRINCIPAL}
     bad = [
         ({"alice": ALICE, "bob": ALICE}, "two principals share one token"),
@@ -46,8 +52,12 @@ def test_auth_tokens_accept_a_mapping_or_a_list_and_refuse_ambiguity() -> None:
     for tokens, message in bad:
         with pytest.raises(ValidationError, match=message):
             Config.model_validate({"offload": {"server": {"auth_tokens": tokens}}})
-    assert owner_key("principal", principal="alice", session_id="s1") == owner_key("principal", principal="alice", session_id="s2")
-    assert owner_key("session", principal="alice", session_id="s1") != owner_key("session", principal="alice", session_id="s2")
+    assert owner_key("principal", principal="alice", session_id="s1") == owner_key(
+        "principal", principal="alice", session_id="s2"
+    )
+    assert owner_key("session", principal="alice", session_id="s1") != owner_key(
+        "session", principal="alice", session_id="s2"
+    )
 
 
 async def session_call(url: str, token: str, *calls: tuple[str, dict[str, object]]) -> list[object]:
@@ -65,19 +75,27 @@ async def test_principal_scope_follows_the_token_not_the_session(tmp_path: Path)
         {"server": {"auth_tokens": {"alice": ALICE, "bob": BOB}}, "ledger": {"scope": "principal"}},
     )
     with running_proxy(["-c", str(config), "--ledger", str(tmp_path / "l.db")]) as proxy:
-        stub, cut = await session_call(proxy.url, ALICE, ("chunks", {"size": 120_000, "seed": 5}), ("echo", {"text": LONG_LINES}))
+        stub, cut = await session_call(
+            proxy.url, ALICE, ("chunks", {"size": 120_000, "seed": 5}), ("echo", {"text": LONG_LINES})
+        )
         trm_id = TRM.search(text_of(stub)).group(0)  # type: ignore[union-attr]
         hash_ = MARKER.findall(text_of(cut))[0]
 
         # Another session of the same principal reads both.
         recall, expand = await session_call(
-            proxy.url, ALICE, ("recall_tool_result", {"mem_id": trm_id}), ("context_guru_expand", {"marker": f"<<cg:{hash_}>>"})
+            proxy.url,
+            ALICE,
+            ("recall_tool_result", {"mem_id": trm_id}),
+            ("context_guru_expand", {"marker": f"<<cg:{hash_}>>"}),
         )
         assert not recall.is_error and not expand.is_error and text_of(expand) in LONG_LINES  # type: ignore[attr-defined]
 
         # The other principal is refused, clearly, without a byte of the body.
         recall, expand = await session_call(
-            proxy.url, BOB, ("recall_tool_result", {"mem_id": trm_id}), ("context_guru_expand", {"marker": f"<<cg:{hash_}>>"})
+            proxy.url,
+            BOB,
+            ("recall_tool_result", {"mem_id": trm_id}),
+            ("context_guru_expand", {"marker": f"<<cg:{hash_}>>"}),
         )
         assert recall.is_error and "belongs to another principal (ledger scope is `principal`)" in text_of(recall)  # type: ignore[attr-defined]
         assert expand.is_error and LONG_LINES[500:600] not in text_of(expand)  # type: ignore[attr-defined]
@@ -87,7 +105,9 @@ async def test_principal_scope_follows_the_token_not_the_session(tmp_path: Path)
             assert http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 200
             refused = http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {BOB}"})
             assert refused.status_code == 404 and "belongs to another principal" in refused.text
-            assert http.get(f"/expand/{hash_}", headers={"Authorization": "Bearer not-a-known-token"}).status_code == 401
+            assert (
+                http.get(f"/expand/{hash_}", headers={"Authorization": "Bearer not-a-known-token"}).status_code == 401
+            )
 
         # Once Bob is himself shown the same content, he may read it too (ids are content hashes).
         (again,) = await session_call(proxy.url, BOB, ("chunks", {"size": 120_000, "seed": 5}))
@@ -100,7 +120,9 @@ def test_stateless_with_session_scope_is_refused_at_start(tmp_path: Path) -> Non
     from offload_mcp.commands.serve import resolve_config
     from offload_mcp.config import ConfigError
 
-    config = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"scope": "session"}})
+    config = write_config(
+        tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"scope": "session"}}
+    )
 
     class Args:
         command: list[str] = []
@@ -122,7 +144,10 @@ async def test_principal_scope_on_sse(tmp_path: Path) -> None:
     config = write_config(
         tmp_path,
         {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
-        {"server": {"auth_tokens": [{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}]}, "ledger": {"scope": "principal"}},
+        {
+            "server": {"auth_tokens": [{"principal": "alice", "token": ALICE}, {"principal": "bob", "token": BOB}]},
+            "ledger": {"scope": "principal"},
+        },
     )
 
     async def calls(url: str, token: str, *todo: tuple[str, dict[str, object]]) -> list[object]:

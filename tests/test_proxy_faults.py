@@ -120,7 +120,10 @@ async def test_upstream_cancel_and_timeout_both_cancel_the_downstream_call(tmp_p
     with log.open("w") as errlog:
         from conftest import _params
 
-        async with stdio_client(_params(["-c", str(config), "--log-level", "debug"], None), errlog=errlog) as (read, write):
+        async with stdio_client(_params(["-c", str(config), "--log-level", "debug"], None), errlog=errlog) as (
+            read,
+            write,
+        ):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 pid = text_of(await s.call_tool("pid", {}))
@@ -168,7 +171,14 @@ async def test_prefix_always_prefixes_every_tool(tmp_path: Path) -> None:
 
 def test_prefix_never_refuses_a_collision(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"a": fixture_entry(), "b": fixture_entry()}, {"catalog": {"prefix": "never"}})
-    done = subprocess.run([OFFLOAD_MCP, "serve", "-c", str(config)], capture_output=True, text=True, env=proxy_env(), timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [OFFLOAD_MCP, "serve", "-c", str(config)],
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     assert "tool names collide" in done.stderr and "`echo` from a, b" in done.stderr
 
@@ -182,7 +192,11 @@ def test_catalog_naming_is_deterministic_and_independent_of_start_order() -> Non
     def tool(name: str) -> Any:
         return types.Tool(name=name, input_schema={"type": "object"})
 
-    servers = {"git": [tool("status"), tool("log")], "my.fs": [tool("status"), tool("read")], "x": [tool("recall_tool_result")]}
+    servers = {
+        "git": [tool("status"), tool("log")],
+        "my.fs": [tool("status"), tool("read")],
+        "x": [tool("recall_tool_result")],
+    }
     catalog = build_catalog(servers, CatalogSettings(), reserved=["recall_tool_result"])
     assert [e.name for e in catalog.entries] == ["git__status", "log", "my_fs__status", "read", "x__recall_tool_result"]
     assert catalog.lookup("my_fs__status").downstream_name == "status"
@@ -201,7 +215,10 @@ async def test_only_failing_servers_means_an_empty_but_working_proxy(tmp_path: P
     async with proxy_session(["-c", str(config)]) as s:
         tools = (await s.list_tools()).tools
         assert [t.name for t in tools] == ["recall_tool_result", "context_guru_expand", "offload_mcp_status"]
-        assert "NO wrapped MCP server is serving" in tools[-1].description and "broken (server 'broken'" in tools[-1].description
+        assert (
+            "NO wrapped MCP server is serving" in tools[-1].description
+            and "broken (server 'broken'" in tools[-1].description
+        )
         status = await s.call_tool("offload_mcp_status", {})
         assert status.is_error and "Servers not serving: broken (server 'broken'" in text_of(status)
 

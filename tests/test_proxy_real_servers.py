@@ -61,7 +61,9 @@ async def test_server_everything_list_call_image_resource_progress_structured() 
         assert resources
         read = await s.read_resource(str(resources[0].uri))
         assert read.contents and str(read.contents[0].uri) == str(resources[0].uri)
-        done = await s.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress)
+        done = await s.call_tool(
+            "trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress
+        )
         assert not done.is_error and len(seen) == 3
         structured = await s.call_tool("get-structured-content", {"location": "New York"})
         assert not structured.is_error and isinstance(structured.structured_content, dict)
@@ -117,8 +119,20 @@ def _inspector(*args: str, env: dict[str, str] | None = None) -> Any:
 def test_inspector_cli_inline_command_without_double_dash(git_repo: Path, tmp_path: Path) -> None:
     # The Inspector drops `--`; `serve` takes the downstream command from its first positional word.
     body = _inspector(
-        OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", GIT_SERVER, "--repository", str(git_repo),
-        "--method", "tools/call", "--tool-name", "git_status", "--tool-arg", f"repo_path={git_repo}",
+        OFFLOAD_MCP,
+        "serve",
+        "--ledger",
+        str(tmp_path / "l.db"),
+        "--",
+        GIT_SERVER,
+        "--repository",
+        str(git_repo),
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "git_status",
+        "--tool-arg",
+        f"repo_path={git_repo}",
     )
     assert body["isError"] is False and "dirty.txt" in body["content"][0]["text"]
 
@@ -135,7 +149,17 @@ def test_inspector_cli_with_short_config_flag(git_repo: Path, tmp_path: Path) ->
 def test_inspector_cli_with_config_from_environment(git_repo: Path, tmp_path: Path) -> None:
     config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(git_repo)]}})
     body = _inspector(
-        "-e", f"OFFLOAD_MCP_CONFIG={config}", OFFLOAD_MCP, "serve",
-        "--method", "tools/call", "--tool-name", "git_log", "--tool-arg", f"repo_path={git_repo}", "--tool-arg", "max_count=1",
+        "-e",
+        f"OFFLOAD_MCP_CONFIG={config}",
+        OFFLOAD_MCP,
+        "serve",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "git_log",
+        "--tool-arg",
+        f"repo_path={git_repo}",
+        "--tool-arg",
+        "max_count=1",
     )
     assert body["isError"] is False and "commit 2" in body["content"][0]["text"]

@@ -10,8 +10,23 @@ import pytest
 from conftest import fixture_cmd, proxy_client, proxy_session, text_of
 
 FIXTURE_TOOLS = [
-    "echo", "make_text", "json_array", "image", "audio", "resources_mix", "structured", "bad_structured",
-    "fail", "with_meta", "echo_meta", "progress", "sleep", "crash", "add_tool", "pid", "touch_resource",
+    "echo",
+    "make_text",
+    "json_array",
+    "image",
+    "audio",
+    "resources_mix",
+    "structured",
+    "bad_structured",
+    "fail",
+    "with_meta",
+    "echo_meta",
+    "progress",
+    "sleep",
+    "crash",
+    "add_tool",
+    "pid",
+    "touch_resource",
 ]
 
 

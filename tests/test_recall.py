@@ -118,7 +118,10 @@ async def test_json_path_into_text_json_and_structured_content(env):
     err, text = await call(env, mem_id=trm, json_path="$.items[3].price")
     assert not err and split(text)[1] == "3.5" and "text block 1" in text
     err, text = await call(env, mem_id=trm, json_path="$.items[0:2].name")
-    assert orjson.loads(split(text)[1]) == [{"path": "items.[0].name", "value": "item 0"}, {"path": "items.[1].name", "value": "item 1"}]
+    assert orjson.loads(split(text)[1]) == [
+        {"path": "items.[0].name", "value": "item 0"},
+        {"path": "items.[1].name", "value": "item 1"},
+    ]
     err, text = await call(env, mem_id=trm, json_path="$.nothing")
     assert not err and "matched nothing" in text and "items" in text
     trm2 = offload(shaper, t.CallToolResult(content=[t.TextContent(text="x" * 200_000)], structured_content=ITEMS))
@@ -198,7 +201,10 @@ async def test_evicted_after_a_cached_read_still_says_evicted(tmp_path):
 
 
 async def test_window_mode_refuses_json_path_and_structural_mode_refuses_windows(tmp_path):
-    for mode, args, says in (("window", {"json_path": "$.a"}, "recall.mode is `window`"), ("structural", {"query": "a"}, "recall.mode is `structural`")):
+    for mode, args, says in (
+        ("window", {"json_path": "$.a"}, "recall.mode is `window`"),
+        ("structural", {"query": "a"}, "recall.mode is `structural`"),
+    ):
         s = settings(recall={"mode": mode})
         shaper = build_shaper(s, tmp_path / f"{mode}.db")
         env = ToolEnv(settings=s, ledger=shaper.ledger, session_id="s", session=SessionMemory())
@@ -237,6 +243,8 @@ async def test_recall_from_a_new_ledger_handle(tmp_path):
     s = settings()
     shaper = build_shaper(s, tmp_path / "l.db")
     trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
-    env = ToolEnv(settings=s, ledger=Ledger.open(s.ledger, tmp_path / "l.db"), session_id="other", session=SessionMemory())
+    env = ToolEnv(
+        settings=s, ledger=Ledger.open(s.ledger, tmp_path / "l.db"), session_id="other", session=SessionMemory()
+    )
     err, text = await call(env, mem_id=trm, lines="1-2")
     assert not err and split(text)[1] == TEXT.split("\n", 2)[0] + "\n" + TEXT.split("\n", 2)[1] + "\n"

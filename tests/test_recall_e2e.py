@@ -35,7 +35,9 @@ from conftest import (
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 NEXT_OFFSET = re.compile(r"next: recall_tool_result\(mem_id=\"trm_[0-9a-f]{16}\", offset=(\d+)\)\]$")
-NO_REDUCERS = {"reducers": {"pipeline": []}}  # so the big result reaches the policy whole (collapse would shrink it first)
+NO_REDUCERS = {
+    "reducers": {"pipeline": []}
+}  # so the big result reaches the policy whole (collapse would shrink it first)
 
 
 @pytest.fixture(scope="module")
@@ -86,14 +88,19 @@ async def direct_git_log(repo: Path, count: int) -> str:
 async def test_git_log_600k_round_trips_exactly_through_recall(big_repo: Path, tmp_path: Path) -> None:
     direct = await direct_git_log(big_repo, 3200)
     assert len(direct) >= 600_000
-    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS)
+    config = write_config(
+        tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS
+    )
     async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
         stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 3200})
         text = text_of(stub)
         # stub_tokens (1,000 chars) plus the identifier index (stub_index_chars, 6,000)
         assert not stub.is_error and len(text) <= 1000 + 6000
         assert "git log (3,200 commits)" in text and f"{len(direct):,} chars" in text
-        assert "index of 3,200 commits, one line each: sha subject (author)" in text and "more not shown, from line" in text
+        assert (
+            "index of 3,200 commits, one line each: sha subject (author)" in text
+            and "more not shown, from line" in text
+        )
         (trm_id,) = set(TRM.findall(text))
         assert await reassemble(s, trm_id) == direct
         found = text_of(await s.call_tool("recall_tool_result", {"mem_id": trm_id, "query": "Change 1234:"}))
@@ -106,7 +113,9 @@ async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_
     data.mkdir()
     big = "".join(f"{i:06d} the quick brown fox jumps over the lazy dog ✓\n" for i in range(12_000))
     (data / "big.txt").write_text(big)
-    config = write_config(tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS)
+    config = write_config(
+        tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS
+    )
     args = ["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]
     # Handshake-era ClientSession: validates structuredContent against the tool's outputSchema.
     async with proxy_session(args) as s:
@@ -120,8 +129,12 @@ async def test_filesystem_read_round_trips_and_output_schema_clients_accept_the_
         assert "anyOf" in tools["read_text_file"].output_schema
         stub_text, stub_structured = text_of(stub), stub.structured_content
         assert await reassemble(s, trm_id) == big
-        via_path = await s.call_tool("recall_tool_result", {"mem_id": trm_id, "json_path": "$.content", "max_chars": 100})
-        assert text_of(via_path).partition("\n")[2] == json.dumps(big, ensure_ascii=False)[:100]  # the JSON string, paged
+        via_path = await s.call_tool(
+            "recall_tool_result", {"mem_id": trm_id, "json_path": "$.content", "max_chars": 100}
+        )
+        assert (
+            text_of(via_path).partition("\n")[2] == json.dumps(big, ensure_ascii=False)[:100]
+        )  # the JSON string, paged
     # 2026-era mcp.Client: the same stub validates there too.
     async with proxy_client(args) as c:
         again = await c.call_tool("read_text_file", {"path": str(data / "big.txt")})
@@ -136,23 +149,53 @@ def test_inspector_cli_accepts_a_stubbed_result_with_output_schema(tmp_path: Pat
     data.mkdir()
     big = "".join(f"{i:06d} lorem ipsum dolor sit amet\n" for i in range(10_000))
     (data / "big.txt").write_text(big)
-    config = write_config(tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS)
+    config = write_config(
+        tmp_path, {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(data)]}}, NO_REDUCERS
+    )
     ledger = tmp_path / "ledger.db"
 
     def inspector(*args: str) -> dict:
         done = subprocess.run(
-            [str(NPM_BIN / "mcp-inspector"), "--cli", OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(ledger), *args],
-            capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120,
+            [
+                str(NPM_BIN / "mcp-inspector"),
+                "--cli",
+                OFFLOAD_MCP,
+                "serve",
+                "-c",
+                str(config),
+                "--ledger",
+                str(ledger),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env=proxy_env(),
+            cwd=str(ROOT),
+            timeout=120,
         )
         assert done.returncode == 0, done.stdout + done.stderr
         return json.loads(done.stdout)
 
-    body = inspector("--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", f"path={data / 'big.txt'}")
+    body = inspector(
+        "--method", "tools/call", "--tool-name", "read_text_file", "--tool-arg", f"path={data / 'big.txt'}"
+    )
     assert body["isError"] is False
     (trm_id,) = set(TRM.findall(body["content"][0]["text"]))
     assert body["structuredContent"]["offloaded_result"]["mem_id"] == trm_id
-    page = inspector("--method", "tools/call", "--tool-name", "recall_tool_result", "--tool-arg", f"mem_id={trm_id}", "--tool-arg", "lines=2-3")
-    assert page["content"][0]["text"].partition("\n")[2] == "000001 lorem ipsum dolor sit amet\n000002 lorem ipsum dolor sit amet\n"
+    page = inspector(
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "recall_tool_result",
+        "--tool-arg",
+        f"mem_id={trm_id}",
+        "--tool-arg",
+        "lines=2-3",
+    )
+    assert (
+        page["content"][0]["text"].partition("\n")[2]
+        == "000001 lorem ipsum dolor sit amet\n000002 lorem ipsum dolor sit amet\n"
+    )
 
 
 def _children_running(needle: str) -> list[int]:
@@ -173,7 +216,9 @@ def _children_running(needle: str) -> list[int]:
 
 async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.db"
-    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS)
+    config = write_config(
+        tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS
+    )
     args = ["-c", str(config), "--ledger", str(ledger)]
     killed = False
     try:

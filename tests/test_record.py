@@ -22,8 +22,16 @@ from offload_mcp.store.settings import LedgerSettings
 V1_LEDGER = Path(__file__).parent / "fixtures" / "ledgers" / "ledger_v1.db"
 V1_TRM_ID = "trm_490843f6e5de6bfe"
 # What the version-1 build's stats computed from that file (tests/fixtures/ledgers/make_ledger_v1.py prints them).
-V1_TOTALS = {"results": 7, "reduced": 4, "offloaded": 2, "observed": 3, "tokens_saved": 51235.0, "usd_saved": 0.360144125,
-             "would_tokens_saved": 51235.5, "would_usd_saved": 0.337029875}
+V1_TOTALS = {
+    "results": 7,
+    "reduced": 4,
+    "offloaded": 2,
+    "observed": 3,
+    "tokens_saved": 51235.0,
+    "usd_saved": 0.360144125,
+    "would_tokens_saved": 51235.5,
+    "would_usd_saved": 0.337029875,
+}
 
 
 def _details(path: Path) -> list[str]:
@@ -48,7 +56,9 @@ def test_a_ledger_written_by_version_1_is_upgraded_on_open_and_reads_the_same(tm
     assert [r.effective_verdict for r in records] == ["offload", "reduce", "keep", "offload", "reduce", "keep", "keep"]
     assert [r.mode for r in records] == ["enforce"] * 3 + ["observe"] * 3 + ["enforce"]
     assert all(r.verdict == "keep" and r.would_chars_out is not None for r in records if r.observe)
-    assert records[0].trm_id == V1_TRM_ID and records[0].decision is not None and records[0].decision.verdict == "offload"
+    assert (
+        records[0].trm_id == V1_TRM_ID and records[0].decision is not None and records[0].decision.verdict == "offload"
+    )
     assert records[6].decision is None and records[6].reason == "small"  # a columns-only row: nothing invented
     t = report.totals
     assert {k: getattr(t, k) for k in V1_TOTALS} == pytest.approx(V1_TOTALS)
@@ -62,10 +72,22 @@ def test_a_ledger_written_by_version_1_is_upgraded_on_open_and_reads_the_same(tm
 
 
 def test_upgrade_reads_every_old_spelling_into_one_valid_record() -> None:
-    row = {"id": 9, "session_id": "s", "server": "git", "tool": "git_log", "verdict": "would_offload", "reason": "gate_fired",
-           "ref_id": "trm_1", "chars_in": 400_000, "chars_out": 400_000,
-           "detail": {"observe": True, "reducer_events": [{"reducer": "dedup", "acted": False, "reason": "first_seen"}],
-                      "would_be_chars_out": 900}}
+    row = {
+        "id": 9,
+        "session_id": "s",
+        "server": "git",
+        "tool": "git_log",
+        "verdict": "would_offload",
+        "reason": "gate_fired",
+        "ref_id": "trm_1",
+        "chars_in": 400_000,
+        "chars_out": 400_000,
+        "detail": {
+            "observe": True,
+            "reducer_events": [{"reducer": "dedup", "acted": False, "reason": "first_seen"}],
+            "would_be_chars_out": 900,
+        },
+    }
     record = DecisionEvent.model_validate(decision_v1.upgrade_row(row))
     assert (record.mode, record.verdict, record.would_be, record.would_chars_out) == ("observe", "keep", "offload", 900)
     assert record.reducer_events[0].reducer == "dedup" and not record.reducer_events[0].acted
@@ -82,7 +104,11 @@ def test_what_the_shaper_returns_is_what_the_ledger_holds(tmp_path: Path) -> Non
     finally:
         ledger.close()
     assert DecisionEvent.from_ledger_row(row) == returned
-    assert (row["verdict"], row["tool"], returned.listed_tool) == (returned.effective_verdict, "git_log", "git__git_log")
+    assert (row["verdict"], row["tool"], returned.listed_tool) == (
+        returned.effective_verdict,
+        "git_log",
+        "git__git_log",
+    )
     with pytest.raises(ValidationError):
         returned.reason = "changed"  # type: ignore[misc]  # frozen
 

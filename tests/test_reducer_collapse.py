@@ -19,7 +19,10 @@ def test_seed_example_line_window():
     h = cg_hash(text)
     assert lines[:20] == text.split("\n")[:20] and lines[-20:] == text.split("\n")[-20:]
     offset = sum(len(line) + 1 for line in text.split("\n")[:20])
-    assert lines[20] == f"... (lines 21-1980 of 2000 omitted; expand from offset {offset}) {marker(h)} [full output: call context_guru_expand]"
+    assert (
+        lines[20]
+        == f"... (lines 21-1980 of 2000 omitted; expand from offset {offset}) {marker(h)} [full output: call context_guru_expand]"
+    )
     assert out.stash == {h: text}
 
 

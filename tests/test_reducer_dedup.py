@@ -9,7 +9,11 @@ CONFIG = "server:\n  port: 8080\n  workers: 4\n" * 40
 
 
 def ctx(tool="cat", arguments=None, session=None):
-    return ReduceContext(tool=tool, arguments=arguments if arguments is not None else {"command": "cat /etc/app/config.yaml"}, session=session or SessionMemory())
+    return ReduceContext(
+        tool=tool,
+        arguments=arguments if arguments is not None else {"command": "cat /etc/app/config.yaml"},
+        session=session or SessionMemory(),
+    )
 
 
 def test_seed_example_names_the_producing_command():

@@ -30,7 +30,12 @@ def test_seed_example():
 
 
 def test_ansi_and_carriage_return_churn():
-    text = "\x1b[1m\x1b[32mPASS\x1b[0m test_a\n" + "Downloading 10%\rDownloading 50%\rDownloading 100%\n" + "ok line\r\n" * 3 + "x" * 200
+    text = (
+        "\x1b[1m\x1b[32mPASS\x1b[0m test_a\n"
+        + "Downloading 10%\rDownloading 50%\rDownloading 100%\n"
+        + "ok line\r\n" * 3
+        + "x" * 200
+    )
     cleaned = clean(text, 12)
     assert "\x1b" not in cleaned
     assert "PASS test_a\nDownloading 100%\n" in cleaned
@@ -45,7 +50,9 @@ def test_progress_lines_keep_final_state_and_spare_pytest_lines():
     assert "tests/test_x.py ..F." in cleaned
     assert is_progress_line("⠋ Installing packages")
     assert not is_progress_line("Coverage: 85%")
-    assert not is_progress_line("◐ spotter-y5l.4 [● P2] [task] - Add --plugin-dir flag"), "a status icon, seen in the corpus"
+    assert not is_progress_line("◐ spotter-y5l.4 [● P2] [task] - Add --plugin-dir flag"), (
+        "a status icon, seen in the corpus"
+    )
 
 
 def test_repeated_blocks_up_to_max_lines():
@@ -65,8 +72,15 @@ def test_lone_repeated_brace_and_indented_statement_are_code():
 
 def test_recursion_traceback_block_collapses():
     frame = '  File "/x/matrices.py", line 214, in bareiss\n    return sign*bareiss(self._new(mat))'
-    text = "Traceback (most recent call last):\n" + "\n".join([frame] * 50) + "\nRecursionError: maximum recursion depth exceeded"
-    assert clean(text, 12) == "Traceback (most recent call last):\n" + frame + "\nRecursionError: maximum recursion depth exceeded"
+    text = (
+        "Traceback (most recent call last):\n"
+        + "\n".join([frame] * 50)
+        + "\nRecursionError: maximum recursion depth exceeded"
+    )
+    assert (
+        clean(text, 12)
+        == "Traceback (most recent call last):\n" + frame + "\nRecursionError: maximum recursion depth exceeded"
+    )
 
 
 def test_declines_with_named_reasons():

@@ -78,7 +78,9 @@ def test_declines_with_named_reasons():
     long_once = "p" * 520 + "\n" + "q" * 10
     assert run(long_once) == Declined("marker_no_win")
     text = BANNER + "n" * 3000 + SUMMARY
-    assert Linecap(LinecapSettings()).reduce(text, ctx(SessionMemory(expanded={cg_hash(text)}))) == Declined("kept_verbatim_after_expand")
+    assert Linecap(LinecapSettings()).reduce(text, ctx(SessionMemory(expanded={cg_hash(text)}))) == Declined(
+        "kept_verbatim_after_expand"
+    )
     assert run(text, max_line_chars=0, collapse_duplicate_lines=False) == Declined("no_long_or_repeated_lines")
 
 

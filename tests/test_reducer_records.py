@@ -33,7 +33,15 @@ def git_repo(root: Path, commits: int) -> Path:
     for i in range(commits):
         (root / f"f{i % 5}.txt").write_text(f"revision {i}\n")
         run("add", ".")
-        run("-c", f"user.name=Dev {i % 3}", "-c", f"user.email=dev{i % 3}@example.com", "commit", "-qm", f"change {i}: update f{i % 5}")
+        run(
+            "-c",
+            f"user.name=Dev {i % 3}",
+            "-c",
+            f"user.email=dev{i % 3}@example.com",
+            "commit",
+            "-qm",
+            f"change {i}: update f{i % 5}",
+        )
     return root
 
 
@@ -41,7 +49,9 @@ async def test_git_log_through_the_proxy_keeps_every_author_line(tmp_path: Path)
     repo = git_repo(tmp_path / "repo", 40)
     async with proxy_session(["--ledger", str(tmp_path / "l.db"), "--", GIT_SERVER, "--repository", str(repo)]) as s:
         out = text_of(await s.call_tool("git_log", {"repo_path": str(repo), "max_count": 40}))
-    authors = subprocess.run(["git", "log", "--format=%an"], cwd=repo, check=True, capture_output=True, text=True).stdout.split()
+    authors = subprocess.run(
+        ["git", "log", "--format=%an"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.split()
     assert 4_000 < len(out) < 12_000, len(out)  # the 6K case of issue 12
     shown = [line for line in out.split("\n") if line.startswith("Author:")]
     assert len(shown) == 40 and "(x" not in out
@@ -50,7 +60,10 @@ async def test_git_log_through_the_proxy_keeps_every_author_line(tmp_path: Path)
 
 
 def test_linecap_folds_log_noise_but_not_record_fields() -> None:
-    records = "".join(f"Commit: {i:040x}\nAuthor: Dev {i % 2}\nStatus: shipped to production\nrequest handled by worker pool\n" for i in range(30))
+    records = "".join(
+        f"Commit: {i:040x}\nAuthor: Dev {i % 2}\nStatus: shipped to production\nrequest handled by worker pool\n"
+        for i in range(30)
+    )
     text = "head one\nhead two\nhead three\n" + records + "tail one\ntail two\ntail three"
     out = Linecap(LinecapSettings()).reduce(text, ctx())
     assert isinstance(out, Acted)
@@ -66,9 +79,15 @@ def test_linecap_keeps_an_entry_under_each_directory_header() -> None:
     listing = "\n\n".join(f"{d}\n__init__.py\nhelpers_{i}.py\nshared_constants.py" for i, d in enumerate(dirs))
     text = ".:\nREADME.md\nsetup.cfg\n\n" + listing + "\n\nend one\nend two\nend three"
     assert Linecap(LinecapSettings()).reduce(text, ctx()) == Declined("no_long_or_repeated_lines")
-    plain = "start a\nstart b\nstart c\n" + "\n\n".join("deprecated call in worker loop of the scheduler\nretrying" for _ in range(12)) + "\nend a\nend b\nend c"
+    plain = (
+        "start a\nstart b\nstart c\n"
+        + "\n\n".join("deprecated call in worker loop of the scheduler\nretrying" for _ in range(12))
+        + "\nend a\nend b\nend c"
+    )
     out = Linecap(LinecapSettings()).reduce(plain, ctx())
-    assert isinstance(out, Acted) and "deprecated call in worker loop of the scheduler (x12)" in out.text  # no header: log noise still folds
+    assert (
+        isinstance(out, Acted) and "deprecated call in worker loop of the scheduler (x12)" in out.text
+    )  # no header: log noise still folds
 
 
 def test_linecap_does_not_cap_data_lines_and_names_the_lines_it_cut() -> None:
@@ -80,7 +99,9 @@ def test_linecap_does_not_cap_data_lines_and_names_the_lines_it_cut() -> None:
     assert isinstance(out, Acted)
     assert ids in out.text and row in out.text and blob not in out.text
     assert "[linecap cut line 5 at 500 chars; expand for all]" in out.text
-    assert Linecap(LinecapSettings()).reduce(f"a\nb\n{ids}\n{row}\nc\nd\ne", ctx()) == Declined("no_long_or_repeated_lines")
+    assert Linecap(LinecapSettings()).reduce(f"a\nb\n{ids}\n{row}\nc\nd\ne", ctx()) == Declined(
+        "no_long_or_repeated_lines"
+    )
 
 
 def test_dedup_points_only_at_copies_the_model_saw_whole() -> None:
@@ -94,15 +115,21 @@ def test_dedup_points_only_at_copies_the_model_saw_whole() -> None:
         pipeline.commit_session(first, call)
     assert [e.reducer for e in pipeline.run(cut, call).events if e.acted] == ["linecap"]  # cut afresh, no pointer
     again = pipeline.run(whole, call)
-    assert [e.reducer for e in again.events if e.acted] == ["dedup"] and again.text.startswith("[repeat of earlier `read`")
+    assert [e.reducer for e in again.events if e.acted] == ["dedup"] and again.text.startswith(
+        "[repeat of earlier `read`"
+    )
 
 
 LINES = st.lists(
     st.one_of(
-        st.sampled_from(["", "  ", "same line repeated here", "Author: Dev 1", "x" * 700, "[=====>    ] 50%", "\x1b[31mred\x1b[0m"]),
+        st.sampled_from(
+            ["", "  ", "same line repeated here", "Author: Dev 1", "x" * 700, "[=====>    ] 50%", "\x1b[31mred\x1b[0m"]
+        ),
         st.text(alphabet="ab c:\r", max_size=40),
         st.text(max_size=600),
-        st.sampled_from(['{"rows": [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]}', '[{"k": 1.50}]', '{"a": "' + "y" * 700 + '"}']),
+        st.sampled_from(
+            ['{"rows": [{"id": 1, "v": "a"}, {"id": 2, "v": "b"}]}', '[{"k": 1.50}]', '{"a": "' + "y" * 700 + '"}']
+        ),
     ),
     max_size=60,
 )
@@ -112,20 +139,30 @@ LINES = st.lists(
 @given(LINES)
 def test_floor_never_exceeds_what_the_reducers_leave(lines: list[str]) -> None:
     text = "\n".join(lines)
-    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "extract", "tabulate", "linecap"], tabulate={"min_chars": 0, "max_chars": 50}))
+    pipeline = build_pipeline(
+        ReducerSettings(
+            pipeline=["dedup", "extract", "tabulate", "linecap"], tabulate={"min_chars": 0, "max_chars": 50}
+        )
+    )
     floor = pipeline.floor_chars(text, ctx(), len(text) + 1)
     if floor is not None:
         assert floor <= len(pipeline.run(text, ctx()).text)
 
 
 def test_one_megabyte_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:
-    log = "".join(f"2026-11-29T16:{i // 60 % 60:02d}:{i % 60:02d}Z request {i:07d} served in {i % 97} ms\n" for i in range(20_000))
+    log = "".join(
+        f"2026-11-29T16:{i // 60 % 60:02d}:{i % 60:02d}Z request {i:07d} served in {i % 97} ms\n" for i in range(20_000)
+    )
     shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
-    out, rep = shaper.shape_with_report(CallInfo("s", "read", "read", {}), t.CallToolResult(content=[t.TextContent(text=log)]))
+    out, rep = shaper.shape_with_report(
+        CallInfo("s", "read", "read", {}), t.CallToolResult(content=[t.TextContent(text=log)])
+    )
     assert rep.verdict == "offload" and rep.reason == "over_client_limit"
     assert {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
     assert shaper.ledger.get_body(rep.trm_id)["content"][0]["text"] == log
     # a log whose repeats could bring it under the limit is still reduced first
     noisy = "\n".join(["same warning line about the cache"] * 40_000)
-    _, rep = shaper.shape_with_report(CallInfo("s", "read", "read", {}), t.CallToolResult(content=[t.TextContent(text=noisy)]))
+    _, rep = shaper.shape_with_report(
+        CallInfo("s", "read", "read", {}), t.CallToolResult(content=[t.TextContent(text=noisy)])
+    )
     assert "offload_decided_first" not in {e.reason for e in rep.reducer_events}

@@ -24,7 +24,13 @@ def test_seed_example_200_items():
     assert isinstance(out, Acted)
     h = cg_hash(text)
     kept = [json.dumps(items(200)[i]) for i in (0, 1, 2, 198, 199)]
-    assert out.text == "[" + ", ".join(kept) + "]\n" + f"[5 of 200 items shown (0-2, 198-199); items 3-197 omitted; full array: call context_guru_expand {marker(h)}]"
+    assert (
+        out.text
+        == "["
+        + ", ".join(kept)
+        + "]\n"
+        + f"[5 of 200 items shown (0-2, 198-199); items 3-197 omitted; full array: call context_guru_expand {marker(h)}]"
+    )
     assert out.stash == {h: text}
     assert json.loads(out.text.split("\n")[0]) == [items(200)[i] for i in (0, 1, 2, 198, 199)]
 

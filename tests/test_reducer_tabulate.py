@@ -21,7 +21,10 @@ def test_uniform_arrays_become_tables_and_every_value_stays_visible():
     table = json.loads(body)["hourly"]
     assert table["columns"] == ["time", "temperature", "code"]
     assert [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]] == hourly
-    assert note == f"[1 object list as columns+rows, compact, all values kept; as sent: context_guru_expand {marker(cg_hash(text))}]"
+    assert (
+        note
+        == f"[1 object list as columns+rows, compact, all values kept; as sent: context_guru_expand {marker(cg_hash(text))}]"
+    )
     for item in hourly:
         for value in item.values():
             assert json.dumps(value) in out.text

@@ -49,7 +49,9 @@ class Answers:
         self.holding = anyio.Event()
         self.cancelled = anyio.Event()
 
-    async def sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    async def sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
         self.seen.append("sampling")
         if self.hold is not None:
             self.holding.set()
@@ -59,7 +61,9 @@ class Answers:
                 self.cancelled.set()
                 raise
         prompt = getattr(params.messages[0].content, "text", "")
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=f"{self.tag}:{prompt}"), model=self.tag)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text=f"{self.tag}:{prompt}"), model=self.tag
+        )
 
     async def elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.seen.append(f"elicitation:{params.mode or 'form'}")
@@ -159,7 +163,10 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
 
 async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: Path) -> None:
     answers = Answers("m")
-    servers = {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}, "fx": {"command": PYTHON, "args": fixture_cmd()[1:]}}
+    servers = {
+        "relay": {"command": PYTHON, "args": [RELAY_SERVER]},
+        "fx": {"command": PYTHON, "args": fixture_cmd()[1:]},
+    }
     config = ["-c", str(write_config(tmp_path, servers))]
     async with Client(_params(config, None), mode="2026-07-28", log_level="info", **answers.kwargs()) as c:
         assert text_of(await c.call_tool("sample", {"prompt": "yo"})) == "m:yo (model m)"
@@ -172,15 +179,25 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
         assert answers.seen == ["sampling", "elicitation:form", "elicitation:url", "roots"]
 
         # Bad rounds: a requestState we never issued, and an answer of the wrong kind.
-        stale = await c.session.call_tool("sample", {"prompt": "x"}, request_state="offload-relay:not-ours", allow_input_required=True)
-        assert isinstance(stale, types.CallToolResult) and stale.is_error and "no longer holds the call" in text_of(stale)
+        stale = await c.session.call_tool(
+            "sample", {"prompt": "x"}, request_state="offload-relay:not-ours", allow_input_required=True
+        )
+        assert (
+            isinstance(stale, types.CallToolResult) and stale.is_error and "no longer holds the call" in text_of(stale)
+        )
         first = await c.session.call_tool("sample", {"prompt": "manual"}, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult) and first.input_requests is not None
         [(key, asked)] = first.input_requests.items()
         assert isinstance(asked, types.CreateMessageRequest)
         wrong = {key: types.ListRootsResult(roots=[])}
         assert "could not relay sampling/createMessage" in await failure(
-            c.session.call_tool("sample", {"prompt": "manual"}, input_responses=wrong, request_state=first.request_state, allow_input_required=True)
+            c.session.call_tool(
+                "sample",
+                {"prompt": "manual"},
+                input_responses=wrong,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
         )
 
         # Progress of a call that runs parked still reaches the client.
@@ -213,7 +230,11 @@ async def test_two_http_clients_never_get_each_others_requests(tmp_path: Path) -
         async with Client(url, mode="legacy") as plain:
             # A client that declared nothing: downstream declares nothing, and requests to it are refused clearly.
             assert json.loads(text_of(await plain.call_tool("declared", {}))) == {}
-            for tool, args, missing in [("sample", {"prompt": "x"}, "sampling"), ("roots", {}, "roots"), ("ask_name", {}, "elicitation")]:
+            for tool, args, missing in [
+                ("sample", {"prompt": "x"}, "sampling"),
+                ("roots", {}, "roots"),
+                ("ask_name", {}, "elicitation"),
+            ]:
                 assert f"did not declare the {missing} capability" in await failure(plain.call_tool(tool, args))
         async with (
             Client(url, mode="legacy", **a.kwargs()) as ca,
@@ -290,7 +311,11 @@ def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:
     script = ROOT / "tests" / "clients" / "ts_relay_client.mjs"
     run = subprocess.run(
         [node, str(script), OFFLOAD_MCP, "serve", *relay_config(tmp_path)],
-        capture_output=True, text=True, timeout=120, env=proxy_env(), cwd=str(ROOT),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=proxy_env(),
+        cwd=str(ROOT),
     )
     assert run.returncode == 0, run.stderr[-2000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
@@ -301,4 +326,9 @@ def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:
     assert out["chatty"] == "logged 2" and out["logs"] == ["relay/chat", "relay/chat"]
     # notifications/elicitation/complete is relayed to the client whose call sent it (order vs. the next call is free).
     assert "complete:elicit-1" in out["seen"]
-    assert [s for s in out["seen"] if not s.startswith("complete:")] == ["sampling", "elicitation:form", "elicitation:url", "roots"]
+    assert [s for s in out["seen"] if not s.startswith("complete:")] == [
+        "sampling",
+        "elicitation:form",
+        "elicitation:url",
+        "roots",
+    ]

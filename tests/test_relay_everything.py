@@ -30,11 +30,15 @@ class Callbacks:
         self.tag = tag
         self.seen: list[str] = []
 
-    async def sampling(self, context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    async def sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
         prompt = params.messages[0].content
         self.seen.append("sampling")
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(text=f"{self.tag} sampled [{getattr(prompt, 'text', '')}]"), model=f"model-{self.tag}"
+            role="assistant",
+            content=types.TextContent(text=f"{self.tag} sampled [{getattr(prompt, 'text', '')}]"),
+            model=f"model-{self.tag}",
         )
 
     async def elicitation(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -48,7 +52,11 @@ class Callbacks:
         return types.ListRootsResult(roots=[types.Root(uri=f"file:///work/{self.tag}", name=f"root-{self.tag}")])
 
     def kwargs(self) -> dict[str, Any]:
-        return {"sampling_callback": self.sampling, "elicitation_callback": self.elicitation, "list_roots_callback": self.roots}
+        return {
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "list_roots_callback": self.roots,
+        }
 
 
 async def exercise(client: Any, tag: str) -> None:
@@ -58,7 +66,9 @@ async def exercise(client: Any, tag: str) -> None:
     assert f"{tag} sampled [" in sampled and "hello" in sampled and f"model-{tag}" in sampled
     elicited = text_of(await client.call_tool("trigger-elicitation-request", {}))
     assert f"- Name: Ada {tag}" in elicited and "Agreed to terms: true" in elicited
-    url = text_of(await client.call_tool("trigger-url-elicitation", {"url": "https://example.com/x", "message": "open it"}))
+    url = text_of(
+        await client.call_tool("trigger-url-elicitation", {"url": "https://example.com/x", "message": "open it"})
+    )
     assert "User completed the URL elicitation flow" in url and "https://example.com/x" in url
     roots = text_of(await client.call_tool("get-roots-list", {}))
     assert f"file:///work/{tag}" in roots and f"root-{tag}" in roots

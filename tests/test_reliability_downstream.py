@@ -161,7 +161,9 @@ async def test_crashes_and_hangs_answer_clearly_and_the_server_restarts(config: 
         ("--garbage-on-initialize", "did not finish starting within 6s"),
     ],
 )
-async def test_a_server_failing_during_initialize_is_reported_and_the_others_serve(tmp_path: Path, flag: str, explains: str) -> None:
+async def test_a_server_failing_during_initialize_is_reported_and_the_others_serve(
+    tmp_path: Path, flag: str, explains: str
+) -> None:
     config = write_config(
         tmp_path,
         {"good": fixture_entry(), "bad": hostile_entry(flag)},

@@ -85,7 +85,9 @@ def test_baseline_a_big_result_is_offloaded_and_recallable(tmp_path: Path) -> No
     assert ledger.get_body(report.trm_id) == dump_result(big_result())
 
 
-def test_a_read_only_ledger_passes_results_through_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_read_only_ledger_passes_results_through_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "l.db"
     Ledger.open(path=path).close()
     ledger = Ledger.open(OffloadSettings().ledger, path, read_only=True)
@@ -99,7 +101,9 @@ def test_a_read_only_ledger_passes_results_through_with_a_warning(tmp_path: Path
     assert "passed through unmodified" in caplog.text and "read-only" in caplog.text
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through file modes; the in-process read-only test covers this")
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root writes through file modes; the in-process read-only test covers this"
+)
 async def test_a_read_only_ledger_file_behind_the_real_proxy(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     Ledger.open(path=path).close()
@@ -189,8 +193,6 @@ async def _offload_many(s: ClientSession, seeds: range) -> dict[int, str]:
     return ids
 
 
-
-
 async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_path: Path) -> None:
     ledger = tmp_path / "shared.db"
     args = ["--ledger", str(ledger), "--", *HOSTILE]
@@ -206,9 +208,13 @@ async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_pa
                 tg.start_soon(run, "b", b, range(100, 112))
             # Each process recalls what the other stored, byte for byte.
             for seed, trm_id in results["b"].items():
-                assert await recall_whole(a, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+                assert await recall_whole(a, trm_id, max_chars=100_000) == "\n".join(
+                    hostile_server.chunk_blocks(150_000, seed)
+                )
             for seed, trm_id in results["a"].items():
-                assert await recall_whole(b, trm_id, max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(150_000, seed))
+                assert await recall_whole(b, trm_id, max_chars=100_000) == "\n".join(
+                    hostile_server.chunk_blocks(150_000, seed)
+                )
     checked = Ledger.open(path=ledger)
     assert checked.integrity() == "ok"
     assert all(checked.has_body(trm_id) for trm_id in set(results["a"].values()) | set(results["b"].values()))
@@ -217,10 +223,15 @@ async def test_two_proxy_processes_share_one_ledger_without_corrupting_it(tmp_pa
 
 async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_through(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
-    config = write_config(tmp_path, {"fx": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"busy_timeout_s": 0.3}})
+    config = write_config(
+        tmp_path, {"fx": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"busy_timeout_s": 0.3}}
+    )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        async with stdio_client(_params(["-c", str(config), "--ledger", str(path)], None), errlog=errlog) as (read, write):
+        async with stdio_client(_params(["-c", str(config), "--ledger", str(path)], None), errlog=errlog) as (
+            read,
+            write,
+        ):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 holder = sqlite3.connect(path, isolation_level=None)
@@ -233,6 +244,8 @@ async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_throu
                     holder.close()
                 freed = await s.call_tool("chunks", {"size": 200_000, "seed": 2})
                 found = TRM.search(text_of(freed))
-                assert found and await recall_whole(s, found.group(0), max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(200_000, 2))
+                assert found and await recall_whole(s, found.group(0), max_chars=100_000) == "\n".join(
+                    hostile_server.chunk_blocks(200_000, 2)
+                )
     text = log.read_text()
     assert "passed through unmodified" in text and "locked by another process" in text

@@ -20,7 +20,9 @@ needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120)
+    return subprocess.run(
+        [OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+    )
 
 
 @needs_corpus
@@ -59,7 +61,23 @@ def test_cli_json_keys_offload_and_kept_ledger(tmp_path: Path):
     done = run_cli(str(_write(tmp_path, rows, gz=True)), "--json", "--ledger", str(ledger), "--model", "sonnet")
     assert done.returncode == 0, done.stderr
     d = json.loads(done.stdout)
-    assert set(d) >= {"records", "chars_in", "chars_out", "tokens_in", "tokens_out", "reduction_pct", "big_outputs", "verdicts", "decisions", "reducers", "unrecoverable", "seconds", "records_per_second", "dollars", "model"}
+    assert set(d) >= {
+        "records",
+        "chars_in",
+        "chars_out",
+        "tokens_in",
+        "tokens_out",
+        "reduction_pct",
+        "big_outputs",
+        "verdicts",
+        "decisions",
+        "reducers",
+        "unrecoverable",
+        "seconds",
+        "records_per_second",
+        "dollars",
+        "model",
+    }
     assert d["records"] == 4 and d["unrecoverable"] == 0 and d["model"] == "sonnet"
     assert d["reducers"]["dedup"]["acted"] == 1
     assert d["big_outputs"]["records"] == 1 and d["big_outputs"]["reduction_pct"] >= 95
@@ -99,7 +117,12 @@ def test_missing_file_bad_model_and_bad_gzip(tmp_path: Path):
 
 
 def test_remaining_turns_come_from_each_trajectory():
-    recs = [Record(1, "t", "", "x", "a", 0), Record(2, "t", "", "x", "a", 5), Record(3, "t", "", "x", "b", 2), Record(4, "t", "", "x", "c", None)]
+    recs = [
+        Record(1, "t", "", "x", "a", 0),
+        Record(2, "t", "", "x", "a", 5),
+        Record(3, "t", "", "x", "b", 2),
+        Record(4, "t", "", "x", "c", None),
+    ]
     assert _remaining_turns(recs, horizon=7) == [5, 0, 0, 7]
 
 

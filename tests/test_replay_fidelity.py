@@ -20,7 +20,9 @@ MCP_DEV = Path("/work/shared/corpus/mcp_dev.jsonl.gz")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120)
+    return subprocess.run(
+        [OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+    )
 
 
 def _write(tmp_path: Path, rows: list[dict[str, object]], name: str = "c.jsonl") -> Path:
@@ -40,7 +42,16 @@ def big_listing(special: str) -> str:
 
 
 def test_fact_tokens_take_values_not_keys_or_plain_words():
-    call = json.dumps({"repository_path": "/srv/repo", "sha": "a1b2c3d4e5", "count": 123456, "small": 42, "note": "deploy tomorrow please", "nested": {"ids": ["ORD-77812", "short"]}})
+    call = json.dumps(
+        {
+            "repository_path": "/srv/repo",
+            "sha": "a1b2c3d4e5",
+            "count": 123456,
+            "small": 42,
+            "note": "deploy tomorrow please",
+            "nested": {"ids": ["ORD-77812", "short"]},
+        }
+    )
     assert fact_tokens(call) == ["/srv/repo", "a1b2c3d4e5", "123456", "ORD-77812"]
     assert fact_tokens("sed -n 100,200p astropy/modeling/separable.py") == ["astropy/modeling/separable.py"]
     assert fact_tokens("grep -rn 'Traceback' src/") == []  # a plain word and a 3-char path
@@ -50,17 +61,36 @@ def test_fact_tokens_take_values_not_keys_or_plain_words():
 # ---- counting on hand-made trajectories ------------------------------------------
 
 
-def obs(line: int, traj: str, call: str, raw: str, seen: str | None = None, verdict: str = "keep", **kw: object) -> Observed:
+def obs(
+    line: int, traj: str, call: str, raw: str, seen: str | None = None, verdict: str = "keep", **kw: object
+) -> Observed:
     sent = kw.pop("sent", seen if seen is not None else raw)
-    return Observed(line=line, traj=traj, tool=str(kw.pop("tool", "t")), call=call, raw=raw, sent=str(sent),
-                    seen=seen if seen is not None else raw, verdict=verdict, **kw)  # type: ignore[arg-type]
+    return Observed(
+        line=line,
+        traj=traj,
+        tool=str(kw.pop("tool", "t")),
+        call=call,
+        raw=raw,
+        sent=str(sent),
+        seen=seen if seen is not None else raw,
+        verdict=verdict,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_measure_counts_each_loss_where_it_happened():
     observed = [
         obs(1, "a", "", "ids: USR-1001 USR-1002 file src/app/main.py", tool="list"),
         obs(2, "a", "", "big table ... ORD-5555 ...", seen="stub trm_x", verdict="offload", tool="query"),
-        obs(3, "a", "", "rows ROW-0007 ROW-0008", seen="rows ROW-0007 <<cg:0123456789abcdef>>", verdict="reduce", tool="rows"),
+        obs(
+            3,
+            "a",
+            "",
+            "rows ROW-0007 ROW-0008",
+            seen="rows ROW-0007 <<cg:0123456789abcdef>>",
+            verdict="reduce",
+            tool="rows",
+        ),
         # uses: one visible, one behind the stub, one cut, one from nowhere, USR-1001 twice (counted once)
         obs(4, "a", '{"user": "USR-1001", "order": "ORD-5555", "row": "ROW-0008", "other": "NEW-9999"}', "ok"),
         obs(5, "a", '{"user": "USR-1001", "path": "src/app/main.py"}', "ok"),
@@ -97,7 +127,15 @@ def test_measure_tells_echoes_from_learned_facts():
 def test_measure_names_client_losses_and_visibility_anywhere_earlier():
     observed = [
         obs(1, "a", "", "old copy of KEY-123456", tool="first"),
-        obs(2, "a", "", "new copy of KEY-123456 and SHA-abcdef", seen="preview only", sent="new copy of KEY-123456 and SHA-abcdef", fate="file"),
+        obs(
+            2,
+            "a",
+            "",
+            "new copy of KEY-123456 and SHA-abcdef",
+            seen="preview only",
+            sent="new copy of KEY-123456 and SHA-abcdef",
+            fate="file",
+        ),
         obs(3, "a", "", "TOK-999999", seen="Error: too large", sent="TOK-999999", fate="rejected"),
         obs(4, "a", '{"k": "KEY-123456", "s": "SHA-abcdef", "t": "TOK-999999"}', "ok"),
     ]
@@ -109,7 +147,10 @@ def test_measure_names_client_losses_and_visibility_anywhere_earlier():
 def test_measure_shown_scores_a_peer_the_same_way():
     from offload_mcp.fidelity import measure_shown
 
-    items = [(1, "a", "q", "{}", "rows ROW-000001 ROW-000002", "rows ROW-000001 [1 more]"), (2, "a", "q", '{"r": ["ROW-000001", "ROW-000002"]}', "ok", "ok")]
+    items = [
+        (1, "a", "q", "{}", "rows ROW-000001 ROW-000002", "rows ROW-000001 [1 more]"),
+        (2, "a", "q", '{"r": ["ROW-000001", "ROW-000002"]}', "ok", "ok"),
+    ]
     d = measure_shown(items).as_dict()
     assert (d["needed"], d["visible"], d["other"]) == (2, 1, 1)
 
@@ -125,7 +166,13 @@ def test_measure_a_call_needs_an_earlier_output():
 
 
 def test_client_models():
-    body = {"content": [{"type": "text", "text": "one"}, {"type": "image", "data": "x", "mimeType": "image/png"}, {"type": "text", "text": "two"}]}
+    body = {
+        "content": [
+            {"type": "text", "text": "one"},
+            {"type": "image", "data": "x", "mimeType": "image/png"},
+            {"type": "text", "text": "two"},
+        ]
+    }
     assert PlainClient().view(body).text == "one\ntwo"
     cc = ClaudeCodeClient()
     structured = {"content": [{"type": "text", "text": "ignored"}], "structuredContent": {"rows": [1, 2]}}
@@ -149,8 +196,20 @@ def test_client_models():
 def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     rows = [
         {"tool": "list_orders", "call": "{}", "output": big_listing("ORD-SPECIAL-7"), "traj": "t1", "step": 0},
-        {"tool": "get_user", "call": '{"id": "u1"}', "output": '{"user": "USR-31337", "name": "Ada"}', "traj": "t1", "step": 1},
-        {"tool": "get_order", "call": '{"order": "ORD-SPECIAL-7", "user": "USR-31337"}', "output": "ok", "traj": "t1", "step": 2},
+        {
+            "tool": "get_user",
+            "call": '{"id": "u1"}',
+            "output": '{"user": "USR-31337", "name": "Ada"}',
+            "traj": "t1",
+            "step": 1,
+        },
+        {
+            "tool": "get_order",
+            "call": '{"order": "ORD-SPECIAL-7", "user": "USR-31337"}',
+            "output": "ok",
+            "traj": "t1",
+            "step": 2,
+        },
         {"tool": "get_order", "call": '{"order": "ID002001"}', "output": "ok", "traj": "t2", "step": 0},
     ]
     corpus = _write(tmp_path, rows)
@@ -179,7 +238,11 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     assert alone["fates"] == {"inline": 3, "rejected": 1} and alone["fidelity"]["rejected_by_client"] == 1
     # one recall hop per needed fact not seen, beside the prior
     usd = d["dollars"]["claude-sonnet-4-6"]
-    assert usd["recall_hops"] == f["behind_stub"] and (usd["recall_usd"] > 0) == (f["behind_stub"] > 0) and "recall_usd_prior" in usd
+    assert (
+        usd["recall_hops"] == f["behind_stub"]
+        and (usd["recall_usd"] > 0) == (f["behind_stub"] > 0)
+        and "recall_usd_prior" in usd
+    )
     limits = d["client_limits"]
     assert limits["declared_max_result_chars"] == 100_000 and limits["client_inline_chars"] == 100_000
     assert limits["largest_sent_chars"] < 2_000 and limits["rejected"] == 0
@@ -189,10 +252,13 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
 
 
 def test_replay_is_deterministic(tmp_path: Path):
-    corpus = _write(tmp_path, [
-        {"tool": "q", "call": "{}", "output": big_listing("ORD-1"), "traj": "t", "step": 0},
-        {"tool": "q", "call": '{"id": "ID000007"}', "output": "x " * 400, "traj": "t", "step": 1},
-    ])
+    corpus = _write(
+        tmp_path,
+        [
+            {"tool": "q", "call": "{}", "output": big_listing("ORD-1"), "traj": "t", "step": 0},
+            {"tool": "q", "call": '{"id": "ID000007"}', "output": "x " * 400, "traj": "t", "step": 1},
+        ],
+    )
     outs = []
     for n in (1, 2):
         dump = tmp_path / f"d{n}.jsonl"
@@ -236,7 +302,14 @@ def test_bad_client_and_unwritable_dump_are_clear_errors(tmp_path: Path):
 def test_structured_records_are_what_claude_code_shows(tmp_path: Path):
     corpus = tmp_path / "s.jsonl.gz"
     rows = [
-        {"tool": "get", "call": "{}", "output": "summary only", "structured": {"id": "REC-424242"}, "traj": "t", "step": 0},
+        {
+            "tool": "get",
+            "call": "{}",
+            "output": "summary only",
+            "structured": {"id": "REC-424242"},
+            "traj": "t",
+            "step": 0,
+        },
         {"tool": "use", "call": '{"id": "REC-424242"}', "output": "ok", "traj": "t", "step": 1},
     ]
     corpus.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
@@ -258,15 +331,23 @@ def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Pa
     outs = []
     for n in (1, 2):
         out = tmp_path / f"c{n}.jsonl.gz"
-        done = subprocess.run([sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", "sqlite-orders-0", "--out", str(out)],
-                              capture_output=True, text=True, cwd=str(ROOT), env=proxy_env(), timeout=120)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", "sqlite-orders-0", "--out", str(out)],
+            capture_output=True,
+            text=True,
+            cwd=str(ROOT),
+            env=proxy_env(),
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
     records = read_records(tmp_path / "c1.jsonl.gz")
     assert [r.tool for r in records][:3] == ["sqlite.list_tables", "sqlite.describe_table", "sqlite.read_query"]
     fidelity = replay(records, OffloadSettings()).fidelity
-    assert fidelity is not None and fidelity.needed >= 4  # customer id, order id, sku, order number came from earlier rows
+    assert (
+        fidelity is not None and fidelity.needed >= 4
+    )  # customer id, order id, sku, order number came from earlier rows
 
 
 def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():
@@ -286,7 +367,9 @@ def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():
                 return Declined("nothing_to_drop")
             return Acted("\n".join(kept) + "\n" + marker(cg_hash(text)), {cg_hash(text): text})
 
-    shaper = ResultShaper(OffloadSettings(), None, pipeline=Pipeline([DropLines("first", "AAA"), DropLines("second", "BBB")]))
+    shaper = ResultShaper(
+        OffloadSettings(), None, pipeline=Pipeline([DropLines("first", "AAA"), DropLines("second", "BBB")])
+    )
     pad = " ." * 40  # each dropped line must outweigh its marker
     text = "\n".join(["keep KEY-000001", "AAA KEY-000002" + pad, "BBB KEY-000003" + pad, "filler " * 20])
     record = Record(1, "t", "", text, "traj", 0)

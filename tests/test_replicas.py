@@ -120,7 +120,9 @@ def base(url: str) -> str:
 
 
 @pytest.mark.parametrize("protocol", ["handshake", "modern"])
-async def test_offload_through_one_replica_recall_and_expand_through_the_others(deployment: Deployment, protocol: str) -> None:
+async def test_offload_through_one_replica_recall_and_expand_through_the_others(
+    deployment: Deployment, protocol: str
+) -> None:
     seed = 11 if protocol == "handshake" else 12
     expected = "\n".join(hostile_server.chunk_blocks(120_000, seed))
     first, *others = deployment.urls
@@ -160,7 +162,9 @@ async def test_the_same_call_gives_the_same_bytes_on_every_replica(deployment: D
 
 
 @pytest.mark.parametrize("protocol", ["handshake", "modern"])
-async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(deployment: Deployment, protocol: str) -> None:
+async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(
+    deployment: Deployment, protocol: str
+) -> None:
     seed = 31 if protocol == "handshake" else 32
     async with era(protocol, deployment.lb3.url, ALICE) as alice:
         stub = text_of(await alice.call_tool("chunks", {"size": 100_000, "seed": seed}))
@@ -176,7 +180,9 @@ async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(depl
             assert theirs_cut.is_error and "belongs to another principal" in text_of(theirs_cut)
             # recall_tool_result takes a marker too: the same owner check.
             theirs_marker = await bob.call_tool("recall_tool_result", {"mem_id": f"<<cg:{hash_}>>"})
-            assert theirs_marker.is_error and "belongs to another principal" in text_of(theirs_marker), text_of(theirs_marker)
+            assert theirs_marker.is_error and "belongs to another principal" in text_of(theirs_marker), text_of(
+                theirs_marker
+            )
         with httpx2.Client(base_url=base(url), timeout=10) as http:
             refused = http.get(f"/expand/{hash_}", headers={"Authorization": f"Bearer {BOB}"})
             assert refused.status_code == 404 and "belongs to another principal" in refused.text
@@ -251,7 +257,9 @@ def test_the_readme_shows_the_deployment_example_the_tests_run() -> None:
     assert "docs/deploy/nginx.conf" in readme
 
 
-async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recover(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recover(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """PostgreSQL stops mid-load: results pass through untouched (never a stub without a stored body),
     recall says the ledger cannot be read, /healthz says unreachable; PostgreSQL starts again and
     every replica offloads and recalls again, without being restarted."""
@@ -277,7 +285,9 @@ async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recov
                         recall = await session.call_tool("recall_tool_result", {"mem_id": earlier})
                     assert recall.is_error and "ledger" in text_of(recall).lower(), text_of(recall)
                     for proc in procs:
-                        health = httpx2.get(base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30).json()
+                        health = httpx2.get(
+                            base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30
+                        ).json()
                         assert health["ledger"] == "unreachable" and health["status"] == "degraded", health
                 finally:
                     server.start()
@@ -291,5 +301,10 @@ async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recov
                                     break
                                 await anyio.sleep(0.5)
                         assert await recall_whole(direct, earlier) == "\n".join(hostile_server.chunk_blocks(60_000, 41))
-                    assert httpx2.get(base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30).json()["ledger"] == "ok"
+                    assert (
+                        httpx2.get(
+                            base(proc.url) + "/healthz", headers={"Authorization": f"Bearer {ALICE}"}, timeout=30
+                        ).json()["ledger"]
+                        == "ok"
+                    )
             assert all(p.proc.poll() is None for p in procs), "a replica had to restart"

@@ -26,8 +26,11 @@ def test_routing_through_a_real_wrapped_server() -> None:
             assert "fixture://hello" in {str(r.uri) for r in router.list_resources()}
             item = await router.read_resource(types.ReadResourceRequestParams(uri="fixture://item/7"))  # by template
             assert item.contents[0].text == "item 7"
-            done = await router.complete(types.CompleteRequestParams(
-                ref=types.PromptReference(name="greet"), argument=types.CompletionArgument(name="name", value="A")))
+            done = await router.complete(
+                types.CompleteRequestParams(
+                    ref=types.PromptReference(name="greet"), argument=types.CompletionArgument(name="name", value="A")
+                )
+            )
             assert done.completion.values == ["Ada", "Alan"]
             with pytest.raises(MCPError, match="Unknown prompt: nope"):
                 await router.get_prompt(types.GetPromptRequestParams(name="nope"))
@@ -51,6 +54,8 @@ def test_shared_prompt_names_get_the_server_prefix_and_meta_loses_our_keys() -> 
     greet = types.Prompt(name="greet")
     routes = route_prompts({"a": [greet], "b": [greet, types.Prompt(name="solo")]}, "__")
     assert routes == {"a__greet": ("a", "greet"), "b__greet": ("b", "greet"), "solo": ("b", "solo")}
-    assert template_matches("fixture://item/{id}", "fixture://item/42") and not template_matches("fixture://item/{id}", "fixture://item/4/2")
+    assert template_matches("fixture://item/{id}", "fixture://item/42") and not template_matches(
+        "fixture://item/{id}", "fixture://item/4/2"
+    )
     assert strip_meta({"progressToken": 1, "io.modelcontextprotocol/related": {}, "trace": "t"}) == {"trace": "t"}
     assert strip_meta({"progressToken": 1}) is None

@@ -43,7 +43,9 @@ def open_proxy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 @pytest.fixture(scope="module", params=["streamable-http", "sse"])
 def token_proxy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     ledger = tmp_path_factory.mktemp("sec") / "ledger.db"
-    with proxy_http(["--ledger", str(ledger), "--", *fixture_cmd()], request.param, env={"OFFLOAD_MCP_AUTH_TOKEN": TOKEN}) as url:
+    with proxy_http(
+        ["--ledger", str(ledger), "--", *fixture_cmd()], request.param, env={"OFFLOAD_MCP_AUTH_TOKEN": TOKEN}
+    ) as url:
         yield request.param, url
 
 
@@ -126,7 +128,11 @@ def test_the_auth_token_flag_is_enforced(tmp_path: Path) -> None:
 def test_binding_a_non_loopback_address_without_a_token_is_refused(host: str) -> None:
     done = subprocess.run(
         [OFFLOAD_MCP, "serve", "--transport", "streamable-http", "--host", host, "--port", "0", "--", *fixture_cmd()],
-        capture_output=True, text=True, env=proxy_env(), timeout=60, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2, done.stderr
     assert f"--host {host}: binding a non-loopback address needs offload.server.auth_token" in done.stderr

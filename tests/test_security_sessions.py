@@ -45,7 +45,10 @@ async def two_sessions(url: str) -> AsyncIterator[tuple[ClientSession, ClientSes
 
 def config(tmp_path: Path, scope: str) -> Path:
     return write_config(
-        tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"ledger": {"scope": scope}}, name=f"{scope}.json"
+        tmp_path,
+        {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
+        {"ledger": {"scope": scope}},
+        name=f"{scope}.json",
     )
 
 

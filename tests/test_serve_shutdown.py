@@ -32,17 +32,48 @@ def test_terminate_prints_the_summary_and_writes_queued_events(tmp_path, signum)
     ledger = tmp_path / "ledger.db"
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "--ledger", str(ledger), *fixture_cmd()],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=proxy_env(), cwd=str(ROOT),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=proxy_env(),
+        cwd=str(ROOT),
     )
     try:
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            },
+        )
         assert "result" in _answer(proc, 1)
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "make_text", "arguments": {"size": 200_000}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "make_text", "arguments": {"size": 200_000}},
+            },
+        )
         offloaded = _answer(proc, 2)["result"]["content"][0]["text"]
         assert "trm_" in offloaded
-        _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}})
+        _send(
+            proc,
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "hi"}},
+            },
+        )
         assert _answer(proc, 3)["result"]["content"][0]["text"]
         proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=30)

@@ -42,7 +42,13 @@ def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
     assert len(out.content) == 1 and rep.chars_out == len(out.content[0].text) < 1000
     assert shaper.ledger.get_body(rep.trm_id) == dump_result(original)
     info = shaper.ledger.body_info(rep.trm_id)
-    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == ("git", "git_log", {"max_count": 3000}, "s1", len(BIG))
+    assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == (
+        "git",
+        "git_log",
+        {"max_count": 3000},
+        "s1",
+        len(BIG),
+    )
     (event,) = list(shaper.ledger.events(kinds=["decision"]))
     assert (event["verdict"], event["reason"], event["ref_id"]) == ("offload", "over_client_limit", rep.trm_id)
     assert event["detail"]["decision"]["gate"]["fire"] is True
@@ -76,7 +82,9 @@ def test_multimodal_result_is_kept_and_image_untouched(shaper):
 
 
 def test_blob_resource_counts_as_multimodal(shaper):
-    blob = t.EmbeddedResource(resource=t.BlobResourceContents(uri="file:///x.bin", blob="AAAA", mime_type="application/octet-stream"))
+    blob = t.EmbeddedResource(
+        resource=t.BlobResourceContents(uri="file:///x.bin", blob="AAAA", mime_type="application/octet-stream")
+    )
     out, rep = shaper.shape_with_report(CALL, t.CallToolResult(content=[t.TextContent(text=BIG), blob]))
     assert rep.reason == "multimodal"
 
@@ -119,7 +127,9 @@ def test_reduced_result_commits_its_stash_first(tmp_path):
 
 
 def test_offloaded_body_is_the_original_not_the_reduction(tmp_path):
-    long_lines = "".join(f"{i:06d} " + "abcdefghij" * 100 + "\n" for i in range(200))  # 1,008-char lines: linecap cuts them
+    long_lines = "".join(
+        f"{i:06d} " + "abcdefghij" * 100 + "\n" for i in range(200)
+    )  # 1,008-char lines: linecap cuts them
     shaper = build_shaper(settings(reducers={"pipeline": ["linecap"]}), tmp_path / "l.db")
     original = result(long_lines)
     out, rep = shaper.shape_with_report(CALL, original)
@@ -190,8 +200,11 @@ SCHEMA = {"type": "object", "properties": {"content": {"type": "string"}}, "requ
 def _sent(out) -> int:
     body = dump_result(out)
     texts = sum(len(b.get("text", "")) for b in body.get("content", []))
-    return texts + len(orjson.dumps(body.get("structuredContent"))) * ("structuredContent" in body and body["structuredContent"] is not None) + (
-        len(orjson.dumps(body["_meta"])) if body.get("_meta") is not None else 0
+    return (
+        texts
+        + len(orjson.dumps(body.get("structuredContent")))
+        * ("structuredContent" in body and body["structuredContent"] is not None)
+        + (len(orjson.dumps(body["_meta"])) if body.get("_meta") is not None else 0)
     )
 
 
@@ -224,12 +237,20 @@ def test_big_structured_content_beside_small_text_is_offloaded(shaper):
     graph = {"entities": [{"name": f"e{i}", "observations": ["x" * 40]} for i in range(3000)]}
     out, rep = shaper.shape_with_report(CALL, result("3000 entities", structured_content=graph))
     assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
-    assert "3,000" in out.structured_content["offloaded_result"]["summary"] or "array[3000]" in out.structured_content["offloaded_result"]["summary"]
+    assert (
+        "3,000" in out.structured_content["offloaded_result"]["summary"]
+        or "array[3000]" in out.structured_content["offloaded_result"]["summary"]
+    )
     assert rep.chars_out == _sent(out) <= shaper.settings.policy.client_max_result_chars
 
 
 def test_two_channels_that_fit_apart_but_not_together_are_bounded(tmp_path):
-    shaper = build_shaper(no_reducers(policy={"small_threshold_chars": 1000, "large_threshold_chars": 50_000, "client_max_result_chars": 60_000}), tmp_path / "l.db")
+    shaper = build_shaper(
+        no_reducers(
+            policy={"small_threshold_chars": 1000, "large_threshold_chars": 50_000, "client_max_result_chars": 60_000}
+        ),
+        tmp_path / "l.db",
+    )
     text = "".join(f"word {i} " for i in range(6000))[:40_000]
     other = {"rows": [f"r{i}" for i in range(8000)]}  # ~50K of JSON that is not the text
     out, rep = shaper.shape_with_report(CALL, result(text, structured_content=other))
@@ -342,20 +363,33 @@ def test_a_repeat_names_the_tool_as_the_client_listed_it(tmp_path):
 
 
 def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
-    log = "".join(f"commit {i:040x}\nAuthor: Dev {i % 3}\nDate:   2026-01-01\n\n    Change {i}\n\n" for i in range(3000))
+    log = "".join(
+        f"commit {i:040x}\nAuthor: Dev {i % 3}\nDate:   2026-01-01\n\n    Change {i}\n\n" for i in range(3000)
+    )
     shaper = build_shaper(no_reducers(), tmp_path / "a.db")
     out, rep = shaper.shape_with_report(CALL, result(log, structured_content={"content": log}))
     text = out.content[0].text
     assert rep.verdict == "offload" and rep.trm_id in text
-    assert "index of 3,000 commits, one line each: sha subject (author)" in text and f"{0:040x} Change 0 (Dev 0)" in text
+    assert (
+        "index of 3,000 commits, one line each: sha subject (author)" in text and f"{0:040x} Change 0 (Dev 0)" in text
+    )
     assert "more not shown, from line" in text
     assert out.structured_content["offloaded_result"]["summary"] == text
     policy = shaper.settings.policy
     assert len(text) <= policy.stub_index_chars + policy.stub_tokens * policy.chars_per_token + 1
     # A client that accepts little gets a smaller index: the whole stub stays within half its limit (plus the header).
-    small = build_shaper(no_reducers(policy={"small_threshold_chars": 1000, "large_threshold_chars": 3000, "client_max_result_chars": 4000}), tmp_path / "b.db")
+    small = build_shaper(
+        no_reducers(
+            policy={"small_threshold_chars": 1000, "large_threshold_chars": 3000, "client_max_result_chars": 4000}
+        ),
+        tmp_path / "b.db",
+    )
     out, rep = small.shape_with_report(CALL, result(log))
-    assert rep.verdict == "offload" and len(out.content[0].text) <= 2000 + 400 and "index of 3,000 commits" in out.content[0].text
+    assert (
+        rep.verdict == "offload"
+        and len(out.content[0].text) <= 2000 + 400
+        and "index of 3,000 commits" in out.content[0].text
+    )
     off = build_shaper(no_reducers(policy={"stub_index_chars": 0}), tmp_path / "c.db")
     out, rep = off.shape_with_report(CALL, result(log))
     assert "index of" not in out.content[0].text and len(out.content[0].text) <= 1000

@@ -33,7 +33,10 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
             changed[-1].set()
 
     with anyio.fail_after(60):
-        async with stdio_client(_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)) as (read, write):
+        async with stdio_client(_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)) as (
+            read,
+            write,
+        ):
             async with ClientSession(read, write, message_handler=on_message) as s:
                 started = time.monotonic()
                 await s.initialize()
@@ -44,7 +47,11 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
                 names = [t.name for t in (await s.list_tools()).tools]
                 waited = time.monotonic() - started
                 changed.append(anyio.Event())  # `good` joining during that wait was announced too; wait for the next
-                assert "good__echo" in names and "late__echo" not in names and not any(n.startswith("hung__") for n in names)
+                assert (
+                    "good__echo" in names
+                    and "late__echo" not in names
+                    and not any(n.startswith("hung__") for n in names)
+                )
                 assert waited < 11.0, f"the first listing waits at most first_list_wait_s (took {waited:.1f}s)"
                 assert text_of(await s.call_tool("good__echo", {"text": "up"})) == "up"
                 await changed[-1].wait()
@@ -65,15 +72,24 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
 
     from conftest import OFFLOAD_MCP, proxy_env
 
-    config = write_config(tmp_path, {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}}, {"downstream": {"startup_timeout_s": 60}})
+    config = write_config(
+        tmp_path,
+        {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}},
+        {"downstream": {"startup_timeout_s": 60}},
+    )
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=proxy_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=proxy_env(),
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
         hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode())
+        proc.stdin.write(
+            (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + "\n").encode()
+        )
         proc.stdin.flush()
         assert b'"serverInfo"' in proc.stdout.readline()
         closed = time.monotonic()

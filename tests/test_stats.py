@@ -18,10 +18,23 @@ from offload_mcp.store.settings import LedgerSettings
 CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6
 
 
-def decision(session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None, reduced_chars=None):
+def decision(
+    session, server, tool, verdict, reason, chars_in, chars_out, ref="", reducers=(), mode=None, reduced_chars=None
+):
     """A decision event as shaping.ResultShaper records it (observe mode: the client got chars_in)."""
-    return decision_record(session, server, tool, verdict, reason, chars_in, chars_out, ref=ref, reducers=reducers,
-                           mode=mode or "enforce", reduced_chars=reduced_chars).ledger_event()
+    return decision_record(
+        session,
+        server,
+        tool,
+        verdict,
+        reason,
+        chars_in,
+        chars_out,
+        ref=ref,
+        reducers=reducers,
+        mode=mode or "enforce",
+        reduced_chars=reduced_chars,
+    ).ledger_event()
 
 
 LINECAP = {"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 4000, "chars_after": 2000}
@@ -37,8 +50,16 @@ def ledger(tmp_path):
 
 def test_counts_tokens_and_cache_aware_dollars(ledger):
     # session a: offload (3 calls follow it), reduced read, kept read, recall of the offload
-    ledger.commit(events=[decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1", reducers=[DEDUP_DECLINED])])
-    ledger.commit(events=[decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED])])
+    ledger.commit(
+        events=[
+            decision(
+                "a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1", reducers=[DEDUP_DECLINED]
+            )
+        ]
+    )
+    ledger.commit(
+        events=[decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED])]
+    )
     ledger.commit(events=[decision("a", "fs", "read_file", "keep", "small", 300, 300)])
     ledger.record_recall("a", "trm_1", ok=True, chars_out=8_000)
     report = report_from_ledger(ledger, PolicySettings())
@@ -89,8 +110,12 @@ def test_observed_priors_give_suggestions(ledger):
 
 
 def test_unknown_model_counts_tokens_but_no_dollars(ledger):
-    ledger.commit(events=[decision("a", "s", "t", "offload", "over_client_limit", 200_000, 500, ref="trm_x"),
-                          decision("a", "s", "t", "keep", "small", 10, 10)])
+    ledger.commit(
+        events=[
+            decision("a", "s", "t", "offload", "over_client_limit", 200_000, 500, ref="trm_x"),
+            decision("a", "s", "t", "keep", "small", 10, 10),
+        ]
+    )
     report = report_from_ledger(ledger, PolicySettings(), model="some-local-model")
     assert not report.priced and report.totals.usd_saved == 0
     assert report.totals.tokens_saved == pytest.approx(199_500 / 4)
@@ -98,11 +123,26 @@ def test_unknown_model_counts_tokens_but_no_dollars(ledger):
 
 
 def test_observe_mode_reports_would_have_saved(ledger):
-    ledger.commit(events=[
-        decision("o", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe"),  # a stub: <= 250 tokens
-        decision("o", "fs", "read_file", "reduce", "small", 4_000, 4_000, reducers=[LINECAP], mode="observe", reduced_chars=2_000),
-        decision("o", "fs", "read_file", "keep", "small", 300, 300, mode="observe"),
-    ])
+    ledger.commit(
+        events=[
+            decision(
+                "o", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe"
+            ),  # a stub: <= 250 tokens
+            decision(
+                "o",
+                "fs",
+                "read_file",
+                "reduce",
+                "small",
+                4_000,
+                4_000,
+                reducers=[LINECAP],
+                mode="observe",
+                reduced_chars=2_000,
+            ),
+            decision("o", "fs", "read_file", "keep", "small", 300, 300, mode="observe"),
+        ]
+    )
     settings = PolicySettings()
     report = report_from_ledger(ledger, settings)
     t = report.totals
@@ -152,18 +192,31 @@ def test_parse_since():
 
 
 def run_stats(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", *args], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "offload_mcp.cli", "stats", *args], capture_output=True, text=True, timeout=60, env=env
+    )
 
 
 def test_stats_cli_table_and_json(ledger, tmp_path):
-    ledger.commit(events=[
-        decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1"),
-        decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED]),
-    ])
+    ledger.commit(
+        events=[
+            decision("a", "git", "git_log", "offload", "gate_fired", 400_000, 1_000, ref="trm_1"),
+            decision("a", "fs", "read_file", "reduce", "small", 4_000, 2_000, reducers=[LINECAP, DEDUP_DECLINED]),
+        ]
+    )
     path = str(ledger.path)
     table = run_stats("--ledger", path)
     assert table.returncode == 0, table.stderr
-    for needle in ("git_log", "read_file", "offload/gate_fired", "dedup/first_seen", "recall_probability", "horizon", "assumptions", "claude-opus-4-6"):
+    for needle in (
+        "git_log",
+        "read_file",
+        "offload/gate_fired",
+        "dedup/first_seen",
+        "recall_probability",
+        "horizon",
+        "assumptions",
+        "claude-opus-4-6",
+    ):
         assert needle in table.stdout
 
     as_json = run_stats("--ledger", path, "--json", "--model", "claude-sonnet-4-5")
@@ -193,8 +246,14 @@ def test_stats_cli_errors_say_what_to_do(tmp_path):
 
 
 def test_stats_table_in_observe_mode_shows_would_save_columns_and_suggestions(ledger):
-    events = [decision(f"s{i}", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe") for i in range(6)]
-    events += [decision(f"s{i}", "git", "git_status", "keep", "small", 100, 100, mode="observe") for i in range(6) for _ in range(i)]
+    events = [
+        decision(f"s{i}", "git", "git_log", "offload", "gate_fired", 400_000, 400_000, mode="observe") for i in range(6)
+    ]
+    events += [
+        decision(f"s{i}", "git", "git_status", "keep", "small", 100, 100, mode="observe")
+        for i in range(6)
+        for _ in range(i)
+    ]
     ledger.commit(events=events)
     table = run_stats("--ledger", str(ledger.path))
     assert table.returncode == 0, table.stderr

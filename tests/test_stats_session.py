@@ -14,7 +14,9 @@ from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 
 # No collapse/extract: a 300K-char text then reaches the policy whole and is offloaded (over the client limit).
-OFFLOAD = {"reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}}  # the 25K json_array is smartcrush-sized only without its 60K floor
+OFFLOAD = {
+    "reducers": {"pipeline": ["dedup", "smartcrush", "linecap"], "smartcrush": {"min_chars": 0}}
+}  # the 25K json_array is smartcrush-sized only without its 60K floor
 
 
 async def play_session(config, ledger_path):
@@ -23,13 +25,19 @@ async def play_session(config, ledger_path):
         listing = await s.call_tool("json_array", {"count": 500})
         small = await s.call_tool("echo", {"text": "hi"})
         mem = re.search(r"trm_[0-9a-f]{16}", text_of(big))
-        recalled = await s.call_tool("recall_tool_result", {"mem_id": mem.group(0), "query": "line 4321:"}) if mem else None
+        recalled = (
+            await s.call_tool("recall_tool_result", {"mem_id": mem.group(0), "query": "line 4321:"}) if mem else None
+        )
         return big, listing, small, recalled
 
 
 def stats_json(ledger_path, *extra):
-    proc = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path), "--json", *extra],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path), "--json", *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -68,8 +76,12 @@ async def test_stats_of_a_real_enforcing_session(tmp_path):
     assert "reducers cut 1 of 3 results (smartcrush x1)" in summary
     assert "1 recall(s), 0 expand(s)" in summary
 
-    table = subprocess.run([sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path)],
-                           capture_output=True, text=True, timeout=60)
+    table = subprocess.run(
+        [sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert table.returncode == 0 and "make_text" in table.stdout and "offload/over_client_limit" in table.stdout
 
 
@@ -133,7 +145,9 @@ async def run_with_stderr(args, tmp_path, calls):
 async def test_serve_prints_an_exit_summary_of_the_levers_that_fired(tmp_path):
     config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
     args = ["-c", str(config), "--ledger", str(tmp_path / "l.db")]
-    _, stderr = await run_with_stderr(args, tmp_path, [("make_text", {"size": 300_000}), ("json_array", {"count": 500})])
+    _, stderr = await run_with_stderr(
+        args, tmp_path, [("make_text", {"size": 300_000}), ("json_array", {"count": 500})]
+    )
     assert "offload-mcp summary:" in stderr
     assert "offloaded 1 result(s) to the ledger (over_client_limit x1)" in stderr
     assert "reducers cut 1 of 2 results (smartcrush x1)" in stderr

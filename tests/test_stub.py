@@ -10,7 +10,8 @@ from offload_mcp.policy.describe import describe_json, describe_text
 from offload_mcp.policy.stub import STUB_SCHEMA, admit_stub, build_stub, stub_object
 
 GIT_LOG = "".join(
-    f"commit {i:040x}\nAuthor: Dev <d@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n    Change {i}\n\n" for i in range(3000)
+    f"commit {i:040x}\nAuthor: Dev <d@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n    Change {i}\n\n"
+    for i in range(3000)
 )
 ITEMS = {"items": [{"id": i, "name": f"item {i}", "price": i * 1.5} for i in range(3000)], "total": 3000, "next": None}
 CSV = "id,name,price\n" + "".join(f"{i},item {i},{i * 1.5}\n" for i in range(5000))
@@ -39,7 +40,10 @@ def stub(body, **kw):
         (PYTEST, "a test log"),
         (LISTING, "a file listing"),
         (SOURCE, "source code"),
-        (orjson.dumps(ITEMS).decode(), "JSON object with 3 keys {items: array[3000] of object{id, name, price}; total: int; next: null}"),
+        (
+            orjson.dumps(ITEMS).decode(),
+            "JSON object with 3 keys {items: array[3000] of object{id, name, price}; total: int; next: null}",
+        ),
     ],
 )
 def test_structural_index_says_what_it_is(text, looks_like):
@@ -85,14 +89,20 @@ def test_same_input_same_bytes_in_process_and_across_processes():
         "body = orjson.loads(sys.stdin.buffer.read());"
         f"sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars={sum(len(t) for t in (GIT_LOG, CSV))}))"
     )
-    other = subprocess.run([sys.executable, "-c", script], input=orjson.dumps(body), capture_output=True, check=True, env={"PYTHONHASHSEED": "123", "PATH": ""}).stdout.decode()
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        input=orjson.dumps(body),
+        capture_output=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123", "PATH": ""},
+    ).stdout.decode()
     assert other == first
 
 
 def test_describe_helpers():
     assert describe_json([]) == "array[0]"
     assert describe_json([1, "a"]) == "array[2] of int|str"
-    assert describe_text("") .startswith("0 lines")
+    assert describe_text("").startswith("0 lines")
 
 
 SCHEMA_CONTENT = {"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]}
@@ -118,11 +128,26 @@ def test_stub_object_carries_the_id_and_the_whole_stub_text():
     "schema,original",
     [
         (SCHEMA_CONTENT, {"content": "z" * 500}),
-        ({"type": "object", "properties": {"items": {"type": "array", "minItems": 100}}, "required": ["items"], "additionalProperties": False}, ITEMS | {}),
         (
-            {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "$defs": {"Entity": {"type": "object", "required": ["name"]}},
-             "properties": {"entities": {"type": "array", "items": {"$ref": "#/$defs/Entity"}}, "first": {"$ref": "#/properties/entities/items"}},
-             "required": ["entities"]},
+            {
+                "type": "object",
+                "properties": {"items": {"type": "array", "minItems": 100}},
+                "required": ["items"],
+                "additionalProperties": False,
+            },
+            ITEMS | {},
+        ),
+        (
+            {
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {"Entity": {"type": "object", "required": ["name"]}},
+                "properties": {
+                    "entities": {"type": "array", "items": {"$ref": "#/$defs/Entity"}},
+                    "first": {"$ref": "#/properties/entities/items"},
+                },
+                "required": ["entities"],
+            },
             {"entities": [{"name": "a"}], "first": {"name": "a"}},
         ),
     ],
@@ -149,8 +174,14 @@ def test_no_stub_hides_what_it_dropped():
 # ------------------------------------------------------------------ identifier index
 
 COMMITS = [
-    {"sha": f"{i:040x}", "node_id": f"C_kwDO{i:020x}", "commit": {"message": f"change {i}"}, "author": {"login": f"dev{i % 7}"},
-     "committer": {"login": "web-flow"}, "html_url": f"https://github.com/acme/repo/commit/{i:040x}"}
+    {
+        "sha": f"{i:040x}",
+        "node_id": f"C_kwDO{i:020x}",
+        "commit": {"message": f"change {i}"},
+        "author": {"login": f"dev{i % 7}"},
+        "committer": {"login": "web-flow"},
+        "html_url": f"https://github.com/acme/repo/commit/{i:040x}",
+    }
     for i in range(300)
 ]
 
@@ -159,7 +190,9 @@ def test_index_json_array_lists_identifier_fields_in_order_within_budget():
     text = orjson.dumps(COMMITS).decode()
     out = stub(body_of(text), index_chars=4000)
     assert "index of 300 items at $, one line each: sha, author.login" in out
-    assert "node_id" not in out.split("\nindex of", 1)[1].split("\n", 1)[0]  # GraphQL ids and constant fields are left out
+    assert (
+        "node_id" not in out.split("\nindex of", 1)[1].split("\n", 1)[0]
+    )  # GraphQL ids and constant fields are left out
     assert "web-flow" not in out
     assert "html_url of every item starts https://github.com/acme/repo/commit/" in out
     assert f"{0:040x} | dev0" in out
@@ -168,8 +201,10 @@ def test_index_json_array_lists_identifier_fields_in_order_within_budget():
     shown = index.count(" | dev")
     assert 0 < shown < 300
     assert f"first {shown} shown" in out
-    assert (f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:].sha") for their sha, '
-            f'json_path="$[{shown}:{shown + 20}]" for whole items') in out
+    assert (
+        f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:].sha") for their sha, '
+        f'json_path="$[{shown}:{shown + 20}]" for whole items'
+    ) in out
 
 
 def test_index_is_deterministic_and_off_by_default():
@@ -193,18 +228,22 @@ def test_index_python_repr_rows():
     rows = repr([{"id": i, "order_no": f"ORD-2025-{i:05d}", "status": "paid"} for i in range(500)])
     out = stub(body_of(rows), index_chars=3000)
     assert "one line each: id, order_no" in out and "ORD-2025-00007" in out
-    assert 'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out  # no JSONPath into a repr
+    assert (
+        'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out
+    )  # no JSONPath into a repr
 
 
 def test_index_git_log_text():
     out = stub(body_of(GIT_LOG), index_chars=3000)
     assert "index of 3,000 commits, one line each: sha subject (author)" in out
     assert f"{0:040x} Change 0 (Dev)" in out
-    assert 'more not shown, from line' in out and 'lines="' in out
+    assert "more not shown, from line" in out and 'lines="' in out
 
 
 def test_index_of_structured_text_and_bound():
-    log = "".join(f"2026-01-05T09:00:{i % 60:02d}Z {'ERROR' if i % 10 == 0 else 'INFO'} req=r-{i:08x} done\n" for i in range(5000))
+    log = "".join(
+        f"2026-01-05T09:00:{i % 60:02d}Z {'ERROR' if i % 10 == 0 else 'INFO'} req=r-{i:08x} done\n" for i in range(5000)
+    )
     body = body_of(log, structured={"content": log})
     out = stub(body, index_chars=2000)
     assert "index of the 500 ERROR lines of 5,000 log lines" in out
@@ -212,11 +251,19 @@ def test_index_of_structured_text_and_bound():
     assert len(out) <= 2000 + 250 * 4 + 1
 
 
-ARIA = "- table [ref=e1]:\n" + "".join(f'  - row "ORD-{i:05d} paid {i}.00 EUR" [ref=e{i + 2}]:\n    - cell "x" [ref=f{i}]\n' for i in range(400))
-PAGE = "# Docs\n" + "".join(f"See [page {i}](https://docs.example.com/p/{i}) and https://docs.example.com/p/{i % 5}.\n" for i in range(300))
+ARIA = "- table [ref=e1]:\n" + "".join(
+    f'  - row "ORD-{i:05d} paid {i}.00 EUR" [ref=e{i + 2}]:\n    - cell "x" [ref=f{i}]\n' for i in range(400)
+)
+PAGE = "# Docs\n" + "".join(
+    f"See [page {i}](https://docs.example.com/p/{i}) and https://docs.example.com/p/{i % 5}.\n" for i in range(300)
+)
 
 
-@pytest.mark.parametrize("text", [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING], ids=["json", "git", "aria", "csv", "links", "listing"])
+@pytest.mark.parametrize(
+    "text",
+    [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING],
+    ids=["json", "git", "aria", "csv", "links", "listing"],
+)
 def test_index_same_bytes_across_processes_and_within_budget(text):
     body = body_of(text)
     first = stub(body, index_chars=3000)
@@ -224,13 +271,21 @@ def test_index_same_bytes_across_processes_and_within_budget(text):
     index = "index of" + first.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
     assert len(index) <= 3000
     assert "shown" in index.split("\n", 1)[0]  # says what is shown ...
-    assert "more" in index.splitlines()[-1] and "recall_tool_result(mem_id=" in index.splitlines()[-1]  # ... and how to get the rest
+    assert (
+        "more" in index.splitlines()[-1] and "recall_tool_result(mem_id=" in index.splitlines()[-1]
+    )  # ... and how to get the rest
     script = (
         "import sys, orjson; from offload_mcp.policy.stub import build_stub;"
         "body = orjson.loads(sys.stdin.buffer.read());"
         f"sys.stdout.write(build_stub(trm_id='trm_0123456789abcdef', tool='git_log', body=body, chars={len(text)}, index_chars=3000))"
     )
-    other = subprocess.run([sys.executable, "-c", script], input=orjson.dumps(body), capture_output=True, check=True, env={"PYTHONHASHSEED": "7", "PATH": ""}).stdout.decode()
+    other = subprocess.run(
+        [sys.executable, "-c", script],
+        input=orjson.dumps(body),
+        capture_output=True,
+        check=True,
+        env={"PYTHONHASHSEED": "7", "PATH": ""},
+    ).stdout.decode()
     assert other == first
 
 

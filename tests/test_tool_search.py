@@ -41,7 +41,10 @@ def test_bm25_finds_the_tool_a_task_describes(index):
 
 
 def test_bm25_ranking_is_deterministic_with_a_stable_tie_break():
-    tools = [types.Tool(name=n, description="Delete a thing.", input_schema={"type": "object"}) for n in ("zeta", "alpha", "mid")]
+    tools = [
+        types.Tool(name=n, description="Delete a thing.", input_schema={"type": "object"})
+        for n in ("zeta", "alpha", "mid")
+    ]
     forward = ToolIndex(tools).bm25("delete thing", 5)
     backward = ToolIndex(list(reversed(tools))).bm25("delete thing", 5)
     assert [m.name for m in forward] == [m.name for m in backward] == ["alpha", "mid", "zeta"]
@@ -90,7 +93,9 @@ def test_regex_search_matches_names_first_and_counts_all(index):
 
 
 def test_regex_search_is_bounded_in_time():
-    big = ToolIndex([types.Tool(name=f"tool_{i}", description="word " * 200, input_schema={"type": "object"}) for i in range(3000)])
+    big = ToolIndex(
+        [types.Tool(name=f"tool_{i}", description="word " * 200, input_schema={"type": "object"}) for i in range(3000)]
+    )
     with pytest.raises(SearchRefused, match="took longer than"):
         big.regex("word [a-z]+ zzz", 5, 0.001)
 
@@ -111,7 +116,9 @@ def test_any_query_text_gives_an_answer_or_a_clear_refusal(text):
 def test_search_answer_is_deterministic_json_with_full_schemas():
     cat = build_catalog({"github": github_tools()})
     first = tool_search.answer(cat, {"query": "create an issue"}, default_limit=3, regex_timeout_s=0.2)
-    again = tool_search.answer(build_catalog({"github": github_tools()}), {"query": "create an issue"}, default_limit=3, regex_timeout_s=0.2)
+    again = tool_search.answer(
+        build_catalog({"github": github_tools()}), {"query": "create an issue"}, default_limit=3, regex_timeout_s=0.2
+    )
     assert first.content[0].text == again.content[0].text
     body = json.loads(first.content[0].text)
     top = body["matches"][0]
@@ -134,7 +141,9 @@ def test_search_answer_is_deterministic_json_with_full_schemas():
     ],
 )
 def test_search_arguments_are_checked(arguments, message):
-    result = tool_search.answer(build_catalog({"github": github_tools()}), arguments, default_limit=5, regex_timeout_s=0.2)
+    result = tool_search.answer(
+        build_catalog({"github": github_tools()}), arguments, default_limit=5, regex_timeout_s=0.2
+    )
     assert result.is_error and message in result.content[0].text
 
 

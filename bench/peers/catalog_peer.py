@@ -52,7 +52,11 @@ async def _list(command: list[str], env: dict[str, str] | None = None) -> list[d
         tools = []
         cursor = None
         while True:
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor)) if cursor else await session.list_tools()
+            page = (
+                await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+                if cursor
+                else await session.list_tools()
+            )
             tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in page.tools]
             cursor = page.next_cursor
             if not cursor:
@@ -103,7 +107,11 @@ def catalog_section(ctx: Any, bench_catalog: Any | None) -> Any:
     os.environ.setdefault("XDG_STATE_HOME", str(workdir / "state"))
     servers = bench_catalog.servers(workdir)
     modes = bench_catalog.measure_modes(workdir, "default", [])
-    queries = [json.loads(line) for line in (HERE / "data" / "catalog" / "queries.jsonl").read_text().splitlines() if line.strip()]
+    queries = [
+        json.loads(line)
+        for line in (HERE / "data" / "catalog" / "queries.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     recall = bench_catalog.measure_recall(workdir, queries)
     base = modes["off"]["listed_tokens"]
     rows: list[list[Any]] = []
@@ -114,20 +122,55 @@ def catalog_section(ctx: Any, bench_catalog: Any | None) -> Any:
             "search": f"search_tools + invoke; right tool in the top 3 for {recall['top3_recall']:.0%} of {recall['queries']} task queries "
             f"(top-1 {recall['top1_recall']:.0%}, {recall['ms_per_search']:.1f} ms per search)",
         }[mode]
-        rows.append([f"offload-mcp `{mode}`", m["listed_tools"], round(m["listed_tokens"]), m["eager_tools"], round(m["eager_tokens"]), f"{pct(base - m['eager_tokens'], base):.1f}%", how])
+        rows.append(
+            [
+                f"offload-mcp `{mode}`",
+                m["listed_tools"],
+                round(m["listed_tokens"]),
+                m["eager_tools"],
+                round(m["eager_tokens"]),
+                f"{pct(base - m['eager_tokens'], base):.1f}%",
+                how,
+            ]
+        )
     for name, listed, chars in _compressor_levels(ctx, servers, levels, bench_catalog.tool_chars):
-        rows.append([name, listed, round(tokens(chars)), listed, round(tokens(chars)), f"{pct(base - tokens(chars), base):.1f}%", "get_tool_schema + invoke wrappers; no search to measure (the model picks a name from a listing)"])
+        rows.append(
+            [
+                name,
+                listed,
+                round(tokens(chars)),
+                listed,
+                round(tokens(chars)),
+                f"{pct(base - tokens(chars), base):.1f}%",
+                "get_tool_schema + invoke wrappers; no search to measure (the model picks a name from a listing)",
+            ]
+        )
     ctx.data["catalog"] = {"modes": modes, "recall": {k: v for k, v in recall.items() if k != "misses"}}
     body = [
         f"A {modes['off']['listed_tools']}-tool catalog: {', '.join(servers)} (the GitHub-like server is bench/data/catalog/), one "
         "`mcpServers` config for both proxies. offload-mcp's modes and search recall are measured by bench/bench_catalog.py "
         "(raw tools/list over stdio, so `defer_loading` counts); mcp-compressor is listed by a real client on the same config. "
-        "Tokens = chars / 4 of each tool's compact JSON. \"Eager\" = what a client that honours `defer_loading` loads up front.",
+        'Tokens = chars / 4 of each tool\'s compact JSON. "Eager" = what a client that honours `defer_loading` loads up front.',
         "",
-        md_table(["mode", "tools listed", "tokens listed", "eager tools", "eager tokens", "cut vs all tools", "how the model reaches a tool"], rows),
+        md_table(
+            [
+                "mode",
+                "tools listed",
+                "tokens listed",
+                "eager tools",
+                "eager tokens",
+                "cut vs all tools",
+                "how the model reaches a tool",
+            ],
+            rows,
+        ),
     ]
     if recall["misses"]:
-        body += ["", "Search misses: " + "; ".join(f"\"{m['query']}\" (wanted {' or '.join(m['expect'])})" for m in recall["misses"][:6])]
+        body += [
+            "",
+            "Search misses: "
+            + "; ".join(f'"{m["query"]}" (wanted {" or ".join(m["expect"])})' for m in recall["misses"][:6]),
+        ]
     return Section("catalog", "6. Tool definitions", "\n".join(body))
 
 
@@ -144,8 +187,14 @@ def _own_catalog_section(ctx: Any, levels: tuple[str, ...]) -> Any:
     modes = ("off", "search") if ctx.quick else MODES
     for mode in modes:
         cfg = ctx.work / f"catalog-offload-{mode}.json"
-        cfg.write_text(json.dumps({"mcpServers": servers, "offload": {"catalog": {"deferral": mode, "learn_hot_tools": False}}}, indent=1))
-        tools = anyio.run(_list, [offload, "serve", "--config", str(cfg), "--ledger", str(ctx.work / "catalog-ledger.db")])
+        cfg.write_text(
+            json.dumps(
+                {"mcpServers": servers, "offload": {"catalog": {"deferral": mode, "learn_hot_tools": False}}}, indent=1
+            )
+        )
+        tools = anyio.run(
+            _list, [offload, "serve", "--config", str(cfg), "--ledger", str(ctx.work / "catalog-ledger.db")]
+        )
         counts[f"offload-mcp {mode}"] = _chars(tools)
         if mode == "off":
             n_tools = len(tools)
@@ -153,7 +202,14 @@ def _own_catalog_section(ctx: Any, levels: tuple[str, ...]) -> Any:
             counts["offload-mcp hint, as Claude Code loads it (estimate)"] = _claude_code_view(tools)
         rows.append([f"offload-mcp `{mode}`", len(tools), _chars(tools)])
     if "hint" in modes:
-        rows.insert(2, ["offload-mcp `hint`, as Claude Code loads it (estimate)", "", counts["offload-mcp hint, as Claude Code loads it (estimate)"]])
+        rows.insert(
+            2,
+            [
+                "offload-mcp `hint`, as Claude Code loads it (estimate)",
+                "",
+                counts["offload-mcp hint, as Claude Code loads it (estimate)"],
+            ],
+        )
     peer = ctx.peer("compressor")
     if peer.available:
         out_dir = ctx.work / "compressor-out"
@@ -181,6 +237,8 @@ def _own_catalog_section(ctx: Any, levels: tuple[str, ...]) -> Any:
         "proxies. Tokens = JSON of the tools/list a real client receives, chars / 4; cut measured against offload-mcp `off` "
         "(every tool as the servers gave it).",
         "",
-        md_table(["mode", "tools listed", "definition tokens", "cut vs all tools", "how the model reaches a tool"], table),
+        md_table(
+            ["mode", "tools listed", "definition tokens", "cut vs all tools", "how the model reaches a tool"], table
+        ),
     ]
     return Section("catalog", "6. Tool definitions", "\n".join(body))

@@ -27,7 +27,9 @@ def main() -> None:
     from fastmcp.server import create_proxy
     from fastmcp.server.middleware.response_limiting import ResponseLimitingMiddleware
 
-    proxy = create_proxy(StdioTransport(command=command[0], args=command[1:], env=dict(os.environ)), name="fastmcp-bench-proxy")
+    proxy = create_proxy(
+        StdioTransport(command=command[0], args=command[1:], env=dict(os.environ)), name="fastmcp-bench-proxy"
+    )
     if args.max_size > 0:
         proxy.add_middleware(ResponseLimitingMiddleware(max_size=args.max_size))
     proxy.run(transport="stdio", show_banner=False)

@@ -44,10 +44,18 @@ def main() -> int:
             row: dict = {"id": item["id"], "chars_in": len(text)}
             try:
                 if mode == "library-recent0":
-                    out = compress([{"role": "tool", "content": text}], model="claude-sonnet-4-5-20250929", protect_recent=0)
+                    out = compress(
+                        [{"role": "tool", "content": text}], model="claude-sonnet-4-5-20250929", protect_recent=0
+                    )
                     got_text = out.messages[0].get("content", text)
                     got_text = got_text if isinstance(got_text, str) else json.dumps(got_text)
-                    row.update(chars_out=len(got_text), envelope_chars=len(got_text), transforms=list(out.transforms_applied or []), recovered_exact=got_text == text, verified=got_text == text)
+                    row.update(
+                        chars_out=len(got_text),
+                        envelope_chars=len(got_text),
+                        transforms=list(out.transforms_applied or []),
+                        recovered_exact=got_text == text,
+                        verified=got_text == text,
+                    )
                     fout.write(json.dumps(row) + "\n")
                     n += 1
                     continue
@@ -68,7 +76,13 @@ def main() -> int:
                     recovered = original == text
                 row["recovered_exact"] = recovered or compressed == text
             except Exception as err:  # a peer's failure is a measured outcome, not a crash
-                row.update(chars_out=len(text), envelope_chars=len(text), transforms=[], recovered_exact=True, error=f"{type(err).__name__}: {err}")
+                row.update(
+                    chars_out=len(text),
+                    envelope_chars=len(text),
+                    transforms=[],
+                    recovered_exact=True,
+                    error=f"{type(err).__name__}: {err}",
+                )
             fout.write(json.dumps(row) + "\n")
             n += 1
     elapsed = time.perf_counter() - started

@@ -31,7 +31,9 @@ async def open_session(
     timeout_s: float = 600.0,
 ) -> AsyncIterator[ClientSession]:
     """Start `command` over stdio, initialize, and yield the session."""
-    params = StdioServerParameters(command=command[0], args=list(command[1:]), env={**os.environ, **(env or {})}, cwd=cwd)
+    params = StdioServerParameters(
+        command=command[0], args=list(command[1:]), env={**os.environ, **(env or {})}, cwd=cwd
+    )
     log = errlog if errlog is not None else open(os.devnull, "w")  # noqa: SIM115 - closed below
     try:
         async with stdio_client(params, errlog=log) as (read, write):
@@ -48,7 +50,9 @@ def result_text(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def timed_call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> tuple[float, types.CallToolResult]:
+async def timed_call(
+    session: ClientSession, tool: str, arguments: dict[str, Any]
+) -> tuple[float, types.CallToolResult]:
     start = time.perf_counter()
     result = await session.call_tool(tool, arguments)
     return time.perf_counter() - start, result

@@ -75,7 +75,9 @@ def restore(original: str, shown: str, ledger: Any) -> Restore:
         if not MARKER_RE.search(text):
             break
         try:
-            text = MARKER_RE.sub(lambda m: stash[m.group(1)] if m.group(1) in stash else ledger.get_stash(m.group(1)), text)
+            text = MARKER_RE.sub(
+                lambda m: stash[m.group(1)] if m.group(1) in stash else ledger.get_stash(m.group(1)), text
+            )
         except UnknownId:
             break
     return Restore(text == original, "markers" if text == original else "lost")

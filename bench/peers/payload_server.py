@@ -57,13 +57,21 @@ def _schema(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 TOOLS = [
-    types.Tool(name="record", description="Return the output of corpus record `index` as one text block.", input_schema=_schema({"index": {"type": "integer"}}, ["index"])),
+    types.Tool(
+        name="record",
+        description="Return the output of corpus record `index` as one text block.",
+        input_schema=_schema({"index": {"type": "integer"}}, ["index"]),
+    ),
     types.Tool(
         name="text",
         description="Return exactly `size` characters of numbered log lines; `seed` varies the first line.",
         input_schema=_schema({"size": {"type": "integer"}, "seed": {"type": "integer"}}, ["size"]),
     ),
-    types.Tool(name="file", description="Return the text of a large real output file by `name`.", input_schema=_schema({"name": {"type": "string"}}, ["name"])),
+    types.Tool(
+        name="file",
+        description="Return the text of a large real output file by `name`.",
+        input_schema=_schema({"name": {"type": "string"}}, ["name"]),
+    ),
 ]
 
 
@@ -89,10 +97,14 @@ def build_server(records: list[str], files_dir: Path | None) -> Server:
         elif params.name == "file" and files_dir is not None:
             target = (files_dir / str(args["name"])).resolve()
             if files_dir.resolve() not in target.parents:
-                return types.CallToolResult(content=[types.TextContent(type="text", text="name outside the files folder")], is_error=True)
+                return types.CallToolResult(
+                    content=[types.TextContent(type="text", text="name outside the files folder")], is_error=True
+                )
             body = target.read_text(encoding="utf-8")
         else:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=f"unknown tool {params.name}")], is_error=True)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"unknown tool {params.name}")], is_error=True
+            )
         return types.CallToolResult(content=[types.TextContent(type="text", text=body)])
 
     return Server("bench-payload", on_list_tools=list_tools, on_call_tool=call_tool)

@@ -62,13 +62,17 @@ class ClientModel(Protocol):
         """The part of a result this client reads, before any size rule."""
         ...
 
-    def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView: ...
+    def view(
+        self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None
+    ) -> ClientView: ...
 
 
 def text_of(body: dict[str, Any]) -> str:
     """The result's text blocks joined with a newline; other block types carry no text."""
     return "\n".join(
-        block.get("text", "") for block in body.get("content") or [] if isinstance(block, dict) and block.get("type", "text") == "text"
+        block.get("text", "")
+        for block in body.get("content") or []
+        if isinstance(block, dict) and block.get("type", "text") == "text"
     )
 
 

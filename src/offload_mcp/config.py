@@ -39,7 +39,9 @@ class StdioServer(BaseModel):
     type: Literal["stdio"] | None = Field(default=None, description="Optional; `stdio` when given.")
     command: str = Field(min_length=1, description="Program to start.")
     args: list[str] = Field(default_factory=list, description="Its arguments.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables; `${VAR}` expands from ours.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables; `${VAR}` expands from ours."
+    )
     cwd: str | None = Field(default=None, description="Working directory.")
 
     @property
@@ -53,9 +55,15 @@ class RemoteServer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(min_length=1, description="Endpoint URL.")
-    type: Literal["sse", "streamable-http", "http"] | None = Field(default=None, description="Transport (Claude Code spelling).")
-    transport: Literal["sse", "streamable-http", "http"] | None = Field(default=None, description="Transport (alternative spelling).")
-    headers: dict[str, str] = Field(default_factory=dict, description="HTTP headers; `${VAR}` expands from the environment.")
+    type: Literal["sse", "streamable-http", "http"] | None = Field(
+        default=None, description="Transport (Claude Code spelling)."
+    )
+    transport: Literal["sse", "streamable-http", "http"] | None = Field(
+        default=None, description="Transport (alternative spelling)."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="HTTP headers; `${VAR}` expands from the environment."
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> RemoteServer:
@@ -84,13 +92,20 @@ class OffloadSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["enforce", "observe"] = Field(default="enforce", description="`observe` passes every result through unchanged and records what would have happened.")
+    mode: Literal["enforce", "observe"] = Field(
+        default="enforce",
+        description="`observe` passes every result through unchanged and records what would have happened.",
+    )
     policy: PolicySettings = Field(default_factory=PolicySettings, description="Result policy and net-saving gate.")
     reducers: ReducerSettings = Field(default_factory=ReducerSettings, description="Deterministic reducers.")
-    ledger: LedgerSettings = Field(default_factory=LedgerSettings, description="The ledger: a local SQLite file, or a shared PostgreSQL database.")
+    ledger: LedgerSettings = Field(
+        default_factory=LedgerSettings, description="The ledger: a local SQLite file, or a shared PostgreSQL database."
+    )
     recall: RecallSettings = Field(default_factory=RecallSettings, description="recall_tool_result.")
     catalog: CatalogSettings = Field(default_factory=CatalogSettings, description="tools/list assembly and deferral.")
-    downstream: DownstreamSettings = Field(default_factory=DownstreamSettings, description="Sessions to the wrapped servers.")
+    downstream: DownstreamSettings = Field(
+        default_factory=DownstreamSettings, description="Sessions to the wrapped servers."
+    )
     server: ServerSettings = Field(default_factory=ServerSettings, description="The upstream face.")
 
 
@@ -99,7 +114,9 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mcpServers: dict[str, Annotated[ServerEntry, Field(union_mode="left_to_right")]] = Field(default_factory=dict, description="Downstream servers, in the format Claude Desktop and Claude Code use.")
+    mcpServers: dict[str, Annotated[ServerEntry, Field(union_mode="left_to_right")]] = Field(
+        default_factory=dict, description="Downstream servers, in the format Claude Desktop and Claude Code use."
+    )
     offload: OffloadSettings = Field(default_factory=OffloadSettings, description="offload-mcp's own settings.")
 
     @model_validator(mode="before")
@@ -220,7 +237,9 @@ def load_config(path: str | os.PathLike[str]) -> Config:
     return parse_config(data, source)
 
 
-LAUNCHERS = frozenset({"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "pipx", "deno", "pnpm", "yarn", "npm"})
+LAUNCHERS = frozenset(
+    {"python", "python3", "node", "npx", "uvx", "uv", "bunx", "bun", "pipx", "deno", "pnpm", "yarn", "npm"}
+)
 """Programs that start the real server named by a later argument (`npx -y @scope/server-x`, `python srv.py`)."""
 
 
@@ -261,4 +280,6 @@ def inline_server_config(command: list[str], name: str | None = None) -> Config:
     """A config for `offload-mcp serve -- CMD ARGS...`: one stdio server named after the server it starts."""
     if not command:
         raise ConfigError("no downstream server: give --config FILE or a command after `--`")
-    return Config(mcpServers={name or inline_server_name(command): StdioServer(command=command[0], args=list(command[1:]))})
+    return Config(
+        mcpServers={name or inline_server_name(command): StdioServer(command=command[0], args=list(command[1:]))}
+    )

@@ -69,7 +69,9 @@ def type_name(annotation: Any) -> str:
         return f"object of {type_name(value)}"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "object"
-    return {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path"}.get(annotation, getattr(annotation, "__name__", str(annotation)))
+    return {bool: "boolean", int: "integer", float: "number", str: "string", Path: "path"}.get(
+        annotation, getattr(annotation, "__name__", str(annotation))
+    )
 
 
 def default_text(info: FieldInfo) -> str:
@@ -151,7 +153,10 @@ def missing_descriptions(model: type[BaseModel] = Config, prefix: str = "") -> l
 def render_reference() -> str:
     out = [HEADER]
     out.append("\n## `mcpServers.<name>`\n")
-    out.append(_escape(Config.model_fields["mcpServers"].description or "") + " An entry with `command` is a stdio server; one with `url` is a remote server.\n")
+    out.append(
+        _escape(Config.model_fields["mcpServers"].description or "")
+        + " An entry with `command` is a stdio server; one with `url` is a remote server.\n"
+    )
     for title, model in (("stdio server (`command`)", StdioServer), ("remote server (`url`)", RemoteServer)):
         rows, _ = _model_rows(model, "")
         out.append(f"\n### {title}\n")

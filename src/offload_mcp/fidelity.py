@@ -52,7 +52,15 @@ MIN_FACT_CHARS = 6
 MAX_FACT_CHARS = 512
 """Longer tokens are blobs (base64, minified code), not values an agent re-types; they are skipped."""
 
-LOSSES = ("hidden_by_reducer", "behind_stub", "behind_client_file", "rejected_by_client", "hidden_by_client_view", "unrecoverable", "other")
+LOSSES = (
+    "hidden_by_reducer",
+    "behind_stub",
+    "behind_client_file",
+    "rejected_by_client",
+    "hidden_by_client_view",
+    "unrecoverable",
+    "other",
+)
 """Every way a needed fact can be missing from the model's context, in report order."""
 FETCHABLE = LOSSES[:5]
 """Losses one more call brings back (expand, recall, Read, or the call again with a narrower argument)."""
@@ -177,7 +185,9 @@ class FidelityReport:
             "by_reducer": dict(sorted(self.by_reducer.items(), key=lambda kv: (-kv[1], kv[0]))),
             "by_tool": {
                 tool: t.as_dict()
-                for tool, t in sorted(self.by_tool.items(), key=lambda kv: (-(kv[1].needed - kv[1].visible), -kv[1].needed, kv[0]))
+                for tool, t in sorted(
+                    self.by_tool.items(), key=lambda kv: (-(kv[1].needed - kv[1].visible), -kv[1].needed, kv[0])
+                )
             },
             "examples": self.examples,
         }
@@ -237,7 +247,9 @@ def measure(observed: Sequence[Observed], blame: Callable[[int, str], str] | Non
                 counted.add(token)
                 source_index = indices[source_pos]
                 visible = seens.in_first(token, position)
-                _count(report, observed, source_index, token, visible=visible, blame=blame, user_line=observed[index].line)
+                _count(
+                    report, observed, source_index, token, visible=visible, blame=blame, user_line=observed[index].line
+                )
                 first_source = raws.text.find(token)
                 first_pos = bisect.bisect_right(raws.starts, first_source) - 1
                 if calls.in_first(token, first_pos + 1):  # the agent named it before any output showed it
@@ -247,8 +259,14 @@ def measure(observed: Sequence[Observed], blame: Callable[[int, str], str] | Non
 
 
 def _count(
-    report: FidelityReport, observed: Sequence[Observed], source_index: int, token: str, *, visible: bool,
-    blame: Callable[[int, str], str] | None, user_line: int,
+    report: FidelityReport,
+    observed: Sequence[Observed],
+    source_index: int,
+    token: str,
+    *,
+    visible: bool,
+    blame: Callable[[int, str], str] | None,
+    user_line: int,
 ) -> None:
     source = observed[source_index]
     tally = report.by_tool.setdefault(source.tool, ToolTally())
@@ -267,7 +285,13 @@ def _count(
         report.by_reducer[reducer] += 1
     report.hidden_at.setdefault(source_index, []).append(token)
     if len(report.examples) < _MAX_EXAMPLES:
-        example = {"fact": token, "loss": loss, "source_line": source.line, "tool": source.tool, "used_at_line": user_line}
+        example = {
+            "fact": token,
+            "loss": loss,
+            "source_line": source.line,
+            "tool": source.tool,
+            "used_at_line": user_line,
+        }
         if reducer:
             example["reducer"] = reducer
         report.examples.append(example)
@@ -293,7 +317,9 @@ def measure_shown(items: Sequence[tuple[int, str, str, str, str, str]]) -> Fidel
     `items` are (line, traj, tool, call, raw output, what the model was shown), in trajectory order.
     Losses cannot be told apart from outside such a system: every missing fact counts as `other`.
     """
-    return measure([
-        Observed(line=line, traj=traj, tool=tool, call=call, raw=raw, sent=shown, seen=shown, verdict="peer")
-        for line, traj, tool, call, raw, shown in items
-    ])
+    return measure(
+        [
+            Observed(line=line, traj=traj, tool=tool, call=call, raw=raw, sent=shown, seen=shown, verdict="peer")
+            for line, traj, tool, call, raw, shown in items
+        ]
+    )

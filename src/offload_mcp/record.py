@@ -119,17 +119,28 @@ class DecisionEvent(BaseModel):
     def ledger_event(self) -> LedgerEvent:
         """The row stored for this record: queryable columns plus the whole record as `detail`."""
         return LedgerEvent(
-            DECISION_KIND, session_id=self.session_id, server=self.server, tool=self.tool,
-            verdict=self.effective_verdict, reason=self.reason, ref_id=self.trm_id or "",
-            chars_in=self.chars_in, chars_out=self.chars_out, detail=self.model_dump(mode="json"),
+            DECISION_KIND,
+            session_id=self.session_id,
+            server=self.server,
+            tool=self.tool,
+            verdict=self.effective_verdict,
+            reason=self.reason,
+            ref_id=self.trm_id or "",
+            chars_in=self.chars_in,
+            chars_out=self.chars_out,
+            detail=self.model_dump(mode="json"),
         )
 
     @classmethod
     def from_ledger_row(cls, row: Mapping[str, Any]) -> DecisionEvent:
         """The record of one `decision` row of `Ledger.events()`; DecisionRecordError if it is not one."""
         if row.get("kind") != DECISION_KIND:
-            raise DecisionRecordError(f"ledger event {row.get('id')}: kind {row.get('kind')!r} is not {DECISION_KIND!r}")
+            raise DecisionRecordError(
+                f"ledger event {row.get('id')}: kind {row.get('kind')!r} is not {DECISION_KIND!r}"
+            )
         try:
             return cls.model_validate(row.get("detail"))
         except ValueError as err:
-            raise DecisionRecordError(f"ledger event {row.get('id')}: not a version-{RECORD_VERSION} decision record: {err}") from None
+            raise DecisionRecordError(
+                f"ledger event {row.get('id')}: not a version-{RECORD_VERSION} decision record: {err}"
+            ) from None

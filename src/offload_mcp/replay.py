@@ -112,8 +112,14 @@ def read_records(path: str | os.PathLike[str], limit: int | None = None) -> list
             raise ReplayError(f"{source}:{number}: `structured` must be a JSON object (a structuredContent)")
         records.append(
             Record(
-                number, tool, call, output, str(traj) if traj is not None else f"line{number}", step,
-                bool(obj.get("is_error")), structured,
+                number,
+                tool,
+                call,
+                output,
+                str(traj) if traj is not None else f"line{number}",
+                step,
+                bool(obj.get("is_error")),
+                structured,
             )
         )
     return records
@@ -282,26 +288,42 @@ def replay(
             started = time.perf_counter()
             for index, record in enumerate(records):
                 call = CallInfo(
-                    server="replay", tool=record.tool, downstream_tool=record.tool,
-                    arguments=call_arguments(record.call), session_id=record.traj,
+                    server="replay",
+                    tool=record.tool,
+                    downstream_tool=record.tool,
+                    arguments=call_arguments(record.call),
+                    session_id=record.traj,
                 )
                 result = types.CallToolResult(
-                    content=[types.TextContent(text=record.output)], is_error=record.is_error,
+                    content=[types.TextContent(text=record.output)],
+                    is_error=record.is_error,
                     structured_content=record.structured,
                 )
                 out, shaped = shaper.shape_with_report(call, result)
                 raw_body = _raw_body(record)
                 problem = _verify(record, out, shaped, ledger)
                 if problem:
-                    report.unrecoverable.append({"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem})
+                    report.unrecoverable.append(
+                        {"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem}
+                    )
                 sent_body = dump_result(out)
                 view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
                 _tally(report, record, shaped, len(view.text))
-                observed.append(Observed(
-                    line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(raw_body),
-                    sent=viewer.channel(sent_body), seen=view.text, verdict=shaped.verdict, fate=view.fate,
-                    restorable=problem is None, raw_shown=viewer.channel(raw_body),
-                ))
+                observed.append(
+                    Observed(
+                        line=record.line,
+                        traj=record.traj,
+                        tool=record.tool,
+                        call=record.call,
+                        raw=_all_channels(raw_body),
+                        sent=viewer.channel(sent_body),
+                        seen=view.text,
+                        verdict=shaped.verdict,
+                        fate=view.fate,
+                        restorable=problem is None,
+                        raw_shown=viewer.channel(raw_body),
+                    )
+                )
                 shaped_all.append(shaped)
                 if progress is not None:
                     progress(index + 1)
@@ -314,7 +336,9 @@ def replay(
             ledger.close()
     saved_tokens = [(len(r.output) - len(o.seen)) / cpt for r, o in zip(records, observed, strict=True)]
     offloaded = [s.verdict == "offload" for s in shaped_all]
-    report.dollars = _dollars(records, saved_tokens, offloaded, settings, models or (settings.policy.model,), hops=report.fidelity.hops)
+    report.dollars = _dollars(
+        records, saved_tokens, offloaded, settings, models or (settings.policy.model,), hops=report.fidelity.hops
+    )
     if dump is not None:
         _write_dump(dump, records, shaped_all, observed, report.fidelity)
     return report
@@ -352,8 +376,12 @@ def _reducer_blame(shaper: Any, records: list[Record], shaped: list[Any]) -> Cal
     def prefixes(index: int) -> list[tuple[str, str]]:
         if index not in prefix_texts:
             record = records[index]
-            ctx = ReduceContext(tool=record.tool, arguments=call_arguments(record.call), session=SessionMemory(),
-                                chars_per_token=shaper.settings.policy.chars_per_token)
+            ctx = ReduceContext(
+                tool=record.tool,
+                arguments=call_arguments(record.call),
+                session=SessionMemory(),
+                chars_per_token=shaper.settings.policy.chars_per_token,
+            )
             reducers = list(getattr(shaper.pipeline, "reducers", []))
             acted = _acted(shaped[index])
             texts = []
@@ -394,10 +422,20 @@ def _client_alone(records: list[Record], viewer: ClientModel, cpt: float) -> dic
         chars_out += len(view.text)
         fates[view.fate] += 1
         shown = viewer.channel(body)
-        observed.append(Observed(
-            line=record.line, traj=record.traj, tool=record.tool, call=record.call, raw=_all_channels(body),
-            sent=shown, seen=view.text, verdict="keep", fate=view.fate, raw_shown=shown,
-        ))
+        observed.append(
+            Observed(
+                line=record.line,
+                traj=record.traj,
+                tool=record.tool,
+                call=record.call,
+                raw=_all_channels(body),
+                sent=shown,
+                seen=view.text,
+                verdict="keep",
+                fate=view.fate,
+                raw_shown=shown,
+            )
+        )
     chars_in = sum(len(r.output) for r in records)
     fidelity = measure(observed).as_dict()
     fidelity.pop("examples", None)
@@ -437,7 +475,11 @@ def _check_writable(path: str | os.PathLike[str]) -> None:
 
 
 def _write_dump(
-    path: str | os.PathLike[str], records: list[Record], shaped: list[Any], observed: list[Observed], fidelity: FidelityReport | None
+    path: str | os.PathLike[str],
+    records: list[Record],
+    shaped: list[Any],
+    observed: list[Observed],
+    fidelity: FidelityReport | None,
 ) -> None:
     """One JSON object a line, input order: what the model was shown for each record."""
     hidden = fidelity.hidden_at if fidelity is not None else {}
@@ -445,8 +487,14 @@ def _write_dump(
         with open(path, "wb") as out:
             for index, (record, report, seen) in enumerate(zip(records, shaped, observed, strict=True)):
                 row: dict[str, Any] = {
-                    "line": record.line, "traj": record.traj, "step": record.step, "tool": record.tool,
-                    "verdict": report.verdict, "reason": report.reason, "seen": seen.seen, "fate": seen.fate,
+                    "line": record.line,
+                    "traj": record.traj,
+                    "step": record.step,
+                    "tool": record.tool,
+                    "verdict": report.verdict,
+                    "reason": report.reason,
+                    "seen": seen.seen,
+                    "fate": seen.fate,
                 }
                 if index in hidden:
                     row["hidden_facts"] = hidden[index]
@@ -475,7 +523,13 @@ def _tally(report: ReplayReport, record: Record, shaped: DecisionEvent, chars_se
 
 
 def _dollars(
-    records: list[Record], saved: list[float], offloaded: list[bool], settings: Any, models: tuple[str, ...], *, hops: int = 0
+    records: list[Record],
+    saved: list[float],
+    offloaded: list[bool],
+    settings: Any,
+    models: tuple[str, ...],
+    *,
+    hops: int = 0,
 ) -> dict[str, dict[str, float]]:
     """Dollars saved net of recalls: `recall_usd` charges one hop per needed fact the model could not
     see (measured); `recall_usd_prior` is what the `recall_probability` prior alone would charge."""
@@ -525,5 +579,3 @@ class _ledger_at:
     def __exit__(self, *exc: Any) -> None:
         if self._tmp is not None:
             self._tmp.cleanup()
-
-

@@ -101,11 +101,25 @@ class ShapeReport:
         if self.recorded is not None:
             return self.recorded
         return DecisionEvent(
-            session_id=call.session_id, server=call.server, tool=call.downstream_tool, listed_tool=call.tool,
-            mode=self.mode, verdict=self.verdict, reason=self.reason, decision=self.decision, chars_in=self.chars_in, chars_out=self.chars_out,
-            tokens_in=round(self.tokens_in, 1), tokens_out=round(self.tokens_out, 1), reducer_events=self.reducer_events,
-            trm_id=self.trm_id, stash_hashes=self.stash_hashes, structured=self.structured,
-            warning=self.warning, would_be=self.would_be, would_chars_out=self.would_chars_out,
+            session_id=call.session_id,
+            server=call.server,
+            tool=call.downstream_tool,
+            listed_tool=call.tool,
+            mode=self.mode,
+            verdict=self.verdict,
+            reason=self.reason,
+            decision=self.decision,
+            chars_in=self.chars_in,
+            chars_out=self.chars_out,
+            tokens_in=round(self.tokens_in, 1),
+            tokens_out=round(self.tokens_out, 1),
+            reducer_events=self.reducer_events,
+            trm_id=self.trm_id,
+            stash_hashes=self.stash_hashes,
+            structured=self.structured,
+            warning=self.warning,
+            would_be=self.would_be,
+            would_chars_out=self.would_chars_out,
         )
 
 
@@ -153,7 +167,11 @@ def sent_chars(body: dict[str, Any]) -> int:
 
     This is the size `policy.client_max_result_chars` bounds, and what stats and metrics count.
     """
-    return sum(len(t) for t in text_blocks(body)) + _json_chars(body.get("structuredContent")) + _json_chars(body.get("_meta"))
+    return (
+        sum(len(t) for t in text_blocks(body))
+        + _json_chars(body.get("structuredContent"))
+        + _json_chars(body.get("_meta"))
+    )
 
 
 def recall_chars(body: dict[str, Any]) -> int:
@@ -187,7 +205,13 @@ _META_KEEP_CHARS = 2_000
 class ResultShaper:
     """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
 
-    def __init__(self, settings: OffloadSettings, ledger: Ledger | None = None, *, pipeline: Pipeline | None | Literal["auto"] = "auto") -> None:
+    def __init__(
+        self,
+        settings: OffloadSettings,
+        ledger: Ledger | None = None,
+        *,
+        pipeline: Pipeline | None | Literal["auto"] = "auto",
+    ) -> None:
         self.settings = settings
         self.ledger = ledger
         self.policy = ResultPolicy(settings.policy)
@@ -219,7 +243,9 @@ class ResultShaper:
     def shape(self, call: CallInfo, result: types.CallToolResult) -> types.CallToolResult:
         return self.shape_with_report(call, result)[0]
 
-    def shape_with_report(self, call: CallInfo, result: types.CallToolResult) -> tuple[types.CallToolResult, DecisionEvent]:
+    def shape_with_report(
+        self, call: CallInfo, result: types.CallToolResult
+    ) -> tuple[types.CallToolResult, DecisionEvent]:
         """The result for the client and its decision record (the one committed or queued to the ledger, if one is open)."""
         out, report = self._shape(call, result)
         return out, report.record(call)
@@ -249,18 +275,33 @@ class ResultShaper:
             candidate = candidate.model_copy(update={"structured_content": None})
         candidate_body = body if candidate is result else dump_result(candidate)
 
-        decision = self.policy.decide(PolicyInput(chars=visible_chars(candidate_body), multimodal=multimodal, own_tool=own))
+        decision = self.policy.decide(
+            PolicyInput(chars=visible_chars(candidate_body), multimodal=multimodal, own_tool=own)
+        )
         limit = self.settings.policy.client_max_result_chars
-        if not decision.offload and decision.reason not in KEPT_ON_PURPOSE and limit and sent_chars(candidate_body) > limit:
+        if (
+            not decision.offload
+            and decision.reason not in KEPT_ON_PURPOSE
+            and limit
+            and sent_chars(candidate_body) > limit
+        ):
             if repeat and candidate.structured_content is not None:
                 candidate = candidate.model_copy(update={"structured_content": None})
                 candidate_body = dump_result(candidate)
             if sent_chars(candidate_body) > limit:
                 # Both channels together exceed what the client accepts: the client bound decides.
-                decision = self.policy.decide(PolicyInput(chars=sent_chars(candidate_body), multimodal=multimodal, own_tool=own))
+                decision = self.policy.decide(
+                    PolicyInput(chars=sent_chars(candidate_body), multimodal=multimodal, own_tool=own)
+                )
         report = ShapeReport(
-            verdict="keep", reason=decision.reason, decision=decision, mode=self.settings.mode,
-            chars_in=chars_in, chars_out=chars_in, tokens_in=chars_in / cpt, tokens_out=chars_in / cpt,
+            verdict="keep",
+            reason=decision.reason,
+            decision=decision,
+            mode=self.settings.mode,
+            chars_in=chars_in,
+            chars_out=chars_in,
+            tokens_in=chars_in / cpt,
+            tokens_out=chars_in / cpt,
             reducer_events=events,
         )
         if body.get("structuredContent") is not None:
@@ -271,8 +312,12 @@ class ResultShaper:
         commit_stash: dict[str, str] = {}
         if decision.offload:
             record = BodyRecord.of(
-                body, server=call.server, tool=call.downstream_tool, arguments=call.arguments,
-                session_id=call.session_id, chars=recall_chars(body),
+                body,
+                server=call.server,
+                tool=call.downstream_tool,
+                arguments=call.arguments,
+                session_id=call.session_id,
+                chars=recall_chars(body),
             )
             out, bodies = self._stub(call, result, body, record, report), [record]
             report.verdict, report.trm_id = "offload", record.trm_id
@@ -297,7 +342,9 @@ class ResultShaper:
 
         needs_ledger = bool(bodies or commit_stash)
         if needs_ledger and self.ledger is None:
-            return result, self._fall_back(report, "no_ledger", "no ledger is open, so nothing can be stored for recall")
+            return result, self._fall_back(
+                report, "no_ledger", "no ledger is open, so nothing can be stored for recall"
+            )
         committed = self._record(call, report, bodies=bodies, stash=commit_stash, required=needs_ledger)
         if needs_ledger and not committed:
             return result, report
@@ -330,7 +377,9 @@ class ResultShaper:
             return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
-        decision = self.policy.decide(PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False))
+        decision = self.policy.decide(
+            PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False)
+        )
         return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
 
     def _offload_before_reducing(
@@ -347,7 +396,11 @@ class ResultShaper:
         if pipeline is None or not texts or len(texts) != len(result.content):
             return None
         policy = self.settings.policy
-        enough = policy.client_max_result_chars if policy.client_max_result_chars >= policy.large_threshold_chars else chars_in
+        enough = (
+            policy.client_max_result_chars
+            if policy.client_max_result_chars >= policy.large_threshold_chars
+            else chars_in
+        )
         floor = 0
         for text in texts:
             part = pipeline.floor_chars(text, ctx, enough - floor)
@@ -391,19 +444,32 @@ class ResultShaper:
         policy = self.settings.policy
         chars = policy.stub_index_chars
         if policy.client_max_result_chars:
-            chars = min(chars, max(0, policy.client_max_result_chars // 2 - int(policy.stub_tokens * policy.chars_per_token)))
+            chars = min(
+                chars, max(0, policy.client_max_result_chars // 2 - int(policy.stub_tokens * policy.chars_per_token))
+            )
         return chars
 
     def _stub(
-        self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], record: BodyRecord, report: ShapeReport
+        self,
+        call: CallInfo,
+        result: types.CallToolResult,
+        body: dict[str, Any],
+        record: BodyRecord,
+        report: ShapeReport,
     ) -> types.CallToolResult:
         """Text: the stub. structuredContent (when the result had one, or the tool promises one): the stub
         object with the same text, so a client that shows only that channel still sees the id, what is
         missing and the call that gets it. `_meta` stays when small."""
         policy = self.settings.policy
         stub = build_stub(
-            trm_id=record.trm_id, tool=call.tool, body=body, chars=record.chars, chars_per_token=policy.chars_per_token,
-            budget_tokens=policy.stub_tokens, recall_mode=self.settings.recall.mode, index_chars=self._index_chars(),
+            trm_id=record.trm_id,
+            tool=call.tool,
+            body=body,
+            chars=record.chars,
+            chars_per_token=policy.chars_per_token,
+            budget_tokens=policy.stub_tokens,
+            recall_mode=self.settings.recall.mode,
+            index_chars=self._index_chars(),
         )
         update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
         if result.structured_content is not None or call.output_schema is not None:
@@ -414,7 +480,13 @@ class ResultShaper:
         return result.model_copy(update=update)
 
     def _record(
-        self, call: CallInfo, report: ShapeReport, *, bodies: list[BodyRecord], stash: dict[str, str], required: bool = False
+        self,
+        call: CallInfo,
+        report: ShapeReport,
+        *,
+        bodies: list[BodyRecord],
+        stash: dict[str, str],
+        required: bool = False,
     ) -> bool:
         """Commit bodies + stash + the decision event in one transaction. False when a required commit failed."""
         if self.ledger is None:

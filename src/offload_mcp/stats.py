@@ -71,8 +71,20 @@ class ToolStats:
     expands: int = 0
 
     def add(self, other: ToolStats) -> None:
-        for name in ("results", "reduced", "offloaded", "observed", "chars_in", "chars_out", "tokens_saved", "usd_saved",
-                     "would_tokens_saved", "would_usd_saved", "recalls", "expands"):
+        for name in (
+            "results",
+            "reduced",
+            "offloaded",
+            "observed",
+            "chars_in",
+            "chars_out",
+            "tokens_saved",
+            "usd_saved",
+            "would_tokens_saved",
+            "would_usd_saved",
+            "recalls",
+            "expands",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
@@ -152,7 +164,8 @@ def aggregate(
     wanted = set(session_ids) if session_ids is not None else None
 
     calls: list[Mapping[str, Any]] = [
-        e for e in events
+        e
+        for e in events
         if e.get("kind") in CALL_KINDS
         and (since is None or float(e.get("at") or 0) >= since)
         and (wanted is None or e.get("session_id") in wanted)
@@ -222,7 +235,9 @@ def aggregate(
                 row.observed += 1
                 if offloaded and rates:
                     # Nothing was offloaded, so no recall was observed: charge the configured prior.
-                    usd -= settings.recall_probability * _recall_hop_usd(rates, settings, settings.recall_input_tokens * cpt)
+                    usd -= settings.recall_probability * _recall_hop_usd(
+                        rates, settings, settings.recall_input_tokens * cpt
+                    )
                 row.would_tokens_saved += saved_tokens
                 row.would_usd_saved += usd
             else:
@@ -271,9 +286,14 @@ def aggregate(
         configured=settings.recall_probability,
         observed=observed_rate,
         samples=n_offloaded,
-        suggested=round(observed_rate, 2) if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION else None,
-        note=("share of offloaded results recalled at least once" if n_offloaded
-              else "no offloaded results yet" + (" (observe mode offloads nothing)" if observe_seen else "")),
+        suggested=round(observed_rate, 2)
+        if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION
+        else None,
+        note=(
+            "share of offloaded results recalled at least once"
+            if n_offloaded
+            else "no offloaded results yet" + (" (observe mode offloads nothing)" if observe_seen else "")
+        ),
     )
     horizon_values = offload_horizons or all_horizons
     horizon = PriorCheck(
@@ -281,18 +301,26 @@ def aggregate(
         observed=statistics.fmean(horizon_values) if horizon_values else None,
         samples=len(horizon_values),
         suggested=_suggest_horizon(horizon_values),
-        note=("calls that followed each offloaded result in its session" if offload_horizons
-              else "calls that followed each result in its session (no offloads yet)"),
+        note=(
+            "calls that followed each offloaded result in its session"
+            if offload_horizons
+            else "calls that followed each result in its session (no offloads yet)"
+        ),
     )
 
     assumptions = [
-        f"model {model}: " + (
+        f"model {model}: "
+        + (
             f"input ${price.input:g}/M, output ${price.output:g}/M, cache write ({settings.cache_ttl}) ${price.cache_write(settings.cache_ttl):g}/M, cache read ${price.cache_read:g}/M"
-            if price else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
+            if price
+            else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
         ),
         f"tokens = chars / {settings.chars_per_token:g}",
-        ("prompt caching on: a kept token costs one cache write, then a cache read per later turn"
-         if settings.prompt_caching else "prompt caching off: a kept token costs full input on every later turn"),
+        (
+            "prompt caching on: a kept token costs one cache write, then a cache read per later turn"
+            if settings.prompt_caching
+            else "prompt caching off: a kept token costs full input on every later turn"
+        ),
         "later turns = calls that followed the result in its session (observed, not the configured horizon)",
         f"recalls and expands are charged back: returned chars as new input + {settings.recall_output_tokens} output tokens per call",
     ]
@@ -322,9 +350,17 @@ def aggregate(
     )
 
 
-def report_from_ledger(ledger: Ledger, settings: PolicySettings | None = None, *, since: float | None = None,
-                       session_ids: Iterable[str] | None = None, model: str | None = None) -> StatsReport:
-    return aggregate(ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model)
+def report_from_ledger(
+    ledger: Ledger,
+    settings: PolicySettings | None = None,
+    *,
+    since: float | None = None,
+    session_ids: Iterable[str] | None = None,
+    model: str | None = None,
+) -> StatsReport:
+    return aggregate(
+        ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model
+    )
 
 
 # ---------------------------------------------------------------- durations
@@ -369,14 +405,18 @@ def summary_lines(report: StatsReport) -> list[str]:
         lines.append(f"reducers {would}cut {t.reduced} of {t.results} results ({acts})")
     offloaded = sum(n for key, n in report.decisions.items() if key.startswith("offload/"))
     if offloaded:
-        reasons = ", ".join(f"{key.split('/', 1)[1]} x{n}" for key, n in report.decisions.items() if key.startswith("offload/"))
+        reasons = ", ".join(
+            f"{key.split('/', 1)[1]} x{n}" for key, n in report.decisions.items() if key.startswith("offload/")
+        )
         lines.append(f"{would}offloaded {offloaded} result(s) to the ledger ({reasons})")
     if report.recall_calls or report.expand_calls:
         lines.append(f"{report.recall_calls} recall(s), {report.expand_calls} expand(s) brought details back")
     searches = sum(n for key, n in report.search_events.items() if key.startswith("tool_search/"))
     refusals = sum(n for key, n in report.search_events.items() if key.startswith("invoke/"))
     if searches or refusals:
-        lines.append(f"tool search answered {searches} search(es)" + (f"; {refusals} invoke call(s) refused" if refusals else ""))
+        lines.append(
+            f"tool search answered {searches} search(es)" + (f"; {refusals} invoke call(s) refused" if refusals else "")
+        )
     tokens = t.tokens_saved + t.would_tokens_saved
     if lines and tokens:
         usd = t.usd_saved + t.would_usd_saved
@@ -388,8 +428,13 @@ def summary_lines(report: StatsReport) -> list[str]:
     return lines
 
 
-def exit_summary(ledger: Ledger | None, session_ids: Iterable[str] | None = None, settings: PolicySettings | None = None,
-                 *, since: float | None = None) -> str:
+def exit_summary(
+    ledger: Ledger | None,
+    session_ids: Iterable[str] | None = None,
+    settings: PolicySettings | None = None,
+    *,
+    since: float | None = None,
+) -> str:
     """What `serve` prints to stderr on exit: only the levers that fired in these sessions; "" if none did.
 
     Never raises: a summary must not turn a clean shutdown into a failure.

@@ -99,7 +99,11 @@ class FakeMessagesAPI:
             if message.get("role") != "user":
                 continue
             content = message.get("content")
-            texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+            texts = (
+                [content]
+                if isinstance(content, str)
+                else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+            )
             return any(self.prompt in t for t in texts)
         return False
 
@@ -120,7 +124,12 @@ class FakeMessagesAPI:
             "content": content,
             "stop_reason": "tool_use" if content[0]["type"] == "tool_use" else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "usage": {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
         }
         if body.get("stream"):
             self._stream(handler, message)
@@ -141,7 +150,11 @@ class FakeMessagesAPI:
         last = messages[-1] if messages else {}
         if last.get("role") == "user" and isinstance(last.get("content"), list):
             for b in last["content"]:
-                if isinstance(b, dict) and b.get("type") == "tool_result" and not any(r["tool_use_id"] == b.get("tool_use_id") for r in self.tool_results):
+                if (
+                    isinstance(b, dict)
+                    and b.get("type") == "tool_result"
+                    and not any(r["tool_use_id"] == b.get("tool_use_id") for r in self.tool_results)
+                ):
                     self.tool_results.append({**b, "tool": names.get(b.get("tool_use_id")), "turn": turn})
         if turn >= len(self.steps):
             return {"text": "done"}
@@ -150,7 +163,9 @@ class FakeMessagesAPI:
             return step
         try:
             return step(list(self.tool_results))
-        except Exception as err:  # a broken script ends the run at once (a crash here makes Claude Code retry for minutes)
+        except (
+            Exception
+        ) as err:  # a broken script ends the run at once (a crash here makes Claude Code retry for minutes)
             self.errors.append(f"turn {turn}: {type(err).__name__}: {err}")
             return {"text": f"script failed at turn {turn}"}
 
@@ -178,13 +193,50 @@ class FakeMessagesAPI:
         events.append(("message_start", {"type": "message_start", "message": start}))
         for i, block in enumerate(message["content"]):
             if block["type"] == "text":
-                events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": block["text"]}}))
+                events.append(
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                    )
+                )
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "text_delta", "text": block["text"]},
+                        },
+                    )
+                )
             else:
-                events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}}))
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}}))
+                events.append(
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}},
+                    )
+                )
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+                        },
+                    )
+                )
             events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": {"output_tokens": 20}}))
+        events.append(
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": 20},
+                },
+            )
+        )
         events.append(("message_stop", {"type": "message_stop"}))
         data = "".join(f"event: {name}\ndata: {json.dumps(payload)}\n\n" for name, payload in events).encode()
         handler.send_response(200)

@@ -25,7 +25,9 @@ app = MCPServer("big-structured")
 @app.tool()
 def big_rows(count: int = 30_000) -> Rows:
     """Return `count` rows as structured content."""
-    return Rows(rows=[Row(id=i, name=f"row-{i:05d}", payload=f"{i:05d}-" + "abcdefghij" * 7) for i in range(count)], total=count)
+    return Rows(
+        rows=[Row(id=i, name=f"row-{i:05d}", payload=f"{i:05d}-" + "abcdefghij" * 7) for i in range(count)], total=count
+    )
 
 
 if __name__ == "__main__":

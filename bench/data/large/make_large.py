@@ -28,7 +28,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 
-AREAS = ["parser", "cache", "scheduler", "http client", "CLI", "config loader", "ledger", "reducer", "docs", "tests", "CI", "metrics"]
+AREAS = [
+    "parser",
+    "cache",
+    "scheduler",
+    "http client",
+    "CLI",
+    "config loader",
+    "ledger",
+    "reducer",
+    "docs",
+    "tests",
+    "CI",
+    "metrics",
+]
 VERBS = ["Fix", "Add", "Refactor", "Speed up", "Document", "Simplify", "Harden", "Remove", "Rename", "Handle"]
 DETAILS = [
     "off-by-one when the buffer is full",
@@ -42,7 +55,13 @@ DETAILS = [
     "memory growth under load",
     "a flaky assertion",
 ]
-AUTHORS = [("Ada Lovelace", "ada@example.org"), ("Grace Hopper", "grace@example.org"), ("Linus Torvalds", "linus@example.org"), ("Margaret Hamilton", "mh@example.org"), ("Ken Thompson", "ken@example.org")]
+AUTHORS = [
+    ("Ada Lovelace", "ada@example.org"),
+    ("Grace Hopper", "grace@example.org"),
+    ("Linus Torvalds", "linus@example.org"),
+    ("Margaret Hamilton", "mh@example.org"),
+    ("Ken Thompson", "ken@example.org"),
+]
 
 
 def fast_import_stream(commits: int) -> bytes:
@@ -52,7 +71,11 @@ def fast_import_stream(commits: int) -> bytes:
         name, email = AUTHORS[i % len(AUTHORS)]
         area = AREAS[(i * 7) % len(AREAS)]
         subject = f"{VERBS[i % len(VERBS)]} {DETAILS[(i * 3) % len(DETAILS)]} in the {area} (#{1000 + i})"
-        body = "" if i % 3 else f"\n\nThe {area} now checks its inputs before use.\nReported-by: {AUTHORS[(i + 2) % len(AUTHORS)][0]}\n"
+        body = (
+            ""
+            if i % 3
+            else f"\n\nThe {area} now checks its inputs before use.\nReported-by: {AUTHORS[(i + 2) % len(AUTHORS)][0]}\n"
+        )
         message = (subject + body).encode()
         path = f"src/{area.replace(' ', '_')}/module_{i % 40}.py"
         content = f"# revision {i}\nVALUE = {i * 31 % 997}\n\ndef run():\n    return VALUE\n".encode()
@@ -71,7 +94,9 @@ def fast_import_stream(commits: int) -> bytes:
 
 def make_repo(target: Path, commits: int) -> None:
     if (target / ".git").exists():
-        count = subprocess.run(["git", "-C", str(target), "rev-list", "--count", "HEAD"], capture_output=True, text=True)
+        count = subprocess.run(
+            ["git", "-C", str(target), "rev-list", "--count", "HEAD"], capture_output=True, text=True
+        )
         if count.returncode == 0 and int(count.stdout.strip() or 0) == commits:
             return
         shutil.rmtree(target)
@@ -85,15 +110,41 @@ def make_pytest_log(target: Path) -> None:
     site = Path(sysconfig.get_paths()["purelib"])
     suites = [site / "jsonschema" / "tests", site / "referencing" / "tests", site / "regex" / "tests"]
     suites = [s for s in suites if s.exists()]
-    ignores = [f"--ignore={site / 'jsonschema/tests/test_jsonschema_test_suite.py'}", f"--ignore={site / 'referencing/tests/test_referencing_suite.py'}"]
-    cmd = [sys.executable, "-m", "pytest", "-v", "-rA", "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", "--rootdir", str(target.parent), *map(str, suites), *ignores]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=target.parent, env={**os.environ, "PYTHONHASHSEED": "0"})
+    ignores = [
+        f"--ignore={site / 'jsonschema/tests/test_jsonschema_test_suite.py'}",
+        f"--ignore={site / 'referencing/tests/test_referencing_suite.py'}",
+    ]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-v",
+        "-rA",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(target.parent),
+        *map(str, suites),
+        *ignores,
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=target.parent, env={**os.environ, "PYTHONHASHSEED": "0"}
+    )
     text = proc.stdout
     target.write_text(text, encoding="utf-8")
 
 
 def make_pip_inspect(target: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pip", "inspect", "--local"], capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "inspect", "--local"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
     data = json.loads(proc.stdout)
     target.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
 

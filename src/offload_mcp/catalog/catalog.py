@@ -129,7 +129,10 @@ def build_catalog(
             listed = tool.model_copy(update=update) if update else tool
             entries.append(
                 CatalogEntry(
-                    name=name, server=server, downstream_name=tool.name, tool=listed,
+                    name=name,
+                    server=server,
+                    downstream_name=tool.name,
+                    tool=listed,
                     downstream_output_schema=tool.output_schema,
                 )
             )

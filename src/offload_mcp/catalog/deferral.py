@@ -126,7 +126,9 @@ def with_meta(tool: types.Tool, additions: Mapping[str, Any], *, override: Itera
     return tool.model_copy(update={"meta": meta}) if changed else tool
 
 
-def hint_marks(tool: types.Tool, *, hot: bool, max_result_chars: int | None, downstream: bool) -> tuple[types.Tool, dict[str, Any]]:
+def hint_marks(
+    tool: types.Tool, *, hot: bool, max_result_chars: int | None, downstream: bool
+) -> tuple[types.Tool, dict[str, Any]]:
     """One tool marked for hint mode, and its wire-only extras."""
     meta = tool.meta or {}
     additions: dict[str, Any] = {}
@@ -174,6 +176,8 @@ def apply(
                 listed.append(hint_marks(e.tool, hot=True, max_result_chars=max_result_chars, downstream=True)[0])
         listed += [hint_marks(t, hot=True, max_result_chars=None, downstream=False)[0] for t in own_tools]
         for t in search_tools:
-            listed.append(hint_marks(t, hot=True, max_result_chars=max_result_chars, downstream=t.name == invoke_name)[0])
+            listed.append(
+                hint_marks(t, hot=True, max_result_chars=max_result_chars, downstream=t.name == invoke_name)[0]
+            )
         return listed, extras
     raise ValueError(f"unknown deferral mode {mode!r}: expected hint, search or off")

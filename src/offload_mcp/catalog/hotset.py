@@ -153,7 +153,9 @@ def decide_hot_set(
         if cand.name in reasons:
             continue
         if cand.server_always_load:
-            reasons[cand.name] = HotReason(SERVER_ALWAYS_LOAD, f"server {cand.server or '?'} marks it anthropic/alwaysLoad")
+            reasons[cand.name] = HotReason(
+                SERVER_ALWAYS_LOAD, f"server {cand.server or '?'} marks it anthropic/alwaysLoad"
+            )
             continue
         pattern = _matching_glob(cand, settings.hot_tools)
         if pattern is not None:
@@ -177,7 +179,13 @@ def _matching_glob(cand: Candidate, globs: Sequence[str]) -> str | None:
     return None
 
 
-def _learn(candidates: Sequence[Candidate], settings: CatalogSettings, history: object | None, reasons: dict[str, HotReason], now: float) -> str:
+def _learn(
+    candidates: Sequence[Candidate],
+    settings: CatalogSettings,
+    history: object | None,
+    reasons: dict[str, HotReason],
+    now: float,
+) -> str:
     if not settings.learn_hot_tools or settings.max_hot_tools == 0:
         return "learning_off"
     if history is None:

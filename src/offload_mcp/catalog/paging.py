@@ -38,10 +38,12 @@ def decode_cursor(cursor: str) -> int:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         raw = ""
-    if not raw.startswith(_PREFIX) or not raw[len(_PREFIX):].isdigit() or len(raw) > 32:
+    if not raw.startswith(_PREFIX) or not raw[len(_PREFIX) :].isdigit() or len(raw) > 32:
         shown = cursor if len(cursor) <= 40 else cursor[:40] + "…"
-        raise BadCursor(f"invalid tools/list cursor {shown!r}: pass back the nextCursor of the previous page, or none for the first")
-    return int(raw[len(_PREFIX):])
+        raise BadCursor(
+            f"invalid tools/list cursor {shown!r}: pass back the nextCursor of the previous page, or none for the first"
+        )
+    return int(raw[len(_PREFIX) :])
 
 
 def tool_bytes(tool: types.Tool, extra: Mapping[str, Any] | None) -> int:
@@ -55,7 +57,9 @@ def page(
     """One page of `tools` from `cursor`, at most `budget` bytes of tool JSON (never empty); the next cursor or None."""
     start = decode_cursor(cursor) if cursor else 0
     if start > len(tools):
-        raise BadCursor(f"tools/list cursor points past the end ({start} of {len(tools)} tools): list again from the start")
+        raise BadCursor(
+            f"tools/list cursor points past the end ({start} of {len(tools)} tools): list again from the start"
+        )
     extras = extras or {}
     used, end = 0, start
     while end < len(tools):

@@ -155,7 +155,9 @@ class ToolIndex:
         """Best `limit` tools for a natural-language query; raises SearchRefused if it has no usable words."""
         query_terms = terms(query)
         if not query_terms:
-            raise SearchRefused("the query has no searchable words (only stopwords, punctuation or nothing): describe the task, e.g. 'read a file'")
+            raise SearchRefused(
+                "the query has no searchable words (only stopwords, punctuation or nothing): describe the task, e.g. 'read a file'"
+            )
         counts = Counter(query_terms)
         scored = []
         for name, tf in self._tf.items():
@@ -183,7 +185,9 @@ class ToolIndex:
             try:
                 found = compiled.search(text, timeout=remaining)
             except TimeoutError:
-                raise SearchRefused(f"the pattern took longer than {timeout_s:g}s to run over the catalog: simplify it") from None
+                raise SearchRefused(
+                    f"the pattern took longer than {timeout_s:g}s to run over the catalog: simplify it"
+                ) from None
             if found is not None:
                 hits.append((0 if found.start() < len(name) else 1, name))
         hits.sort()
@@ -209,10 +213,14 @@ def compile_bounded(pattern: str) -> regex.Pattern[str]:
         raise SearchRefused("the pattern nests too deeply") from None
     if _LOOSE_BRACE.search(pattern):
         # `re` reads such a brace as a literal, `regex` as fuzzy matching: write \\{ for a literal brace.
-        raise SearchRefused("the pattern has a `{` that is not a repeat count like {2} or {1,3}: write \\{ for a literal brace")
+        raise SearchRefused(
+            "the pattern has a `{` that is not a repeat count like {2} or {1,3}: write \\{ for a literal brace"
+        )
     problem = _risky_shape(parsed, inside_repeat=False)
     if problem:
-        raise SearchRefused(f"the pattern is refused: {problem} can backtrack catastrophically; rewrite it without that")
+        raise SearchRefused(
+            f"the pattern is refused: {problem} can backtrack catastrophically; rewrite it without that"
+        )
     try:
         return regex.compile(pattern, regex.IGNORECASE | regex.MULTILINE | regex.VERSION0)
     except (regex.error, OverflowError, RecursionError) as err:

@@ -48,12 +48,27 @@ def add_parser(sub: Any) -> None:
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """The options `serve` takes to find the servers (shared with toolset-config)."""
-    parser.add_argument("-c", "--config", metavar="FILE", help="JSON config with `mcpServers` (and `offload`); default $OFFLOAD_MCP_CONFIG.")
-    parser.add_argument("--ledger", metavar="PATH", help="Ledger to learn hot tools from (overrides offload.ledger.path).")
-    parser.add_argument("--deferral", choices=["hint", "search", "off"], help="Mode to report as configured (overrides offload.catalog.deferral).")
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help="JSON config with `mcpServers` (and `offload`); default $OFFLOAD_MCP_CONFIG.",
+    )
+    parser.add_argument(
+        "--ledger", metavar="PATH", help="Ledger to learn hot tools from (overrides offload.ledger.path)."
+    )
+    parser.add_argument(
+        "--deferral",
+        choices=["hint", "search", "off"],
+        help="Mode to report as configured (overrides offload.catalog.deferral).",
+    )
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
-    parser.add_argument("--log-level", default="error", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
+    parser.add_argument(
+        "--log-level", default="error", choices=["debug", "info", "warning", "error"], help="Log level (stderr)."
+    )
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server."
+    )
 
 
 @dataclass
@@ -197,7 +212,10 @@ async def inspect(config: Config, ledger_path: str | os.PathLike[str] | None = N
 
 def render(report: CatalogReport) -> str:
     tok = report.tokens
-    lines = [f"Tool-definition tokens (estimated: chars / {report.chars_per_token:g}); configured mode: {report.configured_mode}", ""]
+    lines = [
+        f"Tool-definition tokens (estimated: chars / {report.chars_per_token:g}); configured mode: {report.configured_mode}",
+        "",
+    ]
     header = f"{'server':<24} {'tools':>5}  {'off':>8}  {'hint listed':>11}  {'hint eager':>10}  {'search':>8}"
     lines += [header, "-" * len(header)]
     for name, costs in report.servers.items():
@@ -217,7 +235,11 @@ def render(report: CatalogReport) -> str:
             f"{'cut vs off':<24} {'':>5}  {'':>8}  {'':>11}  {1 - hint.eager_chars / off.listed_chars:>10.1%}"
             f"  {1 - search.listed_chars / off.listed_chars:>8.1%}"
         )
-    lines += ["", "hint eager = what a client honouring defer_loading / anthropic/alwaysLoad loads up front (Claude Code).", ""]
+    lines += [
+        "",
+        "hint eager = what a client honouring defer_loading / anthropic/alwaysLoad loads up front (Claude Code).",
+        "",
+    ]
     lines.append(f"Hot set ({len(report.hot)} tools; learning from the ledger: {report.learning}):")
     for item in report.hot:
         lines.append(f"  {item['name']:<32} {item['server']:<16} {item['reason']}: {item['detail']}")

@@ -55,10 +55,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--ledger", metavar="PATH", help="keep the ledger at PATH (default: a temporary one, removed on exit)")
-    parser.add_argument("--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)")
+    parser.add_argument(
+        "--ledger", metavar="PATH", help="keep the ledger at PATH (default: a temporary one, removed on exit)"
+    )
+    parser.add_argument(
+        "--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)"
+    )
     parser.add_argument("--model", help="price with this model (default: offload.policy.model)")
-    parser.add_argument("-c", "--config", metavar="FILE", help="take the `offload` settings from this config (its mcpServers are ignored)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help="take the `offload` settings from this config (its mcpServers are ignored)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -73,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
             return 2
         if args.ledger and not ledger_path.parent.is_dir():
-            print(f"offload-mcp demo: --ledger {ledger_path}: directory {ledger_path.parent} does not exist; create it or pick another path", file=sys.stderr)
+            print(
+                f"offload-mcp demo: --ledger {ledger_path}: directory {ledger_path.parent} does not exist; create it or pick another path",
+                file=sys.stderr,
+            )
             return 2
         from ..config import ConfigError
 
@@ -87,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"offload-mcp demo failed: {type(err).__name__}: {err}", file=sys.stderr)
             if tail:
                 print("the proxy's last log lines:\n  " + "\n  ".join(tail), file=sys.stderr)
-            print("run it again with `offload-mcp demo --ledger demo.db` to keep the ledger for a bug report", file=sys.stderr)
+            print(
+                "run it again with `offload-mcp demo --ledger demo.db` to keep the ledger for a bug report",
+                file=sys.stderr,
+            )
             return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -193,7 +208,11 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
                     for line in sent.splitlines()[:1]:
                         console.print("      ┆ " + _clip(line), markup=False)
                     saved = 1 - len(got) / len(sent) if sent else 0.0
-                    console.print(f"   client received {_tokens(len(got))}  [green]-{saved:.1%}[/green]" if saved > 0 else f"   client received {_tokens(len(got))}  (unchanged)")
+                    console.print(
+                        f"   client received {_tokens(len(got))}  [green]-{saved:.1%}[/green]"
+                        if saved > 0
+                        else f"   client received {_tokens(len(got))}  (unchanged)"
+                    )
                     _preview(got, console)
                     console.print()
 
@@ -241,14 +260,16 @@ async def _bring_back(session: Any, received: dict[int, str], console: Any, reca
             answer = await session.call_tool("context_guru_expand", {"marker": marker.group(0), "offset": offset})
             page = answer.content[0].text if answer.content else ""
             restored.append(page)
-            follow = re.search(r"offset[\"'=: ]+(\d+)", _text(answer)[len(page):]) if len(answer.content) > 1 else None
+            follow = re.search(r"offset[\"'=: ]+(\d+)", _text(answer)[len(page) :]) if len(answer.content) > 1 else None
             if not follow:
                 break
             offset = int(follow.group(1))
         whole = "".join(restored)
         pages = f" in {len(restored)} pages" if len(restored) > 1 else ""
-        console.print(f"   context_guru_expand({marker.group(0)!r}) -> {len(whole):,} chars{pages}, "
-                      f"byte-identical to what the server sent: {'yes' if whole == original else 'NO'}")
+        console.print(
+            f"   context_guru_expand({marker.group(0)!r}) -> {len(whole):,} chars{pages}, "
+            f"byte-identical to what the server sent: {'yes' if whole == original else 'NO'}"
+        )
         for line in whole.splitlines():
             if needle in line:
                 console.print("      │ " + _clip(line.strip()), markup=False)
@@ -269,7 +290,9 @@ def _print_decisions(records: list[DecisionEvent], console: Any) -> None:
             reducers = f" by {', '.join(acted)}"
         elif acted and verdict == "offload":
             reducers = f" (after {', '.join(acted)})"
-        console.print(f"   {record.tool:<12} {'would ' if record.observe else ''}{verdict}{reducers}  [dim]policy: {record.reason}[/dim]")
+        console.print(
+            f"   {record.tool:<12} {'would ' if record.observe else ''}{verdict}{reducers}  [dim]policy: {record.reason}[/dim]"
+        )
 
 
 def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) -> None:
@@ -279,17 +302,25 @@ def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) 
     usd = t.would_usd_saved if observe else t.usd_saved
     before = t.chars_in / settings.policy.chars_per_token
     verb = "would have kept" if observe else "kept"
-    console.print(f"\n[bold]saved[/bold]: the model {verb} ~{tokens:,.0f} of ~{before:,.0f} tokens out of its context "
-                  f"({tokens / before:.0%})." if before else "")
+    console.print(
+        f"\n[bold]saved[/bold]: the model {verb} ~{tokens:,.0f} of ~{before:,.0f} tokens out of its context "
+        f"({tokens / before:.0%})."
+        if before
+        else ""
+    )
     per_turn = carry_figures(tokens, report.model, settings.policy)
     if report.priced and per_turn is not None:
         first, later = per_turn
         caching = "with prompt caching" if settings.policy.prompt_caching else "without prompt caching"
-        console.print(f"   at {report.model} {caching}: ${first:,.2f} on the turn each result arrives, "
-                      f"then ${later:,.2f} on every later turn that carries it.")
+        console.print(
+            f"   at {report.model} {caching}: ${first:,.2f} on the turn each result arrives, "
+            f"then ${later:,.2f} on every later turn that carries it."
+        )
         saved = "would have saved" if observe else "saved"
-        console.print(f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
-                      f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers.")
+        console.print(
+            f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
+            f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers."
+        )
 
 
 def carry_figures(tokens: float, model: str, policy: PolicySettings) -> tuple[float, float] | None:

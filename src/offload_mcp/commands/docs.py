@@ -24,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if the file differs from the models")
-    parser.add_argument("-o", "--output", type=Path, default=REFERENCE_PATH, help="file to write or check (default: %(default)s)")
+    parser.add_argument(
+        "-o", "--output", type=Path, default=REFERENCE_PATH, help="file to write or check (default: %(default)s)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -39,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
         if current != text:
-            print(f"{args.output} is out of date: run `offload-mcp docs` (or `python -m offload_mcp.docs`)", file=sys.stderr)
+            print(
+                f"{args.output} is out of date: run `offload-mcp docs` (or `python -m offload_mcp.docs`)",
+                file=sys.stderr,
+            )
             return 1
         return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -56,8 +56,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PATH|claude-code|claude-desktop",
         help="client config to read (default: ~/.claude.json if present, else Claude Desktop's)",
     )
-    parser.add_argument("-o", "--output", metavar="FILE", help="where to write the config (`-` for stdout; default: %(default_hint)s)".replace("%(default_hint)s", "the user config dir's offload-mcp/config.json"))
-    parser.add_argument("--mode", choices=("observe", "enforce"), default="observe", help="offload.mode of the starter config (default: observe)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the config (`-` for stdout; default: %(default_hint)s)".replace(
+            "%(default_hint)s", "the user config dir's offload-mcp/config.json"
+        ),
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("observe", "enforce"),
+        default="observe",
+        help="offload.mode of the starter config (default: observe)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     parser.add_argument(
         "--write-client",
@@ -200,7 +212,9 @@ def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[st
         notes.append(f"skipped {where}.{name}: it is offload-mcp itself")
         return None
     if "url" in entry and _worth_asking(entry["url"]) and remote_server_name(entry) == "offload-mcp":
-        notes.append(f"skipped {where}.{name}: it is offload-mcp itself (its serverInfo says so; one proxy must not wrap another)")
+        notes.append(
+            f"skipped {where}.{name}: it is offload-mcp itself (its serverInfo says so; one proxy must not wrap another)"
+        )
         return None
     keys = REMOTE_KEYS if "url" in entry else STDIO_KEYS
     kept = {k: entry[k] for k in keys if k in entry and entry[k] is not None}
@@ -356,14 +370,23 @@ def run(args: argparse.Namespace) -> int:
 
     names = ", ".join(sorted(found.servers))
     print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}")
-    print(f"mode: {args.mode}" + ("  (results pass through unchanged; `offload-mcp stats` shows what it would save)" if args.mode == "observe" else ""))
+    print(
+        f"mode: {args.mode}"
+        + (
+            "  (results pass through unchanged; `offload-mcp stats` shows what it would save)"
+            if args.mode == "observe"
+            else ""
+        )
+    )
 
     entry = client_entry(output)
     if args.write_client:
         new_data, removed = rewrite_client(found, output)
         backup = backup_path(source)
         shutil.copy2(source, backup)
-        _write_atomic(source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777)
+        _write_atomic(
+            source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777
+        )
         print(f"backed up {source} to {backup}")
         print(f"updated {source}: removed {', '.join(removed)}; added mcpServers.{SERVER_NAME}")
         print(f"to undo: cp {shlex.quote(str(backup))} {shlex.quote(str(source))}")
@@ -381,5 +404,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n  Claude Desktop (claude_desktop_config.json; replace the wrapped servers with):")
     desktop = orjson.dumps({"mcpServers": {SERVER_NAME: entry}}, option=orjson.OPT_INDENT_2).decode()
     print("\n".join("    " + line for line in desktop.splitlines()))
-    print(f"\n  Or let init do it (with a backup): offload-mcp init --from {shlex.quote(str(source))} -o {shlex.quote(str(output))} --force --write-client")
+    print(
+        f"\n  Or let init do it (with a backup): offload-mcp init --from {shlex.quote(str(source))} -o {shlex.quote(str(output))} --force --write-client"
+    )
     return 0

@@ -18,14 +18,28 @@ from typing import Any
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
-        "ledger", help="Ledger maintenance (migrate a local ledger to a shared one).", description=__doc__,
+        "ledger",
+        help="Ledger maintenance (migrate a local ledger to a shared one).",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    migrate = actions.add_parser("migrate", help="Copy a local SQLite ledger into another ledger (e.g. postgresql://...).", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    migrate.add_argument("--from", dest="source", required=True, metavar="SQLITE", help="The local ledger file to copy.")
-    migrate.add_argument("--to", dest="target", required=True, metavar="URL", help="The target: a postgresql:// URL (or another ledger file).")
+    migrate = actions.add_parser(
+        "migrate",
+        help="Copy a local SQLite ledger into another ledger (e.g. postgresql://...).",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    migrate.add_argument(
+        "--from", dest="source", required=True, metavar="SQLITE", help="The local ledger file to copy."
+    )
+    migrate.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        metavar="URL",
+        help="The target: a postgresql:// URL (or another ledger file).",
+    )
     migrate.add_argument("--merge", action="store_true", help="Copy into a target that already holds data.")
     migrate.set_defaults(func=run_migrate)
 

@@ -47,14 +47,27 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", metavar="FILE.jsonl[.gz]", help="Corpus of tool outputs, one JSON object a line.")
-    parser.add_argument("-c", "--config", metavar="FILE", help="Config whose `offload` settings to use (default: built-in defaults).")
-    parser.add_argument("--model", help="Model whose prices the gate and the dollar estimate use (default: offload.policy.model).")
+    parser.add_argument(
+        "-c", "--config", metavar="FILE", help="Config whose `offload` settings to use (default: built-in defaults)."
+    )
+    parser.add_argument(
+        "--model", help="Model whose prices the gate and the dollar estimate use (default: offload.policy.model)."
+    )
     parser.add_argument("--json", action="store_true", help="Print one JSON object instead of tables.")
     parser.add_argument("--ledger", metavar="PATH", help="Keep the ledger here (default: a throwaway one).")
     parser.add_argument("--limit", type=int, metavar="N", help="Replay only the first N records.")
-    parser.add_argument("--client", default="plain", choices=["plain", "claude-code"], help="Count what this client puts in its model's context (default: plain, the text blocks).")
-    parser.add_argument("--dump", metavar="OUT.jsonl", help="Write what the model was shown for each record, one JSON object a line.")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
+    parser.add_argument(
+        "--client",
+        default="plain",
+        choices=["plain", "claude-code"],
+        help="Count what this client puts in its model's context (default: plain, the text blocks).",
+    )
+    parser.add_argument(
+        "--dump", metavar="OUT.jsonl", help="Write what the model was shown for each record, one JSON object a line."
+    )
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr)."
+    )
     parser.set_defaults(func=run)
 
 
@@ -71,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     settings = config.offload
     if args.model:
         if resolve_price(args.model, settings.policy.pricing) is None:
-            raise ConfigError(f"--model {args.model}: no pricing row for this model (add one under offload.policy.pricing)")
+            raise ConfigError(
+                f"--model {args.model}: no pricing row for this model (add one under offload.policy.pricing)"
+            )
         settings = settings.model_copy(update={"policy": settings.policy.model_copy(update={"model": args.model})})
     try:
         records = read_records(args.file, args.limit)
@@ -96,7 +111,9 @@ def _with_progress(records: list[Any], settings: Any, args: argparse.Namespace, 
     from ..replay import replay
 
     console = Console(stderr=True)
-    with Progress(TextColumn("replay"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+    with Progress(
+        TextColumn("replay"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console, transient=True
+    ) as bar:
         task = bar.add_task("replay", total=len(records))
         step = max(len(records) // 200, 1)
 
@@ -105,8 +122,14 @@ def _with_progress(records: list[Any], settings: Any, args: argparse.Namespace, 
                 bar.update(task, completed=done)
 
         return replay(
-            records, settings, ledger_path=args.ledger, source=args.file, progress=advance, models=models,
-            client=args.client, dump=args.dump,
+            records,
+            settings,
+            ledger_path=args.ledger,
+            source=args.file,
+            progress=advance,
+            models=models,
+            client=args.client,
+            dump=args.dump,
         )
 
 
@@ -142,7 +165,9 @@ def _print_tables(d: dict[str, Any]) -> None:
         decisions.add_row(k, f"{v:,}")
     console.print(decisions)
     _print_fidelity(console, d)
-    dollars = Table(title="dollars (remaining turns per trajectory; prompt caching per config; recalls: one hop per needed fact not seen)")
+    dollars = Table(
+        title="dollars (remaining turns per trajectory; prompt caching per config; recalls: one hop per needed fact not seen)"
+    )
     for col in ("model", "baseline $", "saved $ (measured recalls)", "saved %", "recall $ measured", "recall $ prior"):
         dollars.add_column(col)
     for model, row in d["dollars"].items():
@@ -150,12 +175,18 @@ def _print_tables(d: dict[str, Any]) -> None:
             dollars.add_row(model, "no price", "", "", "", "")
         else:
             dollars.add_row(
-                model, f"{row['baseline_usd']:.2f}", f"{row['saved_usd']:.2f}", f"{row['saved_pct']}%",
-                f"{row['recall_usd']:.4f} ({row['recall_hops']} hops)", f"{row['recall_usd_prior']:.4f}",
+                model,
+                f"{row['baseline_usd']:.2f}",
+                f"{row['saved_usd']:.2f}",
+                f"{row['saved_pct']}%",
+                f"{row['recall_usd']:.4f} ({row['recall_hops']} hops)",
+                f"{row['recall_usd_prior']:.4f}",
             )
     console.print(dollars)
     for example in d["unrecoverable_examples"]:
-        console.print(f"[red]unrecoverable[/red] line {example['line']} ({example['tool']}, {example['verdict']}): {example['problem']}")
+        console.print(
+            f"[red]unrecoverable[/red] line {example['line']} ({example['tool']}, {example['verdict']}): {example['problem']}"
+        )
 
 
 def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
@@ -166,10 +197,16 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
     f = d.get("fidelity")
     if not f:
         return
-    table = Table(title=f"needed facts (values a later call used that came from an earlier output), {d['client']} client", show_header=False)
+    table = Table(
+        title=f"needed facts (values a later call used that came from an earlier output), {d['client']} client",
+        show_header=False,
+    )
     table.add_row("needed", f"{f['needed']:,}")
     table.add_row("visible to the model", f"{f['visible']:,} ({f['visible_pct']}%)")
-    table.add_row("of them learned from an output", f"{f['learned']:,}, {f['learned_visible_pct']}% visible ({f['echoed']:,} echo the agent's own earlier arguments)")
+    table.add_row(
+        "of them learned from an output",
+        f"{f['learned']:,}, {f['learned_visible_pct']}% visible ({f['echoed']:,} echo the agent's own earlier arguments)",
+    )
     for loss in LOSSES:
         if f.get(loss):
             table.add_row(loss.replace("_", " "), f"{f[loss]:,} ({f[loss + '_pct']}%)")

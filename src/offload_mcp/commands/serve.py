@@ -29,18 +29,54 @@ def add_parser(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-c", "--config", metavar="FILE", help=f"JSON config with `mcpServers` (and `offload`); default ${CONFIG_ENV_VAR}.")
-    parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio", help="Upstream transport (default stdio).")
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help=f"JSON config with `mcpServers` (and `offload`); default ${CONFIG_ENV_VAR}.",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "sse", "streamable-http"],
+        default="stdio",
+        help="Upstream transport (default stdio).",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="Address for the HTTP transports (default 127.0.0.1).")
-    parser.add_argument("--port", type=int, default=8765, help="Port for the HTTP transports (default 8765; 0 picks a free one).")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr).")
-    parser.add_argument("--ledger", metavar="PATH", help="Ledger file or postgresql:// URL (overrides OFFLOAD_MCP_LEDGER and offload.ledger).")
-    parser.add_argument("--deferral", choices=["hint", "search", "off"], help="How cold tools are offered (overrides offload.catalog.deferral).")
-    parser.add_argument("--auth-token", metavar="TOKEN", help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.")
-    parser.add_argument("--stateless", action="store_true", help="Streamable HTTP without protocol sessions (overrides offload.server.stateless): for replicas behind a load balancer without stickiness.")
+    parser.add_argument(
+        "--port", type=int, default=8765, help="Port for the HTTP transports (default 8765; 0 picks a free one)."
+    )
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"], help="Log level (stderr)."
+    )
+    parser.add_argument(
+        "--ledger",
+        metavar="PATH",
+        help="Ledger file or postgresql:// URL (overrides OFFLOAD_MCP_LEDGER and offload.ledger).",
+    )
+    parser.add_argument(
+        "--deferral",
+        choices=["hint", "search", "off"],
+        help="How cold tools are offered (overrides offload.catalog.deferral).",
+    )
+    parser.add_argument(
+        "--auth-token",
+        metavar="TOKEN",
+        help="Bearer token the HTTP transports require (overrides offload.server.auth_token; prefer the OFFLOAD_MCP_AUTH_TOKEN variable: arguments are visible to other local users). Required with a non-loopback --host.",
+    )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="Streamable HTTP without protocol sessions (overrides offload.server.stateless): for replicas behind a load balancer without stickiness.",
+    )
     parser.add_argument("--name", help="Server name for the inline command (default: the program's name).")
-    parser.add_argument("--observe", action="store_true", help="Observe mode (overrides offload.mode): pass every result through unchanged and record what would have been saved; read it with `offload-mcp stats`.")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server.")
+    parser.add_argument(
+        "--observe",
+        action="store_true",
+        help="Observe mode (overrides offload.mode): pass every result through unchanged and record what would have been saved; read it with `offload-mcp stats`.",
+    )
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="[--] CMD ARGS", help="An inline downstream stdio server."
+    )
     parser.set_defaults(func=run)
 
 
@@ -51,7 +87,9 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
         command = command[1:]
     path = args.config or env.get(CONFIG_ENV_VAR) or None
     if path is None and not command:
-        raise ConfigError(f"no downstream server: give --config FILE, set {CONFIG_ENV_VAR}, or put a command after `--`")
+        raise ConfigError(
+            f"no downstream server: give --config FILE, set {CONFIG_ENV_VAR}, or put a command after `--`"
+        )
     config = load_config(path) if path else Config()
     if command:
         inline = inline_server_config(command, args.name)

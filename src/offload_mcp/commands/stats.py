@@ -34,9 +34,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--ledger", metavar="PATH", help="ledger file or postgresql:// URL (default: $OFFLOAD_MCP_LEDGER, offload.ledger.url/path of the config, else the XDG state dir)"
+        "--ledger",
+        metavar="PATH",
+        help="ledger file or postgresql:// URL (default: $OFFLOAD_MCP_LEDGER, offload.ledger.url/path of the config, else the XDG state dir)",
     )
-    parser.add_argument("-c", "--config", metavar="FILE", help=f"config whose ledger and pricing to use (default ${CONFIG_ENV_VAR} if set)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        metavar="FILE",
+        help=f"config whose ledger and pricing to use (default ${CONFIG_ENV_VAR} if set)",
+    )
     parser.add_argument("--since", metavar="WHEN", help="only events since: 7d, 12h, 30m, 2w, or an ISO date")
     parser.add_argument("--model", help="price with this model's row instead of offload.policy.model")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -75,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(str(err)) from None
     path = _ledger_path(args, settings)
     if isinstance(path, Path) and not path.is_file():
-        raise ConfigError(f"no ledger at {path}: run `offload-mcp serve` (or `offload-mcp demo --ledger {path}`) first, or pass --ledger PATH")
+        raise ConfigError(
+            f"no ledger at {path}: run `offload-mcp serve` (or `offload-mcp demo --ledger {path}`) first, or pass --ledger PATH"
+        )
     try:
         # Default LedgerSettings: stats only reads; it never applies retention.
         ledger = Ledger.open(LedgerSettings(), path)
@@ -120,7 +129,9 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
             console = Console(soft_wrap=True, width=200)  # piped or logged: never truncate names
     t = report.totals
     window = "" if report.since is None else " since " + _iso(report.since)
-    console.print(f"[bold]offload-mcp stats[/bold]  ledger {ledger_path}{window}: {t.results} results in {report.sessions} session(s)")
+    console.print(
+        f"[bold]offload-mcp stats[/bold]  ledger {ledger_path}{window}: {t.results} results in {report.sessions} session(s)"
+    )
     if not t.results and not report.recall_calls:
         console.print("No results recorded yet. Run `offload-mcp serve` (or `offload-mcp demo`) and come back.")
         return
@@ -139,37 +150,59 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
         table.add_column("would save tokens", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
         table.add_column("would save $", justify="right", footer=_money(t.would_usd_saved, report.priced))
     for row in report.rows:
-        cells = [row.server, row.tool, str(row.results), str(row.reduced), str(row.offloaded), str(row.recalls),
-                 f"{row.tokens_saved:,.0f}", _money(row.usd_saved, report.priced)]
+        cells = [
+            row.server,
+            row.tool,
+            str(row.results),
+            str(row.reduced),
+            str(row.offloaded),
+            str(row.recalls),
+            f"{row.tokens_saved:,.0f}",
+            _money(row.usd_saved, report.priced),
+        ]
         if observe:
             cells += [f"{row.would_tokens_saved:,.0f}", _money(row.would_usd_saved, report.priced)]
         table.add_row(*cells)
     console.print(table)
 
     if report.decisions:
-        console.print("[bold]decisions[/bold] (verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.decisions.items()))
+        console.print(
+            "[bold]decisions[/bold] (verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.decisions.items())
+        )
     if report.reducer_acts:
         console.print("[bold]reducers acted[/bold]: " + ", ".join(f"{k} {v}" for k, v in report.reducer_acts.items()))
     if report.reducer_declines:
-        console.print("[bold]reducer declines[/bold] (reducer/reason): " + ", ".join(f"{k} {v}" for k, v in report.reducer_declines.items()))
-    console.print(f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), [bold]expands[/bold]: {report.expand_calls}")
+        console.print(
+            "[bold]reducer declines[/bold] (reducer/reason): "
+            + ", ".join(f"{k} {v}" for k, v in report.reducer_declines.items())
+        )
+    console.print(
+        f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), [bold]expands[/bold]: {report.expand_calls}"
+    )
     if report.search_events:
-        console.print("[bold]tool search[/bold] (kind/verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.search_events.items()))
+        console.print(
+            "[bold]tool search[/bold] (kind/verdict/reason): "
+            + ", ".join(f"{k} {v}" for k, v in report.search_events.items())
+        )
 
     console.print()
     console.print("[bold]priors[/bold] (what the net-saving gate assumes vs what happened):")
     for label, check in (("recall_probability", report.recall), ("horizon", report.horizon)):
-        observed = "n/a" if check.observed is None else (f"{check.observed:.2f}" if label == "recall_probability" else f"{check.observed:.1f}")
+        observed = (
+            "n/a"
+            if check.observed is None
+            else (f"{check.observed:.2f}" if label == "recall_probability" else f"{check.observed:.1f}")
+        )
         configured = f"{check.configured:.2f}" if label == "recall_probability" else f"{check.configured:.0f}"
         line = f"  {label}: configured {configured}, observed {observed} over {check.samples} ({check.note})"
         console.print(line)
     candidates = [
-        f"\"recall_probability\": {report.recall.suggested}" if report.recall.suggested is not None else None,
-        f"\"horizon\": {report.horizon.suggested:.0f}" if report.horizon.suggested is not None else None,
+        f'"recall_probability": {report.recall.suggested}' if report.recall.suggested is not None else None,
+        f'"horizon": {report.horizon.suggested:.0f}' if report.horizon.suggested is not None else None,
     ]
     suggestions = [s for s in candidates if s]
     if suggestions:
-        console.print("  suggested: \"offload\": {\"policy\": {" + ", ".join(suggestions) + "}}")
+        console.print('  suggested: "offload": {"policy": {' + ", ".join(suggestions) + "}}")
     else:
         from ..stats import MIN_SAMPLES_FOR_SUGGESTION
 

@@ -40,14 +40,31 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_source_arguments(parser)
-    parser.add_argument("--url", default="http://127.0.0.1:8765/mcp", help="Public URL of the proxy's streamable-HTTP endpoint (default: serve's).")
-    parser.add_argument("--server-name", default="offload-mcp", help="Name of the proxy in mcp_servers (default offload-mcp).")
-    parser.add_argument("--search", choices=sorted(SEARCH_TOOLS), default="bm25", help="Which Anthropic tool search tool to include (default bm25).")
-    parser.add_argument("--token-env", metavar="VAR", help="Add authorization_token as ${VAR} for the proxy's bearer token (filled in by you).")
+    parser.add_argument(
+        "--url",
+        default="http://127.0.0.1:8765/mcp",
+        help="Public URL of the proxy's streamable-HTTP endpoint (default: serve's).",
+    )
+    parser.add_argument(
+        "--server-name", default="offload-mcp", help="Name of the proxy in mcp_servers (default offload-mcp)."
+    )
+    parser.add_argument(
+        "--search",
+        choices=sorted(SEARCH_TOOLS),
+        default="bm25",
+        help="Which Anthropic tool search tool to include (default bm25).",
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="Add authorization_token as ${VAR} for the proxy's bearer token (filled in by you).",
+    )
     parser.set_defaults(func=run)
 
 
-def build_block(hot_names: list[str], *, url: str, server_name: str, search: str, token_env: str | None = None) -> dict[str, Any]:
+def build_block(
+    hot_names: list[str], *, url: str, server_name: str, search: str, token_env: str | None = None
+) -> dict[str, Any]:
     server: dict[str, Any] = {"type": "url", "url": url, "name": server_name}
     if token_env:
         server["authorization_token"] = f"${{{token_env}}}"
@@ -81,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
     config = resolve_config(args)
     report = anyio.run(inspect, config, args.ledger)
     shown = report.presentations[config.offload.catalog.deferral]
-    block = build_block(eager_names(shown), url=args.url, server_name=args.server_name, search=args.search, token_env=args.token_env)
+    block = build_block(
+        eager_names(shown), url=args.url, server_name=args.server_name, search=args.search, token_env=args.token_env
+    )
     sys.stdout.write(orjson.dumps(block, option=orjson.OPT_INDENT_2).decode() + "\n")
     print(f"send with header: anthropic-beta: {','.join(BETA_HEADERS)}", file=sys.stderr)
     for name, why in report.failed.items():

@@ -158,13 +158,17 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         response = await self.inner.handle_async_request(request)
         sse = "text/event-stream" in response.headers.get("content-type", "")
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-length"]
-        body = _BoundedBody(response.stream, limit=self.limit, sse=sse, request_id=_request_id(request), url=str(request.url))
+        body = _BoundedBody(
+            response.stream, limit=self.limit, sse=sse, request_id=_request_id(request), url=str(request.url)
+        )
         declared = response.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit and not sse:
             await response.aclose()
             refusal = body._refuse(int(declared))
             return httpx2.Response(response.status_code, headers=headers, content=refusal, request=request)
-        return httpx2.Response(response.status_code, headers=headers, stream=body, extensions=response.extensions, request=request)
+        return httpx2.Response(
+            response.status_code, headers=headers, stream=body, extensions=response.extensions, request=request
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -38,7 +38,11 @@ ROOTS_PRIME_S = 2.0
 
 class DownstreamPool:
     def __init__(
-        self, servers: Mapping[str, ServerEntry], settings: DownstreamSettings | None = None, *, background: bool = False
+        self,
+        servers: Mapping[str, ServerEntry],
+        settings: DownstreamSettings | None = None,
+        *,
+        background: bool = False,
     ) -> None:
         self.background = background
         self.settled = anyio.Event()
@@ -156,7 +160,9 @@ class DownstreamPool:
             if not stale:
                 return
             self.relay.stats.redeclared += 1
-            logger.info("client capabilities now %s: reconnecting %d server(s)", self.relay.status()["declared"], len(stale))
+            logger.info(
+                "client capabilities now %s: reconnecting %d server(s)", self.relay.status()["declared"], len(stale)
+            )
             async with anyio.create_task_group() as tg:
                 for server in stale:
                     tg.start_soon(server.redeclare)

@@ -182,7 +182,13 @@ class DownstreamServer:
             try:
                 read, write = await stack.enter_async_context(
                     stdio_transport(
-                        entry.command, entry.args, entry.env, entry.cwd, self.record, self.name, self.settings.max_result_bytes
+                        entry.command,
+                        entry.args,
+                        entry.env,
+                        entry.cwd,
+                        self.record,
+                        self.name,
+                        self.settings.max_result_bytes,
                     )
                 )
             except FileNotFoundError:
@@ -196,7 +202,11 @@ class DownstreamServer:
         else:
             # Declares what the upstream clients declared; their requests are relayed (relay/router.py).
             session = DeclaringClientSession(
-                read, write, message_handler=self._on_message, declared=self.relay.declared, **self.relay.callbacks(self.name)
+                read,
+                write,
+                message_handler=self._on_message,
+                declared=self.relay.declared,
+                **self.relay.callbacks(self.name),
             )
         session = await stack.enter_async_context(session)
         return session
@@ -244,7 +254,9 @@ class DownstreamServer:
             wait = self._next_start_at - anyio.current_time()
             if wait > self.settings.call_timeout_s:
                 # No countdown in the text: what the model sees carries no clock.
-                raise DownstreamDown(f"server '{self.name}' is down ({self.failure}); offload-mcp will try to restart it on a later call")
+                raise DownstreamDown(
+                    f"server '{self.name}' is down ({self.failure}); offload-mcp will try to restart it on a later call"
+                )
             if wait > 0:
                 await anyio.sleep(wait)
             previous = self.failure
@@ -334,7 +346,12 @@ class DownstreamServer:
                 await self._notify("restart")
 
     def _is_exiting(self) -> bool:
-        return self.record is not None and self.record.exited.is_set() and self.entry is not None and isinstance(self.entry, StdioServer)
+        return (
+            self.record is not None
+            and self.record.exited.is_set()
+            and self.entry is not None
+            and isinstance(self.entry, StdioServer)
+        )
 
     # ---- listings --------------------------------------------------------
 
@@ -368,7 +385,11 @@ class DownstreamServer:
         if kind is not None and self._task_group is not None:
             # Not awaited here: a listing request from inside the notification path could stall the reader.
             self._task_group.start_soon(self._refresh_and_notify, kind)
-        elif isinstance(message, types.ElicitCompleteNotification) and self.relay is not None and self._task_group is not None:
+        elif (
+            isinstance(message, types.ElicitCompleteNotification)
+            and self.relay is not None
+            and self._task_group is not None
+        ):
             self._task_group.start_soon(self.relay.notify, self.name, message)
         elif isinstance(message, types.LoggingMessageNotification):
             logger.info("server %r log [%s]: %s", self.name, message.params.level, message.params.data)
@@ -408,7 +429,9 @@ class DownstreamServer:
         request = types.CallToolRequest(
             # RequestParamsMeta is an open TypedDict (extra_items=Any) that no dict[str, Any] can be typed as;
             # pydantic validates the keys when the params are built
-            params=types.CallToolRequestParams(name=tool, arguments=arguments, _meta=cast("types.RequestParamsMeta | None", meta or None))
+            params=types.CallToolRequestParams(
+                name=tool, arguments=arguments, _meta=cast("types.RequestParamsMeta | None", meta or None)
+            )
         )
         timeout = self.settings.call_timeout_s
         try:
@@ -419,7 +442,9 @@ class DownstreamServer:
             code = err.error.code
             if code == types.CONNECTION_CLOSED:
                 how = await self._died()
-                return error_result(f"server '{self.name}' died during the call to '{tool}': {how}. It will be restarted on the next call.")
+                return error_result(
+                    f"server '{self.name}' died during the call to '{tool}': {how}. It will be restarted on the next call."
+                )
             if code == types.REQUEST_TIMEOUT:
                 return error_result(
                     f"'{tool}' on server '{self.name}' did not answer within {timeout:g}s (offload.downstream.call_timeout_s); the call was cancelled."
@@ -428,7 +453,9 @@ class DownstreamServer:
                 return error_result(f"server '{self.name}' answered '{tool}', but {err.error.message}.")
             raise
         except ValidationError as err:
-            return error_result(f"server '{self.name}' returned a malformed result for '{tool}': {err.errors()[0].get('msg')}")
+            return error_result(
+                f"server '{self.name}' returned a malformed result for '{tool}': {err.errors()[0].get('msg')}"
+            )
         self._backoff = self.settings.restart_backoff_s
         return result
 
@@ -462,7 +489,9 @@ class DownstreamServer:
         except MCPError as err:
             if err.error.code == types.CONNECTION_CLOSED:
                 how = await self._died()
-                raise MCPError(code=types.INTERNAL_ERROR, message=f"server '{self.name}' died during {method}: {how}") from None
+                raise MCPError(
+                    code=types.INTERNAL_ERROR, message=f"server '{self.name}' died during {method}: {how}"
+                ) from None
             raise
 
     def status(self) -> dict[str, Any]:

@@ -8,9 +8,23 @@ from pydantic import BaseModel, ConfigDict, Field
 class DownstreamSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    startup_timeout_s: float = Field(default=30.0, gt=0, description="How long a downstream server may take to start and initialize.")
-    first_list_wait_s: float = Field(default=10.0, ge=0, description="How long the first tools/list waits for servers still starting (initialize never waits); later ones join with tools/list_changed. Keep well under a client's own start-up limit (Claude Code: 30 s).")
-    call_timeout_s: float = Field(default=120.0, gt=0, description="Per-call timeout; past it the call is cancelled and an isError result returned.")
-    restart_backoff_s: float = Field(default=0.5, ge=0, description="First delay before restarting a dead server; doubles per failure.")
+    startup_timeout_s: float = Field(
+        default=30.0, gt=0, description="How long a downstream server may take to start and initialize."
+    )
+    first_list_wait_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long the first tools/list waits for servers still starting (initialize never waits); later ones join with tools/list_changed. Keep well under a client's own start-up limit (Claude Code: 30 s).",
+    )
+    call_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Per-call timeout; past it the call is cancelled and an isError result returned.",
+    )
+    restart_backoff_s: float = Field(
+        default=0.5, ge=0, description="First delay before restarting a dead server; doubles per failure."
+    )
     restart_backoff_max_s: float = Field(default=30.0, ge=0, description="Longest delay between restart attempts.")
-    max_result_bytes: int = Field(default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result.")
+    max_result_bytes: int = Field(
+        default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result."
+    )

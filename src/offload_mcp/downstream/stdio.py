@@ -113,7 +113,7 @@ class _LineSplitter:
                 if len(head) >= _ID_KEEP_BYTES:
                     break
             self._head = head
-            self._tail = (self._parts[-1][-_ID_KEEP_BYTES:] if self._parts else b"")
+            self._tail = self._parts[-1][-_ID_KEEP_BYTES:] if self._parts else b""
             self._parts = []
         self._tail = (self._tail + piece[-_ID_KEEP_BYTES:])[-_ID_KEEP_BYTES:]
 
@@ -164,7 +164,9 @@ def _parse_line(line: _Line, limit: int, child_log: logging.Logger) -> SessionMe
         return error
     child_log.warning("answer to request %r could not be used (%s); the call gets an error", id_, problem)
     message = f"{UNUSABLE_ANSWER}: {problem}"
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=id_, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message)))
+    return SessionMessage(
+        types.JSONRPCError(jsonrpc="2.0", id=id_, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message))
+    )
 
 
 def _first_error(exc: ValueError) -> str:

@@ -82,9 +82,15 @@ _DIFF = re.compile(r"^(diff --git |@@ -\d|\+\+\+ |--- a/)")
 _TEST = re.compile(
     r"(\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d|^=+ test session starts|^(not )?ok \d+|^\s*✓|^\s*✗|^Tests?:\s+\d|^--- (PASS|FAIL):|^(PASS|FAIL)\s)",
 )
-_LISTING = re.compile(r"^(\[(FILE|DIR)\]\s|[dl-][rwx-]{9}\s|\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|[\w.@+-]+\.[A-Za-z0-9]{1,5}$)")
-_SOURCE = re.compile(r"^\s*(def |class |import |from \S+ import |function |const |let |var |public |private |#include|package |fn |func |return\b|if \(|for \(|}\s*$|{\s*$)")
-_LOGLINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
+_LISTING = re.compile(
+    r"^(\[(FILE|DIR)\]\s|[dl-][rwx-]{9}\s|\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|[\w.@+-]+\.[A-Za-z0-9]{1,5}$)"
+)
+_SOURCE = re.compile(
+    r"^\s*(def |class |import |from \S+ import |function |const |let |var |public |private |#include|package |fn |func |return\b|if \(|for \(|}\s*$|{\s*$)"
+)
+_LOGLINE = re.compile(
+    r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^\w{3} [ \d]\d \d{2}:\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b"
+)
 
 
 def describe_text(text: str) -> str:
@@ -99,7 +105,11 @@ def describe_text(text: str) -> str:
 
 def _text_kind(text: str) -> str:
     # Sample the first lines, each clipped: a 10 MB single-line body must cost what a short one does.
-    lines = [ln[:_SAMPLE_LINE_CHARS] for ln in text[: _SAMPLE_LINES * 4096].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES] if ln.strip()]
+    lines = [
+        ln[:_SAMPLE_LINE_CHARS]
+        for ln in text[: _SAMPLE_LINES * 4096].split("\n", _SAMPLE_LINES)[:_SAMPLE_LINES]
+        if ln.strip()
+    ]
     if not lines:
         return "blank text"
     n = len(lines)

@@ -73,7 +73,9 @@ class Rates:
     @classmethod
     def of(cls, price: Price, *, prompt_caching: bool, cache_ttl: Literal["5m", "1h"] = "5m") -> Rates:
         if prompt_caching:
-            return cls(price.cache_write(cache_ttl) / PER_MILLION, price.cache_read / PER_MILLION, price.output / PER_MILLION)
+            return cls(
+                price.cache_write(cache_ttl) / PER_MILLION, price.cache_read / PER_MILLION, price.output / PER_MILLION
+            )
         return cls(price.input / PER_MILLION, price.input / PER_MILLION, price.output / PER_MILLION)
 
     def carry_per_token(self, horizon: int) -> float:

@@ -84,8 +84,13 @@ def evaluate_offload_gate(inputs: OffloadGateInputs) -> OffloadGateDecision:
     p_recall = max(0.0, min(1.0, float(inputs.recall_probability)))
     rates = Rates.of(price, prompt_caching=inputs.prompt_caching, cache_ttl=inputs.cache_ttl)
     terms = offload_terms(
-        rates, output_tokens=inputs.output_tokens, stub_tokens=inputs.stub_tokens, horizon=h, recall_probability=p_recall,
-        recall_input_tokens=inputs.recall_input_tokens, recall_output_tokens=inputs.recall_output_tokens,
+        rates,
+        output_tokens=inputs.output_tokens,
+        stub_tokens=inputs.stub_tokens,
+        horizon=h,
+        recall_probability=p_recall,
+        recall_input_tokens=inputs.recall_input_tokens,
+        recall_output_tokens=inputs.recall_output_tokens,
     )
     reprefill_saving, stub_carry_cost = terms.reprefill_saving, terms.stub_carry_cost
     expected_recall_hop_cost = terms.expected_recall_hop_cost

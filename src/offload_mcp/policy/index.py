@@ -25,7 +25,23 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-_ID_NAMES = ("id", "sha", "number", "key", "name", "title", "login", "path", "order_no", "slug", "uuid", "sku", "email", "date", "ref")
+_ID_NAMES = (
+    "id",
+    "sha",
+    "number",
+    "key",
+    "name",
+    "title",
+    "login",
+    "path",
+    "order_no",
+    "slug",
+    "uuid",
+    "sku",
+    "email",
+    "date",
+    "ref",
+)
 _ID_SUFFIXES = ("_id", "_no", "_ref", "_key", "_sha", "_number", "Id")
 _NESTED_NAMES = ("login", "name", "title")
 _NOT_IDS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
@@ -77,10 +93,14 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     def page(k: int) -> str:
         if not json_paths:
             return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
-        return (f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {what.split(", ")[0]}, '
-                f'json_path="{path}[{k}:{k + 20}]" for whole items')
+        return (
+            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {what.split(", ")[0]}, '
+            f'json_path="{path}[{k}:{k + 20}]" for whole items'
+        )
 
-    return _render(head, extra, lines, budget, lambda k: f"{len(lines) - k:,} more items not shown: {page(k)}", len(lines))
+    return _render(
+        head, extra, lines, budget, lambda k: f"{len(lines) - k:,} more items not shown: {page(k)}", len(lines)
+    )
 
 
 def text_index(text: str, budget: int, trm_id: str) -> str:
@@ -108,13 +128,17 @@ def _text_render(head: str, entries: Iterable[tuple[int, str]], total: int, *, b
 
     def more(k: int) -> str:
         first = starts[k]
-        return (f"{total - k:,} more not shown, from line {first:,}: "
-                f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")')
+        return (
+            f"{total - k:,} more not shown, from line {first:,}: "
+            f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
+        )
 
     return _render(head, [], lines(), budget, more, total)
 
 
-def _render(head: str, extra: list[str], lines: Iterable[str], budget: int, more: Callable[[int], str], total: int) -> str:
+def _render(
+    head: str, extra: list[str], lines: Iterable[str], budget: int, more: Callable[[int], str], total: int
+) -> str:
     out = [head, *extra]
     size = sum(len(x) + 1 for x in out)
     shown = 0
@@ -146,7 +170,13 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
     if isinstance(doc, dict):
         best: tuple[str, list[Any]] | None = None
         for key, value in doc.items():
-            if isinstance(key, str) and key.isidentifier() and isinstance(value, list) and len(value) >= 2 and _is_records(value):
+            if (
+                isinstance(key, str)
+                and key.isidentifier()
+                and isinstance(value, list)
+                and len(value) >= 2
+                and _is_records(value)
+            ):
                 if best is None or len(value) > len(best[1]):
                     best = (f"$.{key}", value)
         return best
@@ -179,7 +209,9 @@ def _choose_fields(items: list[Any]) -> list[str]:
                     if k2 in _NESTED_NAMES and _is_scalar(v2):
                         counts[f"{k}.{k2}"] = counts.get(f"{k}.{k2}", 0) + 1
     # A field with one value across the sample (committer.login "web-flow") identifies nothing.
-    common = [k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)]
+    common = [
+        k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)
+    ]
     top = [k for k in common if "." not in k]
     rank = {name: i for i, name in enumerate(_ID_NAMES)}
     exact = sorted((k for k in top if k in rank), key=lambda k: rank[k])
@@ -229,11 +261,13 @@ _GIT = re.compile(r"^(?:commit|Commit:)\s+([0-9a-f]{7,40})\b", re.M)
 _AUTHOR = re.compile(r"^Author:\s*(.*?)\s*(<[^>]*>)?\s*$")
 _MESSAGE = re.compile(r"^(?:Message:\s*|\s{4})(\S.*)$")
 _ARIA_ROLES = r"(row|link|listitem|option|treeitem)"
-_ARIA = re.compile(r'^[ \t]*- ' + _ARIA_ROLES + r' "([^"\n]+)"(?: \[[^\]\n]*\])*? \[ref=(e\d+)\]', re.M)
+_ARIA = re.compile(r"^[ \t]*- " + _ARIA_ROLES + r' "([^"\n]+)"(?: \[[^\]\n]*\])*? \[ref=(e\d+)\]', re.M)
 _ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "Exception", "Traceback")
 _LOG_LINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
-_PATH = re.compile(r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$")
+_PATH = re.compile(
+    r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$"
+)
 _URL_TRAIL = ".,;:!?*_"
 
 Found = tuple[str, Iterator[tuple[int, str]], int]
@@ -276,7 +310,7 @@ def _git_log(text: str) -> Found | None:
     def entries() -> Iterator[tuple[int, str]]:
         for line, m in _matches(_GIT, text):
             sha, author, subject = m.group(1), "", ""
-            for follow in text[m.end(): m.end() + 2000].split("\n")[1:12]:
+            for follow in text[m.end() : m.end() + 2000].split("\n")[1:12]:
                 if _GIT.match(follow):
                     break
                 a = _AUTHOR.match(follow)
@@ -287,7 +321,10 @@ def _git_log(text: str) -> Found | None:
                     subject = msg.group(1).strip()
                 if author and subject:
                     break
-            yield line, (f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}")
+            yield (
+                line,
+                (f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}"),
+            )
 
     return f"index of {total:,} commits, one line each: sha subject (author)", entries(), total
 
@@ -301,8 +338,14 @@ def _aria_snapshot(text: str) -> Found | None:
     if not counts:
         return None
     role = max(counts, key=lambda r: (counts[r], r))
-    entries = ((line, f"{m.group(3)} {_clip(m.group(2), 80)}") for line, m in _matches(_ARIA, text) if m.group(1) == role)
-    return f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: ref name", entries, counts[role]
+    entries = (
+        (line, f"{m.group(3)} {_clip(m.group(2), 80)}") for line, m in _matches(_ARIA, text) if m.group(1) == role
+    )
+    return (
+        f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: ref name",
+        entries,
+        counts[role],
+    )
 
 
 def _table_first_column(text: str) -> Found | None:
@@ -352,7 +395,7 @@ def _error_lines(text: str) -> Found | None:
             line += text.count("\n", pos, start)
             pos = start
             end = text.find("\n", start)
-            yield line, _clip(text[start: end if end >= 0 else len(text)].strip())
+            yield line, _clip(text[start : end if end >= 0 else len(text)].strip())
 
     return f"index of the {len(starts):,} ERROR lines of {lines:,} log lines", entries(), len(starts)
 

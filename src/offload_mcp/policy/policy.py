@@ -44,8 +44,15 @@ log = logging.getLogger(__name__)
 
 Verdict = Literal["keep", "offload"]
 Reason = Literal[
-    "disabled", "multimodal", "own_tool", "small", "below_large", "over_client_limit",
-    "gate_fired", "gate_declined", "gate_error",
+    "disabled",
+    "multimodal",
+    "own_tool",
+    "small",
+    "below_large",
+    "over_client_limit",
+    "gate_fired",
+    "gate_declined",
+    "gate_error",
 ]
 NetSavingGate = Callable[[OffloadGateInputs], OffloadGateDecision]
 
@@ -92,7 +99,9 @@ class Decision:
 class ResultPolicy:
     """Decide what happens to one result. Stateless; safe to share between threads."""
 
-    def __init__(self, settings: PolicySettings, *, net_saving_gate: NetSavingGate | None = evaluate_offload_gate) -> None:
+    def __init__(
+        self, settings: PolicySettings, *, net_saving_gate: NetSavingGate | None = evaluate_offload_gate
+    ) -> None:
         self.settings = settings
         self._gate = net_saving_gate
 
@@ -139,9 +148,12 @@ class ResultPolicy:
         gate, gate_failure = self._run_gate(chars)
         if s.client_max_result_chars and chars > s.client_max_result_chars:
             return Decision(
-                "offload", "over_client_limit",
+                "offload",
+                "over_client_limit",
                 f"{chars} chars > client_max_result_chars={s.client_max_result_chars}: the client would reject or cut it",
-                chars, tokens, gate,
+                chars,
+                tokens,
+                gate,
             )
         if gate is None:
             return keep("gate_error", f"net-saving gate failed ({gate_failure}): declined")

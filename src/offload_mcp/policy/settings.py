@@ -14,8 +14,12 @@ class PriceRow(BaseModel):
 
     input: float = Field(description="Uncached input tokens, USD per million.")
     output: float = Field(description="Output tokens, USD per million.")
-    cache_write_5m: float | None = Field(default=None, description="5-minute cache write, USD per million (default 1.25x input).")
-    cache_write_1h: float | None = Field(default=None, description="1-hour cache write, USD per million (default 2x input).")
+    cache_write_5m: float | None = Field(
+        default=None, description="5-minute cache write, USD per million (default 1.25x input)."
+    )
+    cache_write_1h: float | None = Field(
+        default=None, description="1-hour cache write, USD per million (default 2x input)."
+    )
     cache_read: float | None = Field(default=None, description="Cache read, USD per million (default 0.1x input).")
 
 
@@ -24,21 +28,58 @@ class PolicySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = Field(default=True, description="Master switch; false passes every result through untouched (reason `disabled`).")
-    small_threshold_chars: int = Field(default=8_000, ge=0, description="Results at or below this many chars are kept inline (reason `small`).")
-    large_threshold_chars: int = Field(default=30_000, ge=0, description="The gate's cheap pre-filter: only results at or above this size are considered for offload. 30,000 by measurement (replay --client claude-code on the shared corpus): from 25K-35K the gate saves more tokens and dollars net of recall hops than at 60K with the same needed facts visible (99.92%); from 20K down facts fall behind stubs (98.3%).")
-    client_max_result_chars: int = Field(default=100_000, ge=0, description="What the client accepts at all (Claude Code: MAX_MCP_OUTPUT_TOKENS 25,000 x 4 chars); above it a result is offloaded whatever the gate says. 0 disables.")
-    model: str = Field(default="claude-opus-4-6", description="Model whose pricing row prices the gate; aliases accepted.")
-    horizon: int = Field(default=5, ge=0, description="Expected remaining turns a result would be carried (the seed's expected_conversation_depth prior).")
-    recall_probability: float = Field(default=0.5, ge=0.0, le=1.0, description="Prior probability the model recalls an offloaded result.")
-    prompt_caching: bool = Field(default=True, description="Price inline results as cache-written once and cache-read each later turn (true on Claude Code).")
-    cache_ttl: Literal["5m", "1h"] = Field(default="5m", description="Which cache-write rate applies when prompt_caching is on.")
-    stub_tokens: int = Field(default=250, ge=16, description="Token budget of a stub; also the stub's carry cost in the gate.")
-    stub_index_chars: int = Field(default=6_000, ge=0, description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: id, sha, number, name, order_no, login, *_id ...; git log: sha subject (author); Playwright: ref and row name; CSV: first column; logs: ERROR lines; listings: paths; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5, on the shared dev corpus 2 -> 1, tokens cut 91.7% -> 89.4% and 7.08% -> 7.05%.")
-    recall_input_tokens: int = Field(default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate.")
-    recall_output_tokens: int = Field(default=200, ge=0, description="Tokens the model writes to make a recall call, priced at the output rate.")
+    enabled: bool = Field(
+        default=True, description="Master switch; false passes every result through untouched (reason `disabled`)."
+    )
+    small_threshold_chars: int = Field(
+        default=8_000, ge=0, description="Results at or below this many chars are kept inline (reason `small`)."
+    )
+    large_threshold_chars: int = Field(
+        default=30_000,
+        ge=0,
+        description="The gate's cheap pre-filter: only results at or above this size are considered for offload. 30,000 by measurement (replay --client claude-code on the shared corpus): from 25K-35K the gate saves more tokens and dollars net of recall hops than at 60K with the same needed facts visible (99.92%); from 20K down facts fall behind stubs (98.3%).",
+    )
+    client_max_result_chars: int = Field(
+        default=100_000,
+        ge=0,
+        description="What the client accepts at all (Claude Code: MAX_MCP_OUTPUT_TOKENS 25,000 x 4 chars); above it a result is offloaded whatever the gate says. 0 disables.",
+    )
+    model: str = Field(
+        default="claude-opus-4-6", description="Model whose pricing row prices the gate; aliases accepted."
+    )
+    horizon: int = Field(
+        default=5,
+        ge=0,
+        description="Expected remaining turns a result would be carried (the seed's expected_conversation_depth prior).",
+    )
+    recall_probability: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Prior probability the model recalls an offloaded result."
+    )
+    prompt_caching: bool = Field(
+        default=True,
+        description="Price inline results as cache-written once and cache-read each later turn (true on Claude Code).",
+    )
+    cache_ttl: Literal["5m", "1h"] = Field(
+        default="5m", description="Which cache-write rate applies when prompt_caching is on."
+    )
+    stub_tokens: int = Field(
+        default=250, ge=16, description="Token budget of a stub; also the stub's carry cost in the gate."
+    )
+    stub_index_chars: int = Field(
+        default=6_000,
+        ge=0,
+        description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: id, sha, number, name, order_no, login, *_id ...; git log: sha subject (author); Playwright: ref and row name; CSV: first column; logs: ERROR lines; listings: paths; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5, on the shared dev corpus 2 -> 1, tokens cut 91.7% -> 89.4% and 7.08% -> 7.05%.",
+    )
+    recall_input_tokens: int = Field(
+        default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate."
+    )
+    recall_output_tokens: int = Field(
+        default=200, ge=0, description="Tokens the model writes to make a recall call, priced at the output rate."
+    )
     chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: chars / this (the seed's chars/4).")
-    pricing: dict[str, PriceRow] = Field(default_factory=dict, description="Extra or overriding pricing rows, keyed by model name.")
+    pricing: dict[str, PriceRow] = Field(
+        default_factory=dict, description="Extra or overriding pricing rows, keyed by model name."
+    )
 
     @model_validator(mode="after")
     def _limits_in_order(self) -> PolicySettings:

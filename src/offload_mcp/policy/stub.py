@@ -43,7 +43,9 @@ def text_blocks(body: Mapping[str, Any]) -> list[str]:
     for block in body.get("content") or []:
         if block.get("type") == "text":
             out.append(block.get("text", ""))
-        elif block.get("type") == "resource" and isinstance(block.get("resource"), dict) and "text" in block["resource"]:
+        elif (
+            block.get("type") == "resource" and isinstance(block.get("resource"), dict) and "text" in block["resource"]
+        ):
             out.append(block["resource"]["text"])
     return out
 
@@ -113,12 +115,18 @@ def build_stub(
     budget = int(budget_tokens * chars_per_token)
     ids = _id_index(texts, structured, doc, index_chars, trm_id)
     if ids:
-        header = header.replace("below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines")
+        header = header.replace(
+            "below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines"
+        )
         budget += len(ids) + 1
 
     for preview_lines in (_PREVIEW_LINES, 3, 1, 0):
         preview = _preview(preview_source, preview_lines)
-        for index in (index_lines, [_clip(line, 160) for line in index_lines], [_clip(index_lines[0], 120)] if index_lines else []):
+        for index in (
+            index_lines,
+            [_clip(line, 160) for line in index_lines],
+            [_clip(index_lines[0], 120)] if index_lines else [],
+        ):
             parts = [header, *index]
             if ids:
                 parts.append(ids)
@@ -225,7 +233,12 @@ def _rebase_refs(value: Any) -> Any:
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            if k == "$ref" and isinstance(v, str) and v.startswith("#/") and not v.startswith(("#/$defs/", "#/definitions/")):
+            if (
+                k == "$ref"
+                and isinstance(v, str)
+                and v.startswith("#/")
+                and not v.startswith(("#/$defs/", "#/definitions/"))
+            ):
                 out[k] = "#/anyOf/0/" + v[2:]
             else:
                 out[k] = _rebase_refs(v)

@@ -84,7 +84,7 @@ def _resolve_carriage_returns(line: str) -> str:
     end = ""
     if line.endswith("\r"):
         body = line.rstrip("\r")
-        end = line[len(body):]
+        end = line[len(body) :]
         line = body
     if "\r" not in line:
         return line + end

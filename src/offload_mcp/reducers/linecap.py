@@ -63,7 +63,9 @@ NEVER_TRUNCATE_RE = re.compile(
     r"|^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@"  # hunk header
     r"|\b(?:https?|ftp|file)://"
 )
-FIELD_RE = re.compile(r"^\s*(?:- )?(?![A-Z0-9_]+:|\w*(?:Error|Warning|Exception):)[A-Za-z_][\w-]*(?: [\w-]+){0,3}:\s+\S")
+FIELD_RE = re.compile(
+    r"^\s*(?:- )?(?![A-Z0-9_]+:|\w*(?:Error|Warning|Exception):)[A-Za-z_][\w-]*(?: [\w-]+){0,3}:\s+\S"
+)
 """A `key: value` field of a record (git log `Author:`, YAML `- name: x`, `Status: ok`).
 
 A repeated field line is the same value in *different* records: folding it to
@@ -189,7 +191,12 @@ class Linecap:
                     continue
                 emitted.add(line)
             shown = line
-            if limit and len(line) > limit and not never_truncate(line) and not is_record_line(line, not s.cap_json_documents):
+            if (
+                limit
+                and len(line) > limit
+                and not never_truncate(line)
+                and not is_record_line(line, not s.cap_json_documents)
+            ):
                 shown = cap_line(line, limit)
                 capped.append(idx + 1)
             if times:

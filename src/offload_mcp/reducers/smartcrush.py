@@ -93,7 +93,7 @@ def _find_array(text: str) -> tuple[int, list[tuple[int, int, Any]], int] | None
         return None
     if text[begin] == "[":
         found = array_items(text, begin)
-        if found is None or text[found[1]:].strip():
+        if found is None or text[found[1] :].strip():
             return None
         return begin, found[0], found[1]
     try:

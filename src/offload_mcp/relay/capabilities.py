@@ -90,5 +90,9 @@ class DeclaringClientSession(ClientSession):
     def _build_capabilities(self, version: str) -> types.ClientCapabilities:
         base = super()._build_capabilities(version)
         return base.model_copy(
-            update={"sampling": self.declared.sampling, "elicitation": self.declared.elicitation, "roots": self.declared.roots}
+            update={
+                "sampling": self.declared.sampling,
+                "elicitation": self.declared.elicitation,
+                "roots": self.declared.roots,
+            }
         )

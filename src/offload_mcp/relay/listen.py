@@ -29,7 +29,9 @@ Subscribe = Callable[[str, Any], Awaitable[Any]]
 
 
 class ForwardingListenHandler:
-    def __init__(self, inner: Callable[[Any, types.SubscriptionsListenRequestParams], Awaitable[Any]], subscribe: Subscribe) -> None:
+    def __init__(
+        self, inner: Callable[[Any, types.SubscriptionsListenRequestParams], Awaitable[Any]], subscribe: Subscribe
+    ) -> None:
         self._inner = inner
         self._subscribe = subscribe
         self.watchers: Counter[str] = Counter()
@@ -53,7 +55,9 @@ class ForwardingListenHandler:
                         await self._forward("resources/unsubscribe", uri)
 
     async def _forward(self, method: str, uri: str) -> None:
-        params_type = types.SubscribeRequestParams if method == "resources/subscribe" else types.UnsubscribeRequestParams
+        params_type = (
+            types.SubscribeRequestParams if method == "resources/subscribe" else types.UnsubscribeRequestParams
+        )
         try:
             with anyio.fail_after(10):
                 await self._subscribe(method, params_type(uri=uri))

@@ -81,7 +81,9 @@ class ParkedCall:
         value = answer.value
         if isinstance(value, types.ErrorData):
             raise MCPError(code=value.code, message=value.message, data=value.data)
-        return result_type.model_validate(value.model_dump(by_alias=True, mode="json", exclude_none=True), by_name=False)
+        return result_type.model_validate(
+            value.model_dump(by_alias=True, mode="json", exclude_none=True), by_name=False
+        )
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         if self.session is not None:

@@ -39,7 +39,9 @@ async def call_in_rounds(
         parked.session = ctx.session
         unknown = parked.deliver(params.input_responses)
         if unknown:
-            logger.info("input responses nobody waits for (answered already or timed out): %s", ", ".join(sorted(unknown)))
+            logger.info(
+                "input responses nobody waits for (answered already or timed out): %s", ", ".join(sorted(unknown))
+            )
         return await _next_round(state, parked)
 
     arguments = dict(params.arguments or {})
@@ -47,7 +49,9 @@ async def call_in_rounds(
     owner = state.owner(ctx, session_id)
     entry = state.catalog.lookup(params.name)
     if entry is None or state._own_tool(params.name) is not None:
-        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner)
+        return await state.call_tool(
+            params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner
+        )
 
     parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
     progress = None
@@ -63,11 +67,19 @@ async def call_in_rounds(
     async def run() -> None:
         try:
             result = await state._call_downstream(
-                entry, arguments, session_id=session_id, meta=params.meta, upstream=parked, progress=progress, owner=owner
+                entry,
+                arguments,
+                session_id=session_id,
+                meta=params.meta,
+                upstream=parked,
+                progress=progress,
+                owner=owner,
             )
         except Exception as err:
             logger.exception("parked call to %s failed", entry.name)
-            result = error_result(f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}")
+            result = error_result(
+                f"offload-mcp could not complete the call to '{entry.name}': {type(err).__name__}: {err}"
+            )
         parked.finish(result)
         # A client that never comes back for the result (it gave up) must not pin the call forever.
         with anyio.move_on_after(state.settings.downstream.call_timeout_s):
@@ -78,7 +90,9 @@ async def call_in_rounds(
     state.parking.park(parked)
     if not state.pool.spawn(run):
         state.parking.release(parked)
-        return await state.call_tool(params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner)
+        return await state.call_tool(
+            params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner
+        )
     return await _next_round(state, parked)
 
 

@@ -85,12 +85,18 @@ class SessionUpstream:
 
     async def ask(self, request: types.ServerRequest, result_type: type[Any], timeout_s: float) -> Any:
         related = ServerMessageMetadata(related_request_id=self.request_id) if self.request_id is not None else None
-        return await self.session.send_request(request, result_type, request_read_timeout_seconds=timeout_s, metadata=related)
+        return await self.session.send_request(
+            request, result_type, request_read_timeout_seconds=timeout_s, metadata=related
+        )
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MCPDeprecationWarning)  # deprecated in the 2026 era, live in the handshake era
-            await self.session.send_log_message(params.level, params.data, params.logger, related_request_id=self.request_id)
+            warnings.simplefilter(
+                "ignore", MCPDeprecationWarning
+            )  # deprecated in the 2026 era, live in the handshake era
+            await self.session.send_log_message(
+                params.level, params.data, params.logger, related_request_id=self.request_id
+            )
 
     async def notify(self, notification: types.ServerNotification) -> None:
         await self.session.send_notification(notification, related_request_id=self.request_id)
@@ -237,7 +243,9 @@ class Relay:
             if isinstance(err, anyio.ClosedResourceError | anyio.BrokenResourceError):
                 self.gone(target)
             logger.warning("relaying %s from %r failed: %r", request.method, server, err)
-            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"offload-mcp could not relay {request.method}: {err}")
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR, message=f"offload-mcp could not relay {request.method}: {err}"
+            )
         self.stats.relayed[request.method] += 1
         return result
 
@@ -247,14 +255,26 @@ class Relay:
         origins = {id(u.origin) for u in calls}
         if len(origins) > 1:
             self.stats.logs_dropped += 1
-            logger.info("server %r log (not relayed: %d clients in flight) [%s]: %s", server, len(origins), params.level, params.data)
+            logger.info(
+                "server %r log (not relayed: %d clients in flight) [%s]: %s",
+                server,
+                len(origins),
+                params.level,
+                params.data,
+            )
             return
         targets = calls[-1:] if calls else self.standalone()
         if len(targets) > 1:
             # No call explains it and several clients could see it: a late line of one client's call must not
             # reach another, so it stays in our own log.
             self.stats.logs_dropped += 1
-            logger.info("server %r log (not relayed: %d clients connected) [%s]: %s", server, len(targets), params.level, params.data)
+            logger.info(
+                "server %r log (not relayed: %d clients connected) [%s]: %s",
+                server,
+                len(targets),
+                params.level,
+                params.data,
+            )
             return
         for target in targets:
             try:
@@ -286,7 +306,11 @@ class Relay:
         """Keyword arguments for the server's ClientSession."""
 
         async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
-            result_type = types.CreateMessageResultWithTools if (params.tools or params.tool_choice) else types.CreateMessageResult
+            result_type = (
+                types.CreateMessageResultWithTools
+                if (params.tools or params.tool_choice)
+                else types.CreateMessageResult
+            )
             return await self.relay(server, types.CreateMessageRequest(params=params), result_type)
 
         async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:

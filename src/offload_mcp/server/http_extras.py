@@ -81,7 +81,9 @@ async def http_expand(request: Request, state: ProxyState) -> Response:
         return PlainTextResponse(text, status_code=status, media_type="text/plain; charset=utf-8")
 
     if hash_ is None:
-        return answer(400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n")
+        return answer(
+            400, f"malformed marker hash {raw[:40]!r}: expected 16 hex digits, e.g. GET /expand/0123456789abcdef\n"
+        )
     ledger = state.ledger
     if ledger is None:
         return answer(503, "no ledger is open in this offload-mcp process\n")

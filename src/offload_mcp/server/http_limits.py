@@ -87,15 +87,27 @@ def guarded_h11(*, header_timeout_s: float, body_idle_timeout_s: float, max_conn
 
         def _make_room(self) -> None:
             waiting = [
-                c for c in self.connections
-                if c is not self and isinstance(c, GuardedH11Protocol) and c.waiting_for_headers() and not c.transport.is_closing()
+                c
+                for c in self.connections
+                if c is not self
+                and isinstance(c, GuardedH11Protocol)
+                and c.waiting_for_headers()
+                and not c.transport.is_closing()
             ]
             if waiting:
                 oldest = min(waiting, key=lambda c: c._waiting_since)
-                logger.warning("connection cap (%d) reached: closing %s, idle or slow for its headers", max_connections, oldest.client)
+                logger.warning(
+                    "connection cap (%d) reached: closing %s, idle or slow for its headers",
+                    max_connections,
+                    oldest.client,
+                )
                 oldest.transport.close()
             else:
-                logger.warning("connection cap (%d) reached and every connection is busy: refusing %s", max_connections, self.client)
+                logger.warning(
+                    "connection cap (%d) reached and every connection is busy: refusing %s",
+                    max_connections,
+                    self.client,
+                )
                 self.transport.close()
 
         def _check(self) -> None:
@@ -148,7 +160,9 @@ class SessionCaps:
             more = message.get("more_body", False)
         peer = (scope.get("client") or ("?", 0))[0]
         if _is_initialize(body) and self._count(peer) >= self.per_peer:
-            logger.warning("refused a new session for %s: it holds %d (offload.server.max_sessions_per_peer)", peer, self.per_peer)
+            logger.warning(
+                "refused a new session for %s: it holds %d (offload.server.max_sessions_per_peer)", peer, self.per_peer
+            )
             text = (
                 f"Too many sessions from {peer}: at most {self.per_peer} open at once (offload.server.max_sessions_per_peer); "
                 "close one (HTTP DELETE) or wait for idle ones to expire\n"

@@ -44,7 +44,12 @@ class ProxyMetrics:
         self.chars_per_token = chars_per_token
         self.log_bodies = log_bodies
         r = self.registry
-        self.calls = Counter(f"{PREFIX}_calls", "Downstream tool calls answered, by outcome (ok, error).", ["server", "tool", "outcome"], registry=r)
+        self.calls = Counter(
+            f"{PREFIX}_calls",
+            "Downstream tool calls answered, by outcome (ok, error).",
+            ["server", "tool", "outcome"],
+            registry=r,
+        )
         self.results = Counter(
             f"{PREFIX}_results",
             "Results by policy decision and its reason; mode=observe counts what would have happened.",
@@ -52,11 +57,22 @@ class ProxyMetrics:
             registry=r,
         )
         self.reducer_events = Counter(
-            f"{PREFIX}_reducer_events", "Reducer runs by reducer, outcome (acted, declined) and reason.", ["reducer", "outcome", "reason"], registry=r
+            f"{PREFIX}_reducer_events",
+            "Reducer runs by reducer, outcome (acted, declined) and reason.",
+            ["reducer", "outcome", "reason"],
+            registry=r,
         )
-        self.chars_in = Counter(f"{PREFIX}_result_chars_in", "Characters of results the downstream servers sent (text + structuredContent + _meta).", ["server"], registry=r)
+        self.chars_in = Counter(
+            f"{PREFIX}_result_chars_in",
+            "Characters of results the downstream servers sent (text + structuredContent + _meta).",
+            ["server"],
+            registry=r,
+        )
         self.chars_out = Counter(
-            f"{PREFIX}_result_chars_out", "Characters of results the client received, both channels (in observe mode: the original).", ["server", "mode"], registry=r
+            f"{PREFIX}_result_chars_out",
+            "Characters of results the client received, both channels (in observe mode: the original).",
+            ["server", "mode"],
+            registry=r,
         )
         self.tokens_saved = Counter(
             f"{PREFIX}_tokens_saved",
@@ -64,17 +80,40 @@ class ProxyMetrics:
             ["server", "mode"],
             registry=r,
         )
-        self.recalls = Counter(f"{PREFIX}_recalls", "recall_tool_result calls, by outcome (ok, error).", ["outcome"], registry=r)
-        self.expands = Counter(f"{PREFIX}_expands", "context_guru_expand calls and GET /expand requests, by outcome.", ["outcome", "via"], registry=r)
-        self.restarts = Counter(f"{PREFIX}_downstream_restarts", "Downstream server restarts after a crash or timeout.", ["server"], registry=r)
+        self.recalls = Counter(
+            f"{PREFIX}_recalls", "recall_tool_result calls, by outcome (ok, error).", ["outcome"], registry=r
+        )
+        self.expands = Counter(
+            f"{PREFIX}_expands",
+            "context_guru_expand calls and GET /expand requests, by outcome.",
+            ["outcome", "via"],
+            registry=r,
+        )
+        self.restarts = Counter(
+            f"{PREFIX}_downstream_restarts",
+            "Downstream server restarts after a crash or timeout.",
+            ["server"],
+            registry=r,
+        )
         self.shape_failures = Counter(
-            f"{PREFIX}_passthrough_failures", "Results passed through unmodified because shaping or the ledger failed, by cause.", ["cause"], registry=r
+            f"{PREFIX}_passthrough_failures",
+            "Results passed through unmodified because shaping or the ledger failed, by cause.",
+            ["cause"],
+            registry=r,
         )
         self.call_seconds = Histogram(
-            f"{PREFIX}_call_duration_seconds", "Wall time of a tool call through the proxy, downstream included.", ["server"], buckets=CALL_BUCKETS, registry=r
+            f"{PREFIX}_call_duration_seconds",
+            "Wall time of a tool call through the proxy, downstream included.",
+            ["server"],
+            buckets=CALL_BUCKETS,
+            registry=r,
         )
         self.shape_seconds = Histogram(
-            f"{PREFIX}_shape_duration_seconds", "Wall time spent shaping one result (reducers, policy, ledger commit).", ["server"], buckets=SHAPE_BUCKETS, registry=r
+            f"{PREFIX}_shape_duration_seconds",
+            "Wall time spent shaping one result (reducers, policy, ledger commit).",
+            ["server"],
+            buckets=SHAPE_BUCKETS,
+            registry=r,
         )
 
     # ------------------------------------------------------------ hooks the server calls
@@ -110,7 +149,9 @@ class ProxyMetrics:
         self.results.labels(server, decision, reason or "none", mode).inc()
         for event in reducer_events:
             acted = event.acted
-            self.reducer_events.labels(event.reducer, "acted" if acted else "declined", "acted" if acted else (event.reason or "none")).inc()
+            self.reducer_events.labels(
+                event.reducer, "acted" if acted else "declined", "acted" if acted else (event.reason or "none")
+            ).inc()
         self.chars_in.labels(server).inc(max(0, chars_in))
         self.chars_out.labels(server, mode).inc(max(0, chars_out))
         shaped = would_chars_out if observe and would_chars_out is not None else chars_out
@@ -121,26 +162,64 @@ class ProxyMetrics:
         if shape_s is not None:
             self.shape_seconds.labels(server).observe(max(0.0, shape_s))
         line = call_log_line(
-            server=server, tool=tool, decision=decision, reason=reason, chars_in=chars_in, chars_out=chars_out,
-            duration_s=duration_s, is_error=is_error, observe=observe,
-            arguments=arguments if self.log_bodies else None, body=body if self.log_bodies else None,
+            server=server,
+            tool=tool,
+            decision=decision,
+            reason=reason,
+            chars_in=chars_in,
+            chars_out=chars_out,
+            duration_s=duration_s,
+            is_error=is_error,
+            observe=observe,
+            arguments=arguments if self.log_bodies else None,
+            body=body if self.log_bodies else None,
         )
         call_log.info(line)
         return line
 
-    def observe_report(self, *, server: str, tool: str, duration_s: float, report: DecisionEvent | None, is_error: bool = False,
-                       shape_s: float | None = None, arguments: Mapping[str, Any] | None = None, body: str | None = None) -> str:
+    def observe_report(
+        self,
+        *,
+        server: str,
+        tool: str,
+        duration_s: float,
+        report: DecisionEvent | None,
+        is_error: bool = False,
+        shape_s: float | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        body: str | None = None,
+    ) -> str:
         """`observe_call` from the shaper's decision record (None when the result was not shaped, e.g. an error).
 
         In observe mode the decision counted is what enforce mode would have done, and the tokens saved
         what it would have sent (the record's `would_chars_out`)."""
         if report is None:
-            return self.observe_call(server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s,
-                                     decision="passthrough", reason="not_shaped", arguments=arguments, body=body)
+            return self.observe_call(
+                server=server,
+                tool=tool,
+                duration_s=duration_s,
+                is_error=is_error,
+                shape_s=shape_s,
+                decision="passthrough",
+                reason="not_shaped",
+                arguments=arguments,
+                body=body,
+            )
         return self.observe_call(
-            server=server, tool=tool, duration_s=duration_s, is_error=is_error, shape_s=shape_s, arguments=arguments, body=body,
-            decision=report.effective_verdict, reason=report.reason, chars_in=report.chars_in, chars_out=report.chars_out,
-            reducer_events=report.reducer_events, observe=report.observe, would_chars_out=report.would_chars_out,
+            server=server,
+            tool=tool,
+            duration_s=duration_s,
+            is_error=is_error,
+            shape_s=shape_s,
+            arguments=arguments,
+            body=body,
+            decision=report.effective_verdict,
+            reason=report.reason,
+            chars_in=report.chars_in,
+            chars_out=report.chars_out,
+            reducer_events=report.reducer_events,
+            observe=report.observe,
+            would_chars_out=report.would_chars_out,
         )
 
     def observe_recall(self, ok: bool) -> None:
@@ -190,8 +269,13 @@ def call_log_line(
     them only when `log_bodies` is on); otherwise only argument names appear.
     """
     parts = [
-        ("server", server), ("tool", tool), ("decision", decision), ("reason", reason or "none"),
-        ("chars_in", chars_in), ("chars_out", chars_out), ("ms", round(duration_s * 1000.0, 1)),
+        ("server", server),
+        ("tool", tool),
+        ("decision", decision),
+        ("reason", reason or "none"),
+        ("chars_in", chars_in),
+        ("chars_out", chars_out),
+        ("ms", round(duration_s * 1000.0, 1)),
     ]
     if observe:
         parts.append(("mode", "observe"))

@@ -179,7 +179,8 @@ class ProxyState:
             return None
         return types.Tool(
             name=STATUS_TOOL,
-            description="offload-mcp is running but NO wrapped MCP server is serving, so their tools are missing. " + self.not_serving(),
+            description="offload-mcp is running but NO wrapped MCP server is serving, so their tools are missing. "
+            + self.not_serving(),
             input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         )
 
@@ -189,7 +190,11 @@ class ProxyState:
             if s.state == "ready":
                 continue
             # A failed server being retried in the background is "starting" again: its failure is the news.
-            why = s.failure.splitlines()[0] if s.failure else ("still starting" if s.state in ("new", "starting") else s.state)
+            why = (
+                s.failure.splitlines()[0]
+                if s.failure
+                else ("still starting" if s.state in ("new", "starting") else s.state)
+            )
             parts.append(f"{s.name} ({why})")
         return "Servers not serving: " + "; ".join(parts) if parts else ""
 
@@ -243,7 +248,9 @@ class ProxyState:
                 logger.debug("dropping upstream session that cannot be notified: %r", err)
                 self._upstream.pop(connection, None)
         events: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
-            "tools": ToolsListChanged, "resources": ResourcesListChanged, "prompts": PromptsListChanged
+            "tools": ToolsListChanged,
+            "resources": ResourcesListChanged,
+            "prompts": PromptsListChanged,
         }
         await self.bus.publish(events[kind]())
 
@@ -280,7 +287,9 @@ class ProxyState:
             return await self._call_own(own, arguments, session_id, owner)
         if name == STATUS_TOOL and self.catalog.lookup(name) is None:
             return error_result(
-                ("offload-mcp: " + self.not_serving()) if self.status_tool() else "offload-mcp: every wrapped server is serving."
+                ("offload-mcp: " + self.not_serving())
+                if self.status_tool()
+                else "offload-mcp: every wrapped server is serving."
             )
         entry = self.catalog.lookup(name)
         if entry is None and not self.pool.settled.is_set():
@@ -302,15 +311,21 @@ class ProxyState:
     def _unknown_tool(self, name: str) -> str:
         message = f"Unknown tool '{name}'."
         # A server being retried in the background ("starting") still counts as not serving.
-        down = [s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))]
+        down = [
+            s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))
+        ]
         if down:
-            message += " Servers not serving: " + "; ".join(f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down)
+            message += " Servers not serving: " + "; ".join(
+                f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down
+            )
         starting = [s.name for s in self.pool.servers.values() if s.state in ("new", "starting") and not s.failure]
         if starting:
             message += " Still starting (their tools join when ready): " + ", ".join(starting) + "."
         return message
 
-    async def _call_own(self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None) -> types.CallToolResult:
+    async def _call_own(
+        self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None
+    ) -> types.CallToolResult:
         if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
             return error_result(refusal(own.tool.name))
         if own.tool.name not in ALWAYS_LISTED:
@@ -337,7 +352,9 @@ class ProxyState:
                 self.metrics.observe_expand(not result.is_error, "tool")
         return result
 
-    async def forward(self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None) -> types.CallToolResult:
+    async def forward(
+        self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None
+    ) -> types.CallToolResult:
         """Call a downstream tool by its catalog name through the same shaping as a direct call."""
         entry = self.catalog.lookup(name)
         if entry is None:
@@ -486,7 +503,9 @@ class ProxyState:
         await self.settle()
         return await self.routing.get_prompt(params)
 
-    async def subscribe(self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(
+        self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
         await self.settle()
         return await self.routing.subscribe(method, params)
 
@@ -528,7 +547,9 @@ def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 
 def build_server(state: ProxyState) -> Server[Any]:
-    async def list_tools(ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         await state.wait_for_first_listing()
         state.pool.retry_failed()
         presentation = state.presentation()
@@ -536,7 +557,10 @@ def build_server(state: ProxyState) -> Server[Any]:
         listed = [*presentation.tools, status] if status is not None else presentation.tools
         try:
             tools, next_cursor = page(
-                listed, params.cursor if params else None, state.settings.catalog.list_page_bytes, presentation.wire_extras
+                listed,
+                params.cursor if params else None,
+                state.settings.catalog.list_page_bytes,
+                presentation.wire_extras,
             )
         except BadCursor as err:
             raise MCPError(code=types.INVALID_PARAMS, message=str(err)) from None
@@ -564,7 +588,9 @@ def build_server(state: ProxyState) -> Server[Any]:
         await state.settle()
         return types.ListResourcesResult(resources=state.list_resources())
 
-    async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
+    async def list_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=state.list_resource_templates())
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:

@@ -52,7 +52,9 @@ class ResourcePromptRouter:
         """Listed prompt name -> (server, the server's own name for it)."""
 
     def rebuild(self, separator: str) -> None:
-        self.prompt_routes = route_prompts({s.name: s.prompts for s in self.pool.servers.values() if s.prompts}, separator)
+        self.prompt_routes = route_prompts(
+            {s.name: s.prompts for s in self.pool.servers.values() if s.prompts}, separator
+        )
 
     def _resource_servers(self, uri: str) -> list[str]:
         owners = [s.name for s in self.pool.servers.values() if any(str(r.uri) == uri for r in s.resources)]
@@ -86,7 +88,9 @@ class ResourcePromptRouter:
         forwarded = params.model_copy(update={"name": downstream_name, "meta": strip_meta(params.meta)})
         return await self.pool.servers[server].request("prompts/get", forwarded, types.GetPromptResult)
 
-    async def subscribe(self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams) -> types.EmptyResult:
+    async def subscribe(
+        self, method: str, params: types.SubscribeRequestParams | types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
         uri = str(params.uri)
         forwarded = params.model_copy(update={"meta": strip_meta(params.meta)})
         for name in self._resource_servers(uri):
@@ -107,7 +111,11 @@ class ResourcePromptRouter:
                 ref = ref.model_copy(update={"name": original})
         else:
             target = next(
-                (s.name for s in self.pool.servers.values() if any(t.uri_template == ref.uri for t in s.resource_templates)),
+                (
+                    s.name
+                    for s in self.pool.servers.values()
+                    if any(t.uri_template == ref.uri for t in s.resource_templates)
+                ),
                 None,
             )
         server = self.pool.servers.get(target) if target else None

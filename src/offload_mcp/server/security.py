@@ -134,7 +134,14 @@ def allowed_hosts(bind_host: str, extra: Iterable[str] = ()) -> list[str]:
 
 
 def allowed_origins(extra: Iterable[str] = ()) -> list[str]:
-    return ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*", "http://127.0.0.1", "http://localhost", *extra]
+    return [
+        "http://127.0.0.1:*",
+        "http://localhost:*",
+        "http://[::1]:*",
+        "http://127.0.0.1",
+        "http://localhost",
+        *extra,
+    ]
 
 
 def _matches(value: str, patterns: Iterable[str]) -> bool:
@@ -151,7 +158,15 @@ def _matches(value: str, patterns: Iterable[str]) -> bool:
 class Guard:
     """ASGI middleware: Host/Origin allow-lists on every request, then the bearer token."""
 
-    def __init__(self, app: ASGIApp, *, hosts: list[str], origins: list[str], token: str | None = None, tokens: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: list[str],
+        origins: list[str],
+        token: str | None = None,
+        tokens: Mapping[str, str] | None = None,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
@@ -191,7 +206,10 @@ class Guard:
                 # Who is calling, for principal-scoped ledger access (server/identity.py reads it back).
                 state[STATE_KEY] = principal
             if not authorized and scope.get("path") not in OPEN_PATHS:
-                problem = (401, "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)")
+                problem = (
+                    401,
+                    "Unauthorized: send Authorization: Bearer <token> (offload.server.auth_token / auth_tokens)",
+                )
         if problem is not None:
             status, text = problem
             logger.warning("refused %s %s: %s", scope.get("method"), scope.get("path"), text)
@@ -201,8 +219,22 @@ class Guard:
         await self.app(scope, receive, send)
 
 
-def guard(app: ASGIApp, *, bind_host: str, token: str | None = None, tokens: Mapping[str, str] | None = None, extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = ()) -> Guard:
-    return Guard(app, hosts=allowed_hosts(bind_host, extra_hosts), origins=allowed_origins(extra_origins), token=token, tokens=tokens)
+def guard(
+    app: ASGIApp,
+    *,
+    bind_host: str,
+    token: str | None = None,
+    tokens: Mapping[str, str] | None = None,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+) -> Guard:
+    return Guard(
+        app,
+        hosts=allowed_hosts(bind_host, extra_hosts),
+        origins=allowed_origins(extra_origins),
+        token=token,
+        tokens=tokens,
+    )
 
 
 # ---- the ledger on disk ----------------------------------------------------
@@ -233,7 +265,9 @@ def secure_ledger_files(path: str | os.PathLike[str]) -> list[str]:
             continue
         what = "directory" if item == target.parent else "file"
         if info.st_uid != os.getuid():
-            findings.append(f"ledger {what} {item} is mode {mode:o} (others may read it) and owned by another user: not changed")
+            findings.append(
+                f"ledger {what} {item} is mode {mode:o} (others may read it) and owned by another user: not changed"
+            )
             continue
         try:
             os.chmod(item, mode & wanted)

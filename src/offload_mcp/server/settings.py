@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    auth_token: str | None = Field(default=None, description="Bearer token required on HTTP transports (also OFFLOAD_MCP_AUTH_TOKEN); required when binding a non-loopback address.")
+    auth_token: str | None = Field(
+        default=None,
+        description="Bearer token required on HTTP transports (also OFFLOAD_MCP_AUTH_TOKEN); required when binding a non-loopback address.",
+    )
     auth_tokens: dict[str, str] = Field(
         default_factory=dict,
         description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`). "
@@ -21,14 +24,41 @@ class ServerSettings(BaseModel):
         description="Streamable HTTP without protocol sessions, for replicas behind a load balancer without stickiness: "
         "every request is served on its own (2026-era requests are always so).",
     )
-    allowed_hosts: list[str] = Field(default_factory=list, description="Extra Host header values accepted on HTTP transports (DNS-rebinding protection).")
-    allowed_origins: list[str] = Field(default_factory=list, description="Extra Origin header values accepted on HTTP transports.")
-    max_sessions: int = Field(default=1000, ge=1, description="Most streamable-HTTP sessions open at once (the SDK's default is 10,000).")
-    max_sessions_per_peer: int = Field(default=100, ge=1, description="Most streamable-HTTP sessions one client address may hold; past it `initialize` gets 429.")
-    session_idle_timeout_s: float = Field(default=300.0, gt=0, description="A streamable-HTTP session with no request for this long is closed (the SDK's default is 30 minutes).")
-    max_connections: int | None = Field(default=None, ge=1, description="Most HTTP connections open at once; past it the one waiting longest for its headers is closed. Default: half the fd limit.")
-    header_timeout_s: float = Field(default=10.0, gt=0, description="A connection must send complete request headers within this long (slow-client defence).")
-    body_idle_timeout_s: float = Field(default=30.0, gt=0, description="A request body that sends nothing for this long is dropped with its connection.")
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Extra Host header values accepted on HTTP transports (DNS-rebinding protection).",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list, description="Extra Origin header values accepted on HTTP transports."
+    )
+    max_sessions: int = Field(
+        default=1000, ge=1, description="Most streamable-HTTP sessions open at once (the SDK's default is 10,000)."
+    )
+    max_sessions_per_peer: int = Field(
+        default=100,
+        ge=1,
+        description="Most streamable-HTTP sessions one client address may hold; past it `initialize` gets 429.",
+    )
+    session_idle_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="A streamable-HTTP session with no request for this long is closed (the SDK's default is 30 minutes).",
+    )
+    max_connections: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most HTTP connections open at once; past it the one waiting longest for its headers is closed. Default: half the fd limit.",
+    )
+    header_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="A connection must send complete request headers within this long (slow-client defence).",
+    )
+    body_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A request body that sends nothing for this long is dropped with its connection.",
+    )
     log_bodies: bool = Field(default=False, description="Log result bodies and argument values (debug only).")
 
     @field_validator("auth_tokens", mode="before")
@@ -39,7 +69,9 @@ class ServerSettings(BaseModel):
             mapping: dict[str, Any] = {}
             for i, item in enumerate(value):
                 if not isinstance(item, dict) or set(item) != {"principal", "token"}:
-                    raise ValueError(f"item {i}: expected an object with exactly `principal` and `token`, got {item!r:.80}")
+                    raise ValueError(
+                        f"item {i}: expected an object with exactly `principal` and `token`, got {item!r:.80}"
+                    )
                 if item["principal"] in mapping:
                     raise ValueError(f"item {i}: principal {item['principal']!r} is named twice")
                 mapping[item["principal"]] = item["token"]

@@ -77,7 +77,9 @@ async def _answer_unparseable_lines(read: Any, forward: Any, write: Any) -> None
             code, what = (-32700, "Parse error") if kind == "json_invalid" else (-32600, "Invalid Request")
             message = f"{what}: the line is not a valid JSON-RPC message ({kind}: {detail})"
             logger.warning("stdin: %s", message)
-            await write.send(SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))))
+            await write.send(
+                SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
+            )
 
 
 def _describe_bad_line(exc: Exception) -> tuple[str, str, int | str | None]:
@@ -154,12 +156,18 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
     async def handle_sse(request: Request) -> Response:
         # Each SSE stream is a session: the same caps as streamable HTTP (per peer, and overall).
         peer = request.client.host if request.client else "?"
-        if open_streams.get(peer, 0) >= settings.max_sessions_per_peer or sum(open_streams.values()) >= settings.max_sessions:
-            logger.warning("refused a new SSE session for %s (offload.server.max_sessions_per_peer / max_sessions)", peer)
+        if (
+            open_streams.get(peer, 0) >= settings.max_sessions_per_peer
+            or sum(open_streams.values()) >= settings.max_sessions
+        ):
+            logger.warning(
+                "refused a new SSE session for %s (offload.server.max_sessions_per_peer / max_sessions)", peer
+            )
             return PlainTextResponse(
                 f"Too many sessions: at most {settings.max_sessions_per_peer} per client address and {settings.max_sessions} "
                 "in all (offload.server.max_sessions_per_peer, max_sessions); close one first\n",
-                status_code=429, headers={"Retry-After": "5"},
+                status_code=429,
+                headers={"Retry-After": "5"},
             )
         open_streams[peer] = open_streams.get(peer, 0) + 1
         try:
@@ -189,9 +197,12 @@ async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: 
             body_idle_timeout_s=limits.body_idle_timeout_s,
             max_connections=connection_cap(limits.max_connections),
         )
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False, http=http)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False, http=http
+    )
     server = uvicorn.Server(config)
     if ready is not None:
+
         async def report() -> None:
             while not server.started:
                 await anyio.sleep(0.02)
@@ -210,18 +221,27 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         return
     tokens = auth_tokens(state.settings, host)
     if state.settings.ledger.scope == "principal" and not tokens:
-        logger.warning("offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`")
+        logger.warning(
+            "offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`"
+        )
     state.stateless_wire = transport == "streamable-http"
     if state.stateless_wire and state.settings.ledger.scope == "session":
         logger.warning(
             "ledger.scope is `session`: 2026-07-28 streamable-HTTP requests carry no session, so their results pass "
             "through unshaped and recall/expand refuse them (handshake-era sessions are unaffected)"
         )
-    app: ASGIApp = streamable_http_app(state, server, host, port) if transport == "streamable-http" else sse_app(state, server, host, port)
+    app: ASGIApp = (
+        streamable_http_app(state, server, host, port)
+        if transport == "streamable-http"
+        else sse_app(state, server, host, port)
+    )
     # Host/Origin on every route (the SDK checks only the MCP endpoint), then the bearer token.
     app = guard(
-        app, bind_host=host, tokens=tokens,
-        extra_hosts=state.settings.server.allowed_hosts, extra_origins=state.settings.server.allowed_origins,
+        app,
+        bind_host=host,
+        tokens=tokens,
+        extra_hosts=state.settings.server.allowed_hosts,
+        extra_origins=state.settings.server.allowed_origins,
     )
     path = "/mcp" if transport == "streamable-http" else "/sse"
 
@@ -230,6 +250,10 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
             for sock in sock_server.sockets:
                 addr = sock.getsockname()
                 # One line on stderr that tests and users can read the real port from (--port 0).
-                print(f"offload-mcp: serving {transport} on http://{addr[0]}:{addr[1]}{path}", flush=True, file=__import__("sys").stderr)
+                print(
+                    f"offload-mcp: serving {transport} on http://{addr[0]}:{addr[1]}{path}",
+                    flush=True,
+                    file=__import__("sys").stderr,
+                )
 
     await serve_http(app, host, port, log_level, ready, limits=state.settings.server)

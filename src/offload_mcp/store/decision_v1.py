@@ -47,9 +47,15 @@ def _reducer_events(detail: Mapping[str, Any]) -> list[dict[str, Any]]:
         value = detail.get(key)
         if isinstance(value, list):
             return [
-                {"reducer": str(e.get("reducer", "?")), "acted": bool(e.get("acted")), "reason": str(e.get("reason", "")),
-                 "chars_before": int(e.get("chars_before") or 0), "chars_after": int(e.get("chars_after") or 0)}
-                for e in value if isinstance(e, Mapping)
+                {
+                    "reducer": str(e.get("reducer", "?")),
+                    "acted": bool(e.get("acted")),
+                    "reason": str(e.get("reason", "")),
+                    "chars_before": int(e.get("chars_before") or 0),
+                    "chars_after": int(e.get("chars_after") or 0),
+                }
+                for e in value
+                if isinstance(e, Mapping)
             ]
     return []
 
@@ -77,7 +83,10 @@ def upgrade_row(row: Mapping[str, Any]) -> dict[str, Any]:
         verdict, chars_out, would_be = "keep", chars_in, effective
     else:
         would_chars_out, would_be = None, None
-        verdict, chars_out = _verdict(detail.get("verdict") or column_verdict), int(detail.get("chars_out", row.get("chars_out")) or 0)
+        verdict, chars_out = (
+            _verdict(detail.get("verdict") or column_verdict),
+            int(detail.get("chars_out", row.get("chars_out")) or 0),
+        )
     trm_id = detail.get("trm_id") or row.get("ref_id") or None
     structured = detail.get("structured")
     return {
@@ -128,8 +137,15 @@ def upgrade_sqlite(conn: sqlite3.Connection, location: object = "") -> int:
             record = upgrade_row(item)
             conn.execute(
                 "UPDATE events SET verdict = ?, reason = ?, ref_id = ?, chars_in = ?, chars_out = ?, detail = ? WHERE id = ?",
-                (record["would_be"] or record["verdict"], record["reason"], record["trm_id"] or "", record["chars_in"],
-                 record["chars_out"], orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode(), item["id"]),
+                (
+                    record["would_be"] or record["verdict"],
+                    record["reason"],
+                    record["trm_id"] or "",
+                    record["chars_in"],
+                    record["chars_out"],
+                    orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode(),
+                    item["id"],
+                ),
             )
             upgraded += 1
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (META_KEY, str(UPGRADED_VERSION)))

@@ -54,9 +54,13 @@ class EventLog(Protocol):
 
     def record_later(self, event: LedgerEvent) -> None: ...
 
-    def record_recall(self, session_id: str, trm_id: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None) -> None: ...
+    def record_recall(
+        self, session_id: str, trm_id: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
+    ) -> None: ...
 
-    def record_expand(self, session_id: str, cg_hash: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None) -> None: ...
+    def record_expand(
+        self, session_id: str, cg_hash: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
+    ) -> None: ...
 
     def events(self, since: float | None = None, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]: ...
 
@@ -71,7 +75,11 @@ class LedgerWriter(Protocol):
     """One transaction of bodies, stash entries and events (the shaper's commit-before-show)."""
 
     def commit(
-        self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = (), owner: str | None = None
+        self,
+        bodies: Sequence[BodyRecord] = (),
+        stash: Mapping[str, str] | None = None,
+        events: Sequence[LedgerEvent] = (),
+        owner: str | None = None,
     ) -> None: ...
 
     def record_later(self, event: LedgerEvent) -> None: ...
@@ -182,7 +190,12 @@ class Counts:
     tombstones: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {"bodies": self.bodies, "stored_bytes": self.stored_bytes, "stash": self.stash, "tombstones": self.tombstones}
+        return {
+            "bodies": self.bodies,
+            "stored_bytes": self.stored_bytes,
+            "stash": self.stash,
+            "tombstones": self.tombstones,
+        }
 
 
 class LedgerBackend(Protocol):
@@ -247,7 +260,7 @@ class LedgerBackend(Protocol):
         ...
 
     def integrity(self) -> str:
-        """"ok" when the storage is sound, else what is wrong."""
+        """ "ok" when the storage is sound, else what is wrong."""
         ...
 
     def close(self) -> None: ...

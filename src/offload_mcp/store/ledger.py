@@ -63,7 +63,13 @@ class Ledger:
     # ---------------------------------------------------------------- opening
 
     @classmethod
-    def open(cls, settings: LedgerSettings | None = None, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Ledger:
+    def open(
+        cls,
+        settings: LedgerSettings | None = None,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> Ledger:
         """Open (creating if needed) the ledger at the first of `path` (a file or a `postgresql://`
         URL), OFFLOAD_MCP_LEDGER, `settings.url`, `settings.path`, the XDG default.
 
@@ -114,7 +120,7 @@ class Ledger:
         return self.backend.reachable()
 
     def integrity(self) -> str:
-        """"ok" when the storage is sound, else what is wrong (SQLite's integrity check)."""
+        """ "ok" when the storage is sound, else what is wrong (SQLite's integrity check)."""
         return self.backend.integrity()
 
     @property
@@ -187,7 +193,11 @@ class Ledger:
     # ---------------------------------------------------------------- writing
 
     def commit(
-        self, bodies: Sequence[BodyRecord] = (), stash: Mapping[str, str] | None = None, events: Sequence[LedgerEvent] = (), owner: str | None = None
+        self,
+        bodies: Sequence[BodyRecord] = (),
+        stash: Mapping[str, str] | None = None,
+        events: Sequence[LedgerEvent] = (),
+        owner: str | None = None,
     ) -> None:
         """Write bodies, stash entries and events in one transaction, or raise LedgerWriteError.
 
@@ -205,18 +215,33 @@ class Ledger:
             packed = codec.compress(b.body_json)
             body_rows.append(
                 BodyRow(
-                    b.trm_id, b.server, b.tool, canonical_json(dict(b.arguments)).decode(), b.session_id, packed, codec.CODEC,
-                    len(b.body_json), len(packed), b.chars, now, now,
+                    b.trm_id,
+                    b.server,
+                    b.tool,
+                    canonical_json(dict(b.arguments)).decode(),
+                    b.session_id,
+                    packed,
+                    codec.CODEC,
+                    len(b.body_json),
+                    len(packed),
+                    b.chars,
+                    now,
+                    now,
                 )
             )
         stash_rows = [
-            StashRow(h, codec.compress(text.encode("utf-8", "surrogatepass")), codec.CODEC, len(text), now, now) for h, text in stash.items()
+            StashRow(h, codec.compress(text.encode("utf-8", "surrogatepass")), codec.CODEC, len(text), now, now)
+            for h, text in stash.items()
         ]
         call_rows = [CallRow(b.trm_id, owner or b.session_id, b.server, b.tool, now) for b in bodies]
         queued = self._take_pending()
         event_rows = [_event_row(e, at) for e, at in queued] + [_event_row(e, now) for e in events]
         # Who was shown each marker: the caller's owner key, else the sessions of this commit's bodies and events.
-        owners = [owner] if owner else sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
+        owners = (
+            [owner]
+            if owner
+            else sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
+        )
         owner_rows = [(h, owner) for h in stash for owner in owners]
         try:
             self.backend.write(CommitRows(body_rows, stash_rows, call_rows, owner_rows, event_rows))
@@ -232,11 +257,37 @@ class Ledger:
     def record_event(self, event: LedgerEvent) -> None:
         self.commit(events=[event])
 
-    def record_recall(self, session_id: str, trm_id: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None) -> None:
-        self.commit(events=[LedgerEvent("recall", session_id=session_id, verdict="ok" if ok else "error", ref_id=trm_id, chars_out=chars_out, detail=detail or {})])
+    def record_recall(
+        self, session_id: str, trm_id: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
+    ) -> None:
+        self.commit(
+            events=[
+                LedgerEvent(
+                    "recall",
+                    session_id=session_id,
+                    verdict="ok" if ok else "error",
+                    ref_id=trm_id,
+                    chars_out=chars_out,
+                    detail=detail or {},
+                )
+            ]
+        )
 
-    def record_expand(self, session_id: str, cg_hash: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None) -> None:
-        self.commit(events=[LedgerEvent("expand", session_id=session_id, verdict="ok" if ok else "error", ref_id=cg_hash, chars_out=chars_out, detail=detail or {})])
+    def record_expand(
+        self, session_id: str, cg_hash: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
+    ) -> None:
+        self.commit(
+            events=[
+                LedgerEvent(
+                    "expand",
+                    session_id=session_id,
+                    verdict="ok" if ok else "error",
+                    ref_id=cg_hash,
+                    chars_out=chars_out,
+                    detail=detail or {},
+                )
+            ]
+        )
 
     # ---------------------------------------------------------------- reading
 
@@ -245,7 +296,11 @@ class Ledger:
         stored = self.backend.read_body(trm_id)
         if stored is None:
             self._raise_missing(trm_id)
-        if self.scope in OWNED_SCOPES and session_id is not None and not self.backend.seen_by("body", trm_id, session_id):
+        if (
+            self.scope in OWNED_SCOPES
+            and session_id is not None
+            and not self.backend.seen_by("body", trm_id, session_id)
+        ):
             raise UnknownId(trm_id, f"{trm_id} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
         self._touch("body", trm_id)
         return codec.decompress(stored.data, stored.codec)
@@ -270,8 +325,14 @@ class Ledger:
         stored = self.backend.read_stash(cg_hash)
         if stored is None:
             self._raise_missing(cg_hash)
-        if self.scope in OWNED_SCOPES and session_id is not None and not self.backend.seen_by("stash", cg_hash, session_id):
-            raise UnknownId(cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.scope} (ledger scope is `{self.scope}`)")
+        if (
+            self.scope in OWNED_SCOPES
+            and session_id is not None
+            and not self.backend.seen_by("stash", cg_hash, session_id)
+        ):
+            raise UnknownId(
+                cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.scope} (ledger scope is `{self.scope}`)"
+            )
         self._touch("stash", cg_hash)
         return codec.decompress(stored.data, stored.codec).decode("utf-8", "surrogatepass")
 
@@ -282,7 +343,20 @@ class Ledger:
         """Recorded events, oldest first, as dicts (`detail` decoded)."""
         self.flush_quietly()
         rows = self.backend.events(since or 0.0, list(kinds or []))
-        cols = ("id", "at", "kind", "session_id", "server", "tool", "verdict", "reason", "ref_id", "chars_in", "chars_out", "detail")
+        cols = (
+            "id",
+            "at",
+            "kind",
+            "session_id",
+            "server",
+            "tool",
+            "verdict",
+            "reason",
+            "ref_id",
+            "chars_in",
+            "chars_out",
+            "detail",
+        )
         for row in rows:
             item = dict(zip(cols, row, strict=True))
             item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
@@ -328,11 +402,23 @@ class Ledger:
 
 def _event_row(e: LedgerEvent, at: float) -> EventRow:
     detail = canonical_json(dict(e.detail)).decode() if e.detail else ""
-    return EventRow(at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, detail)
+    return EventRow(
+        at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, detail
+    )
 
 
 # Re-exported: callers imported these from `store.ledger` before the split.
 __all__ = [
-    "BodyInfo", "BodyRecord", "Evicted", "Ledger", "LedgerError", "LedgerEvent", "LedgerUnavailable", "LedgerWriteError",
-    "UnknownId", "canonical_json", "default_ledger_path", "trm_id_for",
+    "BodyInfo",
+    "BodyRecord",
+    "Evicted",
+    "Ledger",
+    "LedgerError",
+    "LedgerEvent",
+    "LedgerUnavailable",
+    "LedgerWriteError",
+    "UnknownId",
+    "canonical_json",
+    "default_ledger_path",
+    "trm_id_for",
 ]

@@ -50,7 +50,9 @@ def resolve(settings: LedgerSettings, override: str | os.PathLike[str] | None = 
         if isinstance(value, str) and is_url(value):
             scheme = urlsplit(value).scheme.lower()
             if scheme not in POSTGRES_SCHEMES:
-                raise LedgerUnavailable(f"ledger URL {redact(value)}: unsupported scheme {scheme!r}; use a file path or postgresql://user@host/db")
+                raise LedgerUnavailable(
+                    f"ledger URL {redact(value)}: unsupported scheme {scheme!r}; use a file path or postgresql://user@host/db"
+                )
             return LedgerTarget(url=value)
         return LedgerTarget(path=Path(value).expanduser())
     return LedgerTarget(path=default_ledger_path())

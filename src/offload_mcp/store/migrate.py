@@ -60,7 +60,9 @@ def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batc
     source_path = Path(source).expanduser()
     if not source_path.is_file():
         raise MigrationError(f"--from {source}: no such ledger file")
-    if str(target) == str(source) or (not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()):
+    if str(target) == str(source) or (
+        not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()
+    ):
         raise MigrationError("--from and --to name the same ledger")
     try:
         src = Ledger.open(LedgerSettings(), path=source_path)
@@ -98,10 +100,14 @@ def _copy(src: Ledger, dst: Ledger, *, merge: bool, batch: int) -> MigrationRepo
             report.events += len(rows.events)
         report.tombstones_skipped = src.counts().get("tombstones", 0)
     except LedgerError as err:
-        raise MigrationError(f"writing the target failed: {err} (the source is unchanged; run again with --merge)") from err
+        raise MigrationError(
+            f"writing the target failed: {err} (the source is unchanged; run again with --merge)"
+        ) from err
     _verify(src, dst, report, batch)
     if report.mismatches:
-        raise MigrationError(f"{len(report.mismatches)} entries differ after the copy: " + ", ".join(report.mismatches[:5]))
+        raise MigrationError(
+            f"{len(report.mismatches)} entries differ after the copy: " + ", ".join(report.mismatches[:5])
+        )
     return report
 
 
@@ -122,21 +128,41 @@ def _source_rows(source: SqliteBackend, batch: int) -> Iterator[CommitRows]:
     Ownership rows travel with their entries because a backend writes nothing for a commit that
     holds neither bodies, stash nor events.
     """
-    for rows in _page(source, "SELECT id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at"
-                      " FROM bodies WHERE id > ? ORDER BY id", batch):
+    for rows in _page(
+        source,
+        "SELECT id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at"
+        " FROM bodies WHERE id > ? ORDER BY id",
+        batch,
+    ):
         bodies = [BodyRow(*row) for row in rows]
         ids = [b.id for b in bodies]
         marks = ",".join("?" * len(ids))
-        calls = [CallRow(*row) for row in source._all(f"SELECT trm_id, session_id, server, tool, at FROM calls WHERE trm_id IN ({marks})", ids)]
+        calls = [
+            CallRow(*row)
+            for row in source._all(
+                f"SELECT trm_id, session_id, server, tool, at FROM calls WHERE trm_id IN ({marks})", ids
+            )
+        ]
         yield CommitRows(bodies=bodies, calls=calls)
-    for rows in _page(source, "SELECT hash, original, codec, chars, created_at, last_used_at FROM stash WHERE hash > ? ORDER BY hash", batch):
+    for rows in _page(
+        source,
+        "SELECT hash, original, codec, chars, created_at, last_used_at FROM stash WHERE hash > ? ORDER BY hash",
+        batch,
+    ):
         stash = [StashRow(*row) for row in rows]
         hashes = [s.hash for s in stash]
         marks = ",".join("?" * len(hashes))
-        owners = [(h, o) for h, o in source._all(f"SELECT hash, session_id FROM stash_owners WHERE hash IN ({marks})", hashes)]
+        owners = [
+            (h, o) for h, o in source._all(f"SELECT hash, session_id FROM stash_owners WHERE hash IN ({marks})", hashes)
+        ]
         yield CommitRows(stash=stash, stash_owners=owners)
-    for rows in _page(source, "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
-                      " FROM events WHERE id > ? ORDER BY id", batch, start=-1):
+    for rows in _page(
+        source,
+        "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+        " FROM events WHERE id > ? ORDER BY id",
+        batch,
+        start=-1,
+    ):
         yield CommitRows(events=[EventRow(*row[1:]) for row in rows])
 
 

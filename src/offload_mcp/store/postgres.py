@@ -52,7 +52,7 @@ class PostgresBackend:
     def __init__(self, url: str, settings: LedgerSettings) -> None:
         if psycopg is None or ConnectionPool is None:
             raise LedgerUnavailable(
-                f"ledger {redact(url)}: PostgreSQL support is not installed; run `pip install \"offload-mcp[postgres]\"`"
+                f'ledger {redact(url)}: PostgreSQL support is not installed; run `pip install "offload-mcp[postgres]"`'
             )
         self.location = redact(url)
         self.settings = settings
@@ -124,7 +124,23 @@ class PostgresBackend:
                 cur.executemany(
                     "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    [(b.id, b.server, b.tool, b.arguments, b.session_id, b.body, b.codec, b.raw_bytes, b.stored_bytes, b.chars, b.created_at, b.last_used_at) for b in bodies],
+                    [
+                        (
+                            b.id,
+                            b.server,
+                            b.tool,
+                            b.arguments,
+                            b.session_id,
+                            b.body,
+                            b.codec,
+                            b.raw_bytes,
+                            b.stored_bytes,
+                            b.chars,
+                            b.created_at,
+                            b.last_used_at,
+                        )
+                        for b in bodies
+                    ],
                 )
             if stash:
                 cur.executemany(
@@ -134,7 +150,9 @@ class PostgresBackend:
                 )
             if revived:
                 cur.execute("DELETE FROM tombstones WHERE id = ANY(%s)", (revived,))
-            calls = sorted({(c.trm_id, c.session_id): c for c in rows.calls}.values(), key=lambda c: (c.trm_id, c.session_id))
+            calls = sorted(
+                {(c.trm_id, c.session_id): c for c in rows.calls}.values(), key=lambda c: (c.trm_id, c.session_id)
+            )
             if calls:
                 cur.executemany(
                     "INSERT INTO calls (trm_id, session_id, server, tool, at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
@@ -142,12 +160,29 @@ class PostgresBackend:
                 )
             owners = sorted(set(rows.stash_owners))
             if owners:
-                cur.executemany("INSERT INTO stash_owners (hash, session_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", owners)
+                cur.executemany(
+                    "INSERT INTO stash_owners (hash, session_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", owners
+                )
             if rows.events:
                 cur.executemany(
                     "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [(e.at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, e.detail) for e in rows.events],
+                    [
+                        (
+                            e.at,
+                            e.kind,
+                            e.session_id,
+                            e.server,
+                            e.tool,
+                            e.verdict,
+                            e.reason,
+                            e.ref_id,
+                            e.chars_in,
+                            e.chars_out,
+                            e.detail,
+                        )
+                        for e in rows.events
+                    ],
                 )
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
@@ -175,7 +210,10 @@ class PostgresBackend:
         table, key = _TABLES[kind]
         try:
             with self._connection(LedgerUnavailable) as conn:
-                conn.execute(f"UPDATE {table} SET last_used_at = %s WHERE {key} = %s AND last_used_at < %s", (now, id_, not_since))
+                conn.execute(
+                    f"UPDATE {table} SET last_used_at = %s WHERE {key} = %s AND last_used_at < %s",
+                    (now, id_, not_since),
+                )
         except (LedgerUnavailable, psycopg.Error) as err:  # recency is a hint; a failed touch must not fail a read
             log.debug("ledger touch failed: %s", err)
 
@@ -207,7 +245,8 @@ class PostgresBackend:
 
     def body_info(self, trm_id: str) -> BodyInfo | None:
         row = self._one(
-            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = %s", (trm_id,)
+            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = %s",
+            (trm_id,),
         )
         if row is None:
             return None
@@ -222,7 +261,10 @@ class PostgresBackend:
         return self._all(sql + " ORDER BY id", params)
 
     def call_counts(self, since: float) -> dict[tuple[str, str], int]:
-        rows = self._all("SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= %s GROUP BY server, tool", (since,))
+        rows = self._all(
+            "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= %s GROUP BY server, tool",
+            (since,),
+        )
         return {(server, tool): int(n) for server, tool, n in rows}
 
     def counts(self) -> Counts:
@@ -234,7 +276,10 @@ class PostgresBackend:
         return Counts(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def stored_total(self) -> int:
-        row = self._one("SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)", ())
+        row = self._one(
+            "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)",
+            (),
+        )
         return int(row[0])
 
     def unused_since(self, cutoff: float) -> list[Entry]:

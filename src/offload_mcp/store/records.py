@@ -40,7 +40,16 @@ class BodyRecord:
     """Characters of model-visible text in the body (the size the stub reports)."""
 
     @classmethod
-    def of(cls, body: Mapping[str, Any], *, server: str, tool: str, arguments: Mapping[str, Any], session_id: str, chars: int) -> BodyRecord:
+    def of(
+        cls,
+        body: Mapping[str, Any],
+        *,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        session_id: str,
+        chars: int,
+    ) -> BodyRecord:
         raw = canonical_json(body)
         return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars)
 

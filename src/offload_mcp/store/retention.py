@@ -35,7 +35,9 @@ def evict(backend: LedgerBackend, settings: LedgerSettings, now: float) -> list[
                 victims.append(entry)
                 total -= entry.stored_bytes
             victims.sort(key=lambda e: e.kind != "body")  # bodies first, as before the split
-            evicted += backend.tombstone(victims, now, f"least recently used when the ledger exceeded max_total_bytes={max_total}")
+            evicted += backend.tombstone(
+                victims, now, f"least recently used when the ledger exceeded max_total_bytes={max_total}"
+            )
     if evicted:
         log.info("ledger retention evicted %d entries", len(evicted))
     return evicted

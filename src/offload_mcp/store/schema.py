@@ -27,24 +27,50 @@ def create_sqlite_schema(db: sqlite_utils.Database) -> None:
     db.table("meta").create({"key": str, "value": str}, pk="key", if_not_exists=True)
     db.table("bodies").create(
         {
-            "id": str, "server": str, "tool": str, "arguments": str, "session_id": str, "body": bytes, "codec": str,
-            "raw_bytes": int, "stored_bytes": int, "chars": int, "created_at": float, "last_used_at": float,
+            "id": str,
+            "server": str,
+            "tool": str,
+            "arguments": str,
+            "session_id": str,
+            "body": bytes,
+            "codec": str,
+            "raw_bytes": int,
+            "stored_bytes": int,
+            "chars": int,
+            "created_at": float,
+            "last_used_at": float,
         },
         pk="id",
         if_not_exists=True,
     )
     db.table("stash").create(
-        {"hash": str, "original": bytes, "codec": str, "chars": int, "created_at": float, "last_used_at": float}, pk="hash", if_not_exists=True
+        {"hash": str, "original": bytes, "codec": str, "chars": int, "created_at": float, "last_used_at": float},
+        pk="hash",
+        if_not_exists=True,
     )
     db.table("calls").create(
-        {"trm_id": str, "session_id": str, "server": str, "tool": str, "at": float}, pk=("trm_id", "session_id"), if_not_exists=True
+        {"trm_id": str, "session_id": str, "server": str, "tool": str, "at": float},
+        pk=("trm_id", "session_id"),
+        if_not_exists=True,
     )
     db.table("stash_owners").create({"hash": str, "session_id": str}, pk=("hash", "session_id"), if_not_exists=True)
-    db.table("tombstones").create({"id": str, "kind": str, "evicted_at": float, "reason": str}, pk="id", if_not_exists=True)
+    db.table("tombstones").create(
+        {"id": str, "kind": str, "evicted_at": float, "reason": str}, pk="id", if_not_exists=True
+    )
     db.table("events").create(
         {
-            "id": int, "at": float, "kind": str, "session_id": str, "server": str, "tool": str, "verdict": str,
-            "reason": str, "ref_id": str, "chars_in": int, "chars_out": int, "detail": str,
+            "id": int,
+            "at": float,
+            "kind": str,
+            "session_id": str,
+            "server": str,
+            "tool": str,
+            "verdict": str,
+            "reason": str,
+            "ref_id": str,
+            "chars_in": int,
+            "chars_out": int,
+            "detail": str,
         },
         pk="id",
         if_not_exists=True,

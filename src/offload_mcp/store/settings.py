@@ -25,11 +25,24 @@ class LedgerSettings(BaseModel):
         description="A shared PostgreSQL ledger, `postgresql://user@host/db` (needs `offload-mcp[postgres]`); beats `path`. "
         "The OFFLOAD_MCP_LEDGER environment variable beats both, `--ledger` beats all.",
     )
-    max_total_bytes: int | None = Field(default=None, ge=0, description="Evict least recently used bodies past this stored size; null keeps everything.")
-    max_age_days: float | None = Field(default=None, gt=0, description="Evict bodies not used for this many days; null keeps everything.")
-    busy_timeout_s: float = Field(default=2.0, ge=0, description="How long a write waits on a locked database (or for a PostgreSQL connection) before the result passes through unmodified.")
-    pool_size: int = Field(default=4, ge=1, le=100, description="PostgreSQL only: most connections one process keeps open.")
-    scope: Literal["global", "session", "principal"] = Field(default="global", description="`session` makes ids recallable only from the session that produced them; `principal` only by the authenticated caller (bearer token, `offload.server.auth_tokens`) they were handed to, on any replica.")
+    max_total_bytes: int | None = Field(
+        default=None, ge=0, description="Evict least recently used bodies past this stored size; null keeps everything."
+    )
+    max_age_days: float | None = Field(
+        default=None, gt=0, description="Evict bodies not used for this many days; null keeps everything."
+    )
+    busy_timeout_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="How long a write waits on a locked database (or for a PostgreSQL connection) before the result passes through unmodified.",
+    )
+    pool_size: int = Field(
+        default=4, ge=1, le=100, description="PostgreSQL only: most connections one process keeps open."
+    )
+    scope: Literal["global", "session", "principal"] = Field(
+        default="global",
+        description="`session` makes ids recallable only from the session that produced them; `principal` only by the authenticated caller (bearer token, `offload.server.auth_tokens`) they were handed to, on any replica.",
+    )
 
     @field_validator("path", mode="after")
     @classmethod

@@ -96,7 +96,9 @@ class SqliteBackend:
             try:
                 decision_v1.upgrade_sqlite(conn, path)
             except sqlite3.Error as err:
-                log.warning("ledger %s: decision records not upgraded (%s); stats cannot read its older rows yet", path, err)
+                log.warning(
+                    "ledger %s: decision records not upgraded (%s); stats cannot read its older rows yet", path, err
+                )
         return cls(conn, path, settings, writable)
 
     def close(self) -> None:
@@ -113,7 +115,20 @@ class SqliteBackend:
                 conn.execute(
                     "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    (b.id, b.server, b.tool, b.arguments, b.session_id, b.body, b.codec, b.raw_bytes, b.stored_bytes, b.chars, b.created_at, b.last_used_at),
+                    (
+                        b.id,
+                        b.server,
+                        b.tool,
+                        b.arguments,
+                        b.session_id,
+                        b.body,
+                        b.codec,
+                        b.raw_bytes,
+                        b.stored_bytes,
+                        b.chars,
+                        b.created_at,
+                        b.last_used_at,
+                    ),
                 )
                 conn.execute("DELETE FROM tombstones WHERE id = ?", (b.id,))
             for s in rows.stash:
@@ -127,11 +142,28 @@ class SqliteBackend:
                 "INSERT OR IGNORE INTO calls (trm_id, session_id, server, tool, at) VALUES (?, ?, ?, ?, ?)",
                 [(c.trm_id, c.session_id, c.server, c.tool, c.at) for c in rows.calls],
             )
-            conn.executemany("INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", list(rows.stash_owners))
+            conn.executemany(
+                "INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", list(rows.stash_owners)
+            )
             conn.executemany(
                 "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(e.at, e.kind, e.session_id, e.server, e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, e.detail) for e in rows.events],
+                [
+                    (
+                        e.at,
+                        e.kind,
+                        e.session_id,
+                        e.server,
+                        e.tool,
+                        e.verdict,
+                        e.reason,
+                        e.ref_id,
+                        e.chars_in,
+                        e.chars_out,
+                        e.detail,
+                    )
+                    for e in rows.events
+                ],
             )
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
@@ -141,7 +173,9 @@ class SqliteBackend:
         with self._write() as conn:
             for entry in entries:
                 table, key = _TABLES[entry.kind]
-                gone = conn.execute(f"DELETE FROM {table} WHERE {key} = ? AND last_used_at <= ?", (entry.id, entry.last_used_at)).rowcount
+                gone = conn.execute(
+                    f"DELETE FROM {table} WHERE {key} = ? AND last_used_at <= ?", (entry.id, entry.last_used_at)
+                ).rowcount
                 if not gone:
                     continue
                 conn.execute(
@@ -158,7 +192,9 @@ class SqliteBackend:
         table, key = _TABLES[kind]
         try:
             with self._lock:
-                self._conn.execute(f"UPDATE {table} SET last_used_at = ? WHERE {key} = ? AND last_used_at < ?", (now, id_, not_since))
+                self._conn.execute(
+                    f"UPDATE {table} SET last_used_at = ? WHERE {key} = ? AND last_used_at < ?", (now, id_, not_since)
+                )
         except sqlite3.Error as err:  # recency is a hint; a failed touch must not fail a read
             log.debug("ledger touch failed: %s", err)
 
@@ -190,7 +226,8 @@ class SqliteBackend:
 
     def body_info(self, trm_id: str) -> BodyInfo | None:
         row = self._one(
-            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = ?", (trm_id,)
+            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = ?",
+            (trm_id,),
         )
         if row is None:
             return None
@@ -205,7 +242,10 @@ class SqliteBackend:
         return self._all(sql + " ORDER BY id", params)
 
     def call_counts(self, since: float) -> dict[tuple[str, str], int]:
-        rows = self._all("SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool", (since,))
+        rows = self._all(
+            "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool",
+            (since,),
+        )
         return {(server, tool): n for server, tool, n in rows}
 
     def counts(self) -> Counts:
@@ -216,7 +256,10 @@ class SqliteBackend:
         return Counts(bodies, stored, stash, tombstones)
 
     def stored_total(self) -> int:
-        row = self._one("SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)", ())
+        row = self._one(
+            "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)",
+            (),
+        )
         return int(row[0]) if row else 0
 
     def unused_since(self, cutoff: float) -> list[Entry]:
@@ -229,7 +272,8 @@ class SqliteBackend:
 
     def by_recency(self) -> Iterator[Entry]:
         rows = self._all(
-            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash ORDER BY 4, 2", ()
+            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash ORDER BY 4, 2",
+            (),
         )
         for kind, id_, size, used in rows:
             yield Entry(kind, id_, size, used)
@@ -315,11 +359,15 @@ class SqliteBackend:
                 how = f"another process recreated it; merged {copied} rows from this process's open copy"
         except sqlite3.Error as err:
             new.close()
-            raise LedgerWriteError(f"ledger {path}: the file was deleted while serving and could not be restored ({err})") from None
+            raise LedgerWriteError(
+                f"ledger {path}: the file was deleted while serving and could not be restored ({err})"
+            ) from None
         self._conn = new
         self._ident = _ident(path)
         old.close()
-        log.warning("ledger %s was deleted or replaced while serving: %s; every id handed out stays recallable", path, how)
+        log.warning(
+            "ledger %s was deleted or replaced while serving: %s; every id handed out stays recallable", path, how
+        )
 
 
 class _Read:
@@ -434,7 +482,9 @@ def _prepare_file(target: Path) -> bool:
 
 def mark_created(directory: Path) -> None:
     try:
-        (directory / CREATED_MARKER).write_text("This directory was created by offload-mcp for its ledger; its mode is kept at 0700.\n")
+        (directory / CREATED_MARKER).write_text(
+            "This directory was created by offload-mcp for its ledger; its mode is kept at 0700.\n"
+        )
     except OSError as err:  # the mark only widens what the start-up check may narrow
         log.debug("cannot mark %s as created by offload-mcp: %s", directory, err)
 

@@ -54,11 +54,29 @@ TOOL = types.Tool(
         "type": "object",
         "properties": {
             "marker": {"type": "string", "description": "The marker as shown (<<cg:HASH>>) or its 16-hex-digit hash."},
-            "offset": {"type": "integer", "minimum": 0, "default": 0, "description": "Character offset of the page to return (for originals larger than one answer)."},
-            "query": {"type": "string", "description": "Substring to find in the original; shows a window around each match."},
-            "lines": {"type": "string", "description": "Line range of the original, 1-based inclusive: \"10-20\", \"10\", or \"10-\"."},
-            "json_path": {"type": "string", "description": "JSONPath into the original when it is JSON, e.g. $.items[0:5]"},
-            "max_chars": {"type": "integer", "minimum": 1, "description": "Most characters to return from offset (capped like recall)."},
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "Character offset of the page to return (for originals larger than one answer).",
+            },
+            "query": {
+                "type": "string",
+                "description": "Substring to find in the original; shows a window around each match.",
+            },
+            "lines": {
+                "type": "string",
+                "description": 'Line range of the original, 1-based inclusive: "10-20", "10", or "10-".',
+            },
+            "json_path": {
+                "type": "string",
+                "description": "JSONPath into the original when it is JSON, e.g. $.items[0:5]",
+            },
+            "max_chars": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Most characters to return from offset (capped like recall).",
+            },
         },
         "required": ["marker"],
         "additionalProperties": False,
@@ -118,7 +136,9 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {offset!r}.")
     if env.ledger is None:
-        return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
+        return error_result(
+            "context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read."
+        )
     return await anyio.to_thread.run_sync(_expand, env, hash_, offset)
 
 
@@ -128,7 +148,9 @@ async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> ty
 
     unknown = sorted(set(arguments) - {"marker", "hash", "offset", *_STYLES})
     if unknown:
-        return error_result(f"context_guru_expand: unknown argument(s) {', '.join(unknown)}; valid: marker, offset, {', '.join(_STYLES)}")
+        return error_result(
+            f"context_guru_expand: unknown argument(s) {', '.join(unknown)}; valid: marker, offset, {', '.join(_STYLES)}"
+        )
     forwarded = {k: v for k, v in arguments.items() if k in ("offset", *_STYLES) and v is not None}
     forwarded["mem_id"] = f"<<cg:{hash_}>>"
     try:
@@ -145,7 +167,9 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     from ..store import LedgerError, UnknownId
 
     if env.ledger is None:
-        return error_result("context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read.")
+        return error_result(
+            "context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read."
+        )
     try:
         original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the marker may be fine
@@ -157,7 +181,9 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
             "Markers are valid only as they appear in results from this offload-mcp ledger."
         )
     if offset and offset >= len(original):
-        return error_result(f"context_guru_expand: offset {offset} is past the end of <<cg:{hash_}>> ({len(original)} characters).")
+        return error_result(
+            f"context_guru_expand: offset {offset} is past the end of <<cg:{hash_}>> ({len(original)} characters)."
+        )
     env.session.expanded.add(hash_)
     content = page(original, offset, page_chars(env.settings), hash_)
     _record(env, hash_, ok=True, chars=len(content[0].text))

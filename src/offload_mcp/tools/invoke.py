@@ -67,7 +67,11 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
     problems: list[str] = []
     declared = schema.get("properties")
     properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
-    required = [r for r in schema.get("required", []) if isinstance(r, str)] if isinstance(schema.get("required"), list) else []
+    required = (
+        [r for r in schema.get("required", []) if isinstance(r, str)]
+        if isinstance(schema.get("required"), list)
+        else []
+    )
     missing = [name for name in required if name not in arguments]
     if missing:
         problems.append("missing required argument(s): " + ", ".join(missing))
@@ -84,7 +88,9 @@ def argument_problems(schema: dict[str, Any], arguments: dict[str, Any]) -> list
         validator = _with_bounded_patterns(validator_class)(schema)
     except jsonschema.SchemaError:
         return problems  # the server's own schema is broken: it will judge the call itself
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.validator or "", e.message)):
+    for error in sorted(
+        validator.iter_errors(arguments), key=lambda e: (list(map(str, e.absolute_path)), e.validator or "", e.message)
+    ):
         if error.validator in ("required", "additionalProperties") and not error.absolute_path:
             continue  # already said above, in plainer words
         where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
@@ -155,7 +161,9 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
         target_args = {}
     if not isinstance(target_args, dict):
         await note(env, "invoke", "refused", "bad_arguments")
-        return error_result(f"{NAME}: `arguments` must be an object of the tool's arguments, got {type(target_args).__name__}")
+        return error_result(
+            f"{NAME}: `arguments` must be an object of the tool's arguments, got {type(target_args).__name__}"
+        )
     if name in ALWAYS_LISTED or name in (SEARCH_NAME, NAME):
         await note(env, "invoke", "refused", "own_tool")
         return error_result(f"{NAME}: `{name}` is one of offload-mcp's own tools; call it directly")
@@ -176,7 +184,9 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
             schema = schema[:MAX_SCHEMA_CHARS] + "…"
         lines = "\n".join(f"- {p}" for p in problems)
         await note(env, "invoke", "refused", "bad_arguments", {"name": name, "problems": problems})
-        return error_result(f"{NAME}: the arguments for `{name}` do not match its input schema; nothing was called.\n{lines}\ninputSchema: {schema}")
+        return error_result(
+            f"{NAME}: the arguments for `{name}` do not match its input schema; nothing was called.\n{lines}\ninputSchema: {schema}"
+        )
     return await env.forward(name, target_args)
 
 

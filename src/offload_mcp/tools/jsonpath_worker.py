@@ -52,7 +52,9 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
             async with _limiter():
                 code, raw = await _run_worker(path.encode() + b"\n" + doc_json)
     except TimeoutError:
-        raise JsonPathFailed(f"took longer than {time_limit_s:g}s and was stopped; narrow it (avoid `..` on large documents)") from None
+        raise JsonPathFailed(
+            f"took longer than {time_limit_s:g}s and was stopped; narrow it (avoid `..` on large documents)"
+        ) from None
     try:
         answer = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -68,8 +70,17 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
 
 async def _run_worker(stdin: bytes) -> tuple[int | None, bytes]:
     process = await anyio.open_process(
-        [sys.executable, "-m", "offload_mcp.tools.jsonpath_worker", str(MEMORY_BYTES), str(MAX_MATCHES), str(MAX_CHARS)],
-        stdin=-1, stdout=-1, stderr=-3,  # PIPE, PIPE, DEVNULL
+        [
+            sys.executable,
+            "-m",
+            "offload_mcp.tools.jsonpath_worker",
+            str(MEMORY_BYTES),
+            str(MAX_MATCHES),
+            str(MAX_CHARS),
+        ],
+        stdin=-1,
+        stdout=-1,
+        stderr=-3,  # PIPE, PIPE, DEVNULL
     )
     chunks: list[bytes] = []
     try:
@@ -107,7 +118,9 @@ def _answer(path: str, doc: Any, max_matches: int, max_chars: int) -> dict[str, 
     for found in parse(path).find(doc):
         matches.append((str(found.full_path), found.value))
         if len(matches) > max_matches:
-            return {"error": f"matched more than {max_matches:,} values; narrow it (a slice like [0:50], or a more specific path)"}
+            return {
+                "error": f"matched more than {max_matches:,} values; narrow it (a slice like [0:50], or a more specific path)"
+            }
     if not matches:
         return {"count": 0, "text": ""}
     if len(matches) == 1:

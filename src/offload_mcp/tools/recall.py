@@ -71,8 +71,8 @@ TOOL = types.Tool(
         "Read back part of an offloaded tool result by its mem_id (trm_...), exactly as the tool returned it; "
         "a <<cg:HASH>> marker works as mem_id too (the original it stands for). "
         "Pick one style: query (substring; case-insensitive unless it has a capital letter) shows the text around each "
-        "match with match positions; offset + max_chars a character range; lines a line range like \"120-180\"; "
-        "json_path a JSONPath such as \"$.items[3].price\" into the result's JSON. With no style it returns the start. "
+        'match with match positions; offset + max_chars a character range; lines a line range like "120-180"; '
+        'json_path a JSONPath such as "$.items[3].price" into the result\'s JSON. With no style it returns the start. '
         "Each answer's first line gives the total size and the exact call for the next part."
     ),
     input_schema={
@@ -80,10 +80,18 @@ TOOL = types.Tool(
         "properties": {
             "mem_id": {"type": "string", "description": "The trm_ id from the stub, or a <<cg:HASH>> marker."},
             "query": {"type": "string", "description": "Substring to find; shows a window around each match."},
-            "offset": {"type": "integer", "minimum": 0, "description": "Start character (range), or where a query/json_path answer continues."},
-            "max_chars": {"type": "integer", "minimum": 1, "description": "Most characters to return (capped by the server)."},
+            "offset": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Start character (range), or where a query/json_path answer continues.",
+            },
+            "max_chars": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Most characters to return (capped by the server).",
+            },
             "json_path": {"type": "string", "description": "JSONPath into the result's JSON, e.g. $.items[0:5].name"},
-            "lines": {"type": "string", "description": "Line range, 1-based inclusive: \"10-20\", \"10\", or \"10-\"."},
+            "lines": {"type": "string", "description": 'Line range, 1-based inclusive: "10-20", "10", or "10-".'},
         },
         "required": ["mem_id"],
         "additionalProperties": False,
@@ -162,7 +170,9 @@ class _Body:
                         except orjson.JSONDecodeError:
                             continue
             if self._json is None:
-                raise _BadInput("this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines")
+                raise _BadInput(
+                    "this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines"
+                )
         return self._json
 
     def json_bytes(self) -> bytes:
@@ -268,7 +278,9 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
 async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
     unknown = sorted(set(arguments) - set(_ARGS))
     if unknown:
-        raise _BadInput(f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}")
+        raise _BadInput(
+            f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}"
+        )
     mem_id = arguments.get("mem_id")
     if not isinstance(mem_id, str) or not mem_id:
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
@@ -328,7 +340,9 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         text, style = _range(body, mem_id, offset or 0, limit), "range"
     if capped_note:
         head, _, rest = text.partition("\n")
-        head = head.replace("; next:", f"{capped_note}; next:", 1) if "; next:" in head else f"{head[:-1]}{capped_note}]"
+        head = (
+            head.replace("; next:", f"{capped_note}; next:", 1) if "; next:" in head else f"{head[:-1]}{capped_note}]"
+        )
         text = f"{head}\n{rest}"
     return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
 
@@ -341,7 +355,9 @@ def _call(mem_id: str, **kw: Any) -> str:
 def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
     total = len(body.text)
     if offset > total or (offset == total and total > 0):
-        raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars (valid offsets 0–{max(total - 1, 0):,})")
+        raise _BadInput(
+            f"offset {offset:,} is past the end: the body has {total:,} chars (valid offsets 0–{max(total - 1, 0):,})"
+        )
     end = min(offset + limit, total)
     nxt = f"next: {_call(mem_id, offset=end)}" if end < total else "end of body"
     return f"[{mem_id}: chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{body.text[offset:end]}"
@@ -351,7 +367,7 @@ def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     m = _LINES.match(spec) if len(spec) <= _LINES_MAX_LEN else None
     if not m or any(g and len(g) > 15 for g in (m.group(1), m.group(3))):
         raise _BadInput(
-            f"lines {_shown(spec)} is not a line range; use \"A-B\", \"A\" or \"A-\" with 1-based line numbers (at most 15 digits)"
+            f'lines {_shown(spec)} is not a line range; use "A-B", "A" or "A-" with 1-based line numbers (at most 15 digits)'
         )
     first = int(m.group(1))
     last_text = m.group(3)
@@ -443,7 +459,9 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
 
         parse(path)  # syntax errors answer at once, before a worker starts
     except Exception as err:
-        raise _BadInput(f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price") from None
+        raise _BadInput(
+            f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price"
+        ) from None
     doc, source = body.json_doc()
     try:
         # In a process of its own: bounded in time, memory, matches and size, and killed when over.
@@ -451,7 +469,13 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
     except JsonPathFailed as err:
         raise _BadInput(f"json_path {path!r} {err}") from None
     if count == 0:
-        keys = list(doc)[:20] if isinstance(doc, dict) else f"an array of {len(doc)}" if isinstance(doc, list) else type(doc).__name__
+        keys = (
+            list(doc)[:20]
+            if isinstance(doc, dict)
+            else f"an array of {len(doc)}"
+            if isinstance(doc, list)
+            else type(doc).__name__
+        )
         return f"[{mem_id}: json_path {path!r} matched nothing in {source}; top level: {keys}]\n"
     total = len(rendered)
     if offset > total or (offset == total and total > 0):

@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 class RecallSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["window", "structural", "both"] = Field(default="both", description="Retrieval styles recall_tool_result offers: substring/range windows, JSONPath, or both (the seed's tool_result_recall_mode).")
+    mode: Literal["window", "structural", "both"] = Field(
+        default="both",
+        description="Retrieval styles recall_tool_result offers: substring/range windows, JSONPath, or both (the seed's tool_result_recall_mode).",
+    )
     max_chars: int = Field(default=8_000, ge=256, description="Cap on the characters one recall answer returns.")
     window_chars: int = Field(default=300, ge=0, description="Characters shown either side of each query match.")
     max_matches: int = Field(default=10, ge=1, description="Most query matches shown in one answer.")

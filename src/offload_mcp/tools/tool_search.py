@@ -85,7 +85,9 @@ def definition(tool: types.Tool) -> dict[str, Any]:
     return data
 
 
-def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex_timeout_s: float) -> types.CallToolResult:
+def answer(
+    catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex_timeout_s: float
+) -> types.CallToolResult:
     """The search answer for one call (sync: the regex form may run up to its time budget)."""
     query = arguments.get("query")
     pattern = arguments.get("pattern")
@@ -121,7 +123,7 @@ def answer(catalog: Any, arguments: dict[str, Any], *, default_limit: int, regex
     if total is not None and total > len(matches):
         body["more"] = f"{total - len(matches)} more tools match; narrow the pattern or raise limit"
     if matches:
-        body["next"] = f"Call a match with {INVOKE_NAME}: {{\"name\": <name>, \"arguments\": {{...}}}}."
+        body["next"] = f'Call a match with {INVOKE_NAME}: {{"name": <name>, "arguments": {{...}}}}.'
     else:
         body["next"] = "No tool matched: rephrase with other words, or try a pattern."
     return text_result(orjson.dumps(body).decode())
@@ -135,7 +137,9 @@ def record(env: ToolEnv, kind: str, verdict: str, reason: str, detail: dict[str,
     try:
         from ..store.ledger import LedgerEvent
 
-        ledger.record_event(LedgerEvent(kind=kind, session_id=env.session_id, verdict=verdict, reason=reason, detail=detail or {}))
+        ledger.record_event(
+            LedgerEvent(kind=kind, session_id=env.session_id, verdict=verdict, reason=reason, detail=detail or {})
+        )
     except Exception as err:  # noqa: BLE001 - stats are never worth a failed call
         logger.debug("could not record %s event: %s", kind, err)
 

@@ -146,6 +146,13 @@ class EventRow:
     detail: str
     """Canonical JSON of the event's detail, or "" when it has none."""
 
+    def values(self) -> tuple[float, str, str, str, str, str, str, str, int, int, str]:
+        """The row in column order (both backends' INSERT statements list the columns so)."""
+        return (
+            self.at, self.kind, self.session_id, self.server, self.tool, self.verdict, self.reason, self.ref_id,
+            self.chars_in, self.chars_out, self.detail,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class CommitRows:

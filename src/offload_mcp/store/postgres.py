@@ -167,22 +167,7 @@ class PostgresBackend:
                 cur.executemany(
                     "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (
-                            e.at,
-                            e.kind,
-                            e.session_id,
-                            e.server,
-                            e.tool,
-                            e.verdict,
-                            e.reason,
-                            e.ref_id,
-                            e.chars_in,
-                            e.chars_out,
-                            e.detail,
-                        )
-                        for e in rows.events
-                    ],
+                    [e.values() for e in rows.events],
                 )
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:

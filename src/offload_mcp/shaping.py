@@ -42,10 +42,9 @@ from .policy.describe import parse_json_text
 from .policy.policy import Decision, PolicyInput, ResultPolicy
 from .policy.stub import build_stub, stub_object, text_blocks
 from .record import DecisionEvent, Mode, ShapeVerdict
-from .reducers.base import ReduceContext, SessionMemory
+from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from .reducers.settings import ReducerSettings
-from .server.identity import is_anonymous
 from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
 from .tool_names import ALWAYS_LISTED
 

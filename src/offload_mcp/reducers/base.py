@@ -30,6 +30,16 @@ def has_marker(text: str) -> bool:
     return MARKER_RE.search(text) is not None
 
 
+ANONYMOUS_PREFIX = "stateless:"
+"""Session ids with this prefix belong to a request with no identity of its own (a 2026-07-28 stateless HTTP
+request, server/identity.py): it has no history to share and keeps none."""
+
+
+def is_anonymous(session_id: str) -> bool:
+    """True for a stateless HTTP request that carries no identity of its own."""
+    return session_id.startswith(ANONYMOUS_PREFIX)
+
+
 @dataclass
 class SessionMemory:
     """Per-session state reducers may read and extend (dedup's history).

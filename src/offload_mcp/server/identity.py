@@ -46,9 +46,11 @@ from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-ANONYMOUS_PREFIX = "stateless:"
+from ..reducers.base import ANONYMOUS_PREFIX, is_anonymous
+
 _stream_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 NO_IDENTITY_REASON = "no_session_identity"
+__all__ = ["ANONYMOUS_PREFIX", "is_anonymous"]  # the session vocabulary lives with SessionMemory (reducers/base.py)
 AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
 DEFAULT_PRINCIPAL = "default"
 """The principal of the single `auth_token`."""
@@ -78,11 +80,6 @@ def scope_key(ctx: Any, *, stateless_wire: bool, process_session: str) -> str:
         except TypeError:  # not weak-referenceable: the stream is the process's only one (stdio)
             return process_session
     return str(connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex))
-
-
-def is_anonymous(session_id: str) -> bool:
-    """True for a stateless HTTP request that carries no identity of its own."""
-    return session_id.startswith(ANONYMOUS_PREFIX)
 
 
 def refusal(tool: str) -> str:

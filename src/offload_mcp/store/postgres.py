@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
-
 from .errors import LedgerUnavailable, LedgerWriteError
-from .interfaces import CommitRows, Counts, Entry, EntryKind, Stored, Tombstone
+from .interfaces import CommitRows, Entry, EntryKind
 from .location import redact
-from .records import BodyInfo
+from .queries import TABLES, SqlReads
 from .schema import migrate_postgres
 from .settings import LedgerSettings
 
@@ -41,10 +39,10 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 log = logging.getLogger(__name__)
 
-_TABLES = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
+_TABLES = TABLES
 
 
-class PostgresBackend:
+class PostgresBackend(SqlReads):
     """Rows in and out of a PostgreSQL ledger through a connection pool. Thread-safe."""
 
     path: Path | None = None
@@ -209,81 +207,6 @@ class PostgresBackend:
 
     # ---------------------------------------------------------------- reading
 
-    def read_body(self, trm_id: str) -> Stored | None:
-        row = self._one("SELECT body, codec FROM bodies WHERE id = %s", (trm_id,))
-        return None if row is None else Stored(bytes(row[0]), row[1])
-
-    def read_stash(self, cg_hash: str) -> Stored | None:
-        row = self._one("SELECT original, codec FROM stash WHERE hash = %s", (cg_hash,))
-        return None if row is None else Stored(bytes(row[0]), row[1])
-
-    def seen_by(self, kind: EntryKind, id_: str, session_id: str) -> bool:
-        if kind == "body":
-            sql = "SELECT 1 FROM calls WHERE trm_id = %s AND session_id = %s LIMIT 1"
-        else:
-            sql = "SELECT 1 FROM stash_owners WHERE hash = %s AND session_id = %s LIMIT 1"
-        return self._one(sql, (id_, session_id)) is not None
-
-    def tombstone_of(self, id_: str) -> Tombstone | None:
-        row = self._one("SELECT evicted_at, reason FROM tombstones WHERE id = %s", (id_,))
-        return None if row is None else Tombstone(row[0], row[1])
-
-    def body_info(self, trm_id: str) -> BodyInfo | None:
-        row = self._one(
-            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = %s",
-            (trm_id,),
-        )
-        if row is None:
-            return None
-        return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
-
-    def events(self, since: float, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
-        sql = "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE at >= %s"
-        params: list[Any] = [since]
-        if kinds:
-            sql += " AND kind = ANY(%s)"
-            params.append(list(kinds))
-        return self._all(sql + " ORDER BY id", params)
-
-    def call_counts(self, since: float) -> dict[tuple[str, str], int]:
-        rows = self._all(
-            "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= %s GROUP BY server, tool",
-            (since,),
-        )
-        return {(server, tool): int(n) for server, tool, n in rows}
-
-    def counts(self) -> Counts:
-        row = self._one(
-            "SELECT (SELECT count(*) FROM bodies), (SELECT coalesce(sum(stored_bytes), 0) FROM bodies),"
-            " (SELECT count(*) FROM stash), (SELECT count(*) FROM tombstones)",
-            (),
-        )
-        return Counts(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
-
-    def stored_total(self) -> int:
-        row = self._one(
-            "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)",
-            (),
-        )
-        return int(row[0])
-
-    def unused_since(self, cutoff: float) -> list[Entry]:
-        rows = self._all(
-            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies WHERE last_used_at < %s"
-            " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash WHERE last_used_at < %s",
-            (cutoff, cutoff),
-        )
-        return [Entry(kind, id_, int(size), used) for kind, id_, size, used in rows]
-
-    def by_recency(self) -> Iterator[Entry]:
-        rows = self._all(
-            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash"
-            " ORDER BY 4, 2",
-            (),
-        )
-        for kind, id_, size, used in rows:
-            yield Entry(kind, id_, int(size), used)
-
     def reachable(self) -> tuple[bool, str]:
         try:
             self._one("SELECT 1", ())
@@ -301,12 +224,12 @@ class PostgresBackend:
     def _one(self, sql: str, params: Sequence[Any]) -> Any:
         self._ensure_schema()
         with self._connection(LedgerUnavailable) as conn:
-            return conn.execute(sql, params).fetchone()
+            return conn.execute(_pg(sql), params).fetchone()
 
     def _all(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         self._ensure_schema()
         with self._connection(LedgerUnavailable) as conn:
-            rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+            rows: list[tuple[Any, ...]] = conn.execute(_pg(sql), params).fetchall()
         return rows
 
     def _connection(self, error: type[Exception]) -> _Checkout:
@@ -383,3 +306,8 @@ class _Checkout:
                     cm.__exit__(exc_type, exc, None)
                 except psycopg.Error:
                     pass
+
+
+def _pg(sql: str) -> str:
+    """The shared reads (store/queries.py) use `?` placeholders; psycopg's are `%s`."""
+    return sql.replace("?", "%s")

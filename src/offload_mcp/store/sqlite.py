@@ -20,17 +20,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 import sqlite_utils
 
 from . import decision_v1
 from .errors import LedgerUnavailable, LedgerWriteError
-from .interfaces import CommitRows, Counts, Entry, EntryKind, Stored, Tombstone
-from .records import BodyInfo
+from .interfaces import CommitRows, Entry, EntryKind
+from .queries import TABLES, SqlReads
 from .schema import create_sqlite_schema
 from .settings import LedgerSettings
 
@@ -39,12 +38,12 @@ log = logging.getLogger(__name__)
 CREATED_MARKER = ".offload-mcp-created"
 """Left in a directory the ledger created, so the start-up permission check knows it is ours."""
 
-_TABLES = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
+_TABLES = TABLES
 _KEYED_TABLES = ("bodies", "stash", "calls", "stash_owners", "tombstones")
 _Ident = tuple[int, int]
 
 
-class SqliteBackend:
+class SqliteBackend(SqlReads):
     """Thread-safe rows in and out of one ledger file. Open with `SqliteBackend.open(...)`."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, settings: LedgerSettings, writable: bool) -> None:
@@ -189,79 +188,6 @@ class SqliteBackend:
             conn.execute(f"UPDATE {table} SET last_used_at = ? WHERE {key} = ?", (at, id_))
 
     # ---------------------------------------------------------------- reading
-
-    def read_body(self, trm_id: str) -> Stored | None:
-        row = self._one("SELECT body, codec FROM bodies WHERE id = ?", (trm_id,))
-        return None if row is None else Stored(row[0], row[1])
-
-    def read_stash(self, cg_hash: str) -> Stored | None:
-        row = self._one("SELECT original, codec FROM stash WHERE hash = ?", (cg_hash,))
-        return None if row is None else Stored(row[0], row[1])
-
-    def seen_by(self, kind: EntryKind, id_: str, session_id: str) -> bool:
-        if kind == "body":
-            sql = "SELECT 1 FROM calls WHERE trm_id = ? AND session_id = ? LIMIT 1"
-        else:
-            sql = "SELECT 1 FROM stash_owners WHERE hash = ? AND session_id = ? LIMIT 1"
-        return self._one(sql, (id_, session_id)) is not None
-
-    def tombstone_of(self, id_: str) -> Tombstone | None:
-        row = self._one("SELECT evicted_at, reason FROM tombstones WHERE id = ?", (id_,))
-        return None if row is None else Tombstone(row[0], row[1])
-
-    def body_info(self, trm_id: str) -> BodyInfo | None:
-        row = self._one(
-            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at FROM bodies WHERE id = ?",
-            (trm_id,),
-        )
-        if row is None:
-            return None
-        return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
-
-    def events(self, since: float, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
-        sql = "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE at >= ?"
-        params: list[Any] = [since]
-        if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            params += list(kinds)
-        return self._all(sql + " ORDER BY id", params)
-
-    def call_counts(self, since: float) -> dict[tuple[str, str], int]:
-        rows = self._all(
-            "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool",
-            (since,),
-        )
-        return {(server, tool): n for server, tool, n in rows}
-
-    def counts(self) -> Counts:
-        with self._reading() as conn:
-            bodies, stored = conn.execute("SELECT count(*), coalesce(sum(stored_bytes), 0) FROM bodies").fetchone()
-            stash = conn.execute("SELECT count(*) FROM stash").fetchone()[0]
-            tombstones = conn.execute("SELECT count(*) FROM tombstones").fetchone()[0]
-        return Counts(bodies, stored, stash, tombstones)
-
-    def stored_total(self) -> int:
-        row = self._one(
-            "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies) + (SELECT coalesce(sum(length(original)), 0) FROM stash)",
-            (),
-        )
-        return int(row[0]) if row else 0
-
-    def unused_since(self, cutoff: float) -> list[Entry]:
-        rows = self._all(
-            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies WHERE last_used_at < ?"
-            " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash WHERE last_used_at < ?",
-            (cutoff, cutoff),
-        )
-        return [Entry(kind, id_, size, used) for kind, id_, size, used in rows]
-
-    def by_recency(self) -> Iterator[Entry]:
-        rows = self._all(
-            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash ORDER BY 4, 2",
-            (),
-        )
-        for kind, id_, size, used in rows:
-            yield Entry(kind, id_, size, used)
 
     def reachable(self) -> tuple[bool, str]:
         try:

@@ -1,0 +1,111 @@
+"""The ledger's read queries, written once for both SQL backends.
+
+The SQLite and PostgreSQL schemas are the same tables and columns (store/schema.py), so every
+read is the same SQL; only the parameter style differs. The queries here use SQLite's `?`;
+`PostgresBackend` translates it to psycopg's `%s` in its `_one`/`_all`. Values are normalised
+the way both drivers need: PostgreSQL returns `bytea` as memoryview and aggregates as Decimal
+(for SQLite, `bytes()` and `int()` of a bytes or int value are the value itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from .interfaces import Counts, Entry, EntryKind, Stored, Tombstone
+from .records import BodyInfo
+
+TABLES: dict[EntryKind, tuple[str, str]] = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
+"""Each entry kind's table and key column."""
+
+
+class SqlReads:
+    """The reading half of a SQL backend; the backend supplies `_one` and `_all`."""
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _all(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def read_body(self, trm_id: str) -> Stored | None:
+        row = self._one("SELECT body, codec FROM bodies WHERE id = ?", (trm_id,))
+        return None if row is None else Stored(bytes(row[0]), row[1])
+
+    def read_stash(self, cg_hash: str) -> Stored | None:
+        row = self._one("SELECT original, codec FROM stash WHERE hash = ?", (cg_hash,))
+        return None if row is None else Stored(bytes(row[0]), row[1])
+
+    def seen_by(self, kind: EntryKind, id_: str, session_id: str) -> bool:
+        if kind == "body":
+            sql = "SELECT 1 FROM calls WHERE trm_id = ? AND session_id = ? LIMIT 1"
+        else:
+            sql = "SELECT 1 FROM stash_owners WHERE hash = ? AND session_id = ? LIMIT 1"
+        return self._one(sql, (id_, session_id)) is not None
+
+    def tombstone_of(self, id_: str) -> Tombstone | None:
+        row = self._one("SELECT evicted_at, reason FROM tombstones WHERE id = ?", (id_,))
+        return None if row is None else Tombstone(row[0], row[1])
+
+    def body_info(self, trm_id: str) -> BodyInfo | None:
+        row = self._one(
+            "SELECT id, server, tool, arguments, session_id, raw_bytes, stored_bytes, chars, created_at, last_used_at"
+            " FROM bodies WHERE id = ?",
+            (trm_id,),
+        )
+        if row is None:
+            return None
+        return BodyInfo(row[0], row[1], row[2], orjson.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9])
+
+    def events(self, since: float, kinds: Sequence[str]) -> list[tuple[Any, ...]]:
+        sql = (
+            "SELECT id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+            " FROM events WHERE at >= ?"
+        )
+        params: list[Any] = [since]
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params += list(kinds)
+        return self._all(sql + " ORDER BY id", params)
+
+    def call_counts(self, since: float) -> dict[tuple[str, str], int]:
+        rows = self._all(
+            "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool",
+            (since,),
+        )
+        return {(server, tool): int(n) for server, tool, n in rows}
+
+    def counts(self) -> Counts:
+        row = self._one(
+            "SELECT (SELECT count(*) FROM bodies), (SELECT coalesce(sum(stored_bytes), 0) FROM bodies),"
+            " (SELECT count(*) FROM stash), (SELECT count(*) FROM tombstones)",
+            (),
+        )
+        return Counts(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+    def stored_total(self) -> int:
+        row = self._one(
+            "SELECT (SELECT coalesce(sum(stored_bytes), 0) FROM bodies)"
+            " + (SELECT coalesce(sum(length(original)), 0) FROM stash)",
+            (),
+        )
+        return int(row[0])
+
+    def unused_since(self, cutoff: float) -> list[Entry]:
+        rows = self._all(
+            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies WHERE last_used_at < ?"
+            " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash WHERE last_used_at < ?",
+            (cutoff, cutoff),
+        )
+        return [Entry(kind, id_, int(size), used) for kind, id_, size, used in rows]
+
+    def by_recency(self) -> Iterator[Entry]:
+        rows = self._all(
+            "SELECT 'body', id, stored_bytes, last_used_at FROM bodies"
+            " UNION ALL SELECT 'stash', hash, length(original), last_used_at FROM stash ORDER BY 4, 2",
+            (),
+        )
+        for kind, id_, size, used in rows:
+            yield Entry(kind, id_, int(size), used)

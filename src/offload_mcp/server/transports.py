@@ -15,13 +15,13 @@ per connection; nothing process-wide lives there (the pool is in ProxyState).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import re
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -36,6 +36,7 @@ from .http_limits import SessionCaps, connection_cap, guarded_h11
 from .identity import AUTH_ENV_VAR, token_table
 from .proxy import ProxyState, initialization_options
 from .security import guard
+from .stdio_pipes import upstream_stdio
 
 logger = logging.getLogger(__name__)
 
@@ -43,43 +44,68 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 async def serve_stdio(server: Server[Any]) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read, write):
-        answered: MemoryObjectReceiveStream[Any]
-        forward, answered = anyio.create_memory_object_stream[Any](0)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_answer_unparseable_lines, read, forward, write)
-            await server.run(answered, write, initialization_options(server))
-            tg.cancel_scope.cancel()
+    async with upstream_stdio() as (read, write):
+        await server.run(AnswerUnparseableLines(read, write), write, initialization_options(server))
 
 
 _ID_PREFIX = re.compile(r'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
 
 
-async def _answer_unparseable_lines(read: Any, forward: Any, write: Any) -> None:
-    """Pass messages on; answer a line that is not a JSON-RPC message (bad JSON, 1M-deep nesting) with an error.
+class AnswerUnparseableLines:
+    """The stdin message stream, answering a line that is not a JSON-RPC message (bad JSON, 1M-deep nesting) with an error.
 
     The SDK's stdio reader hands such a line over as an exception, which its
     dispatcher only logs: the client would wait for an answer forever. The id
     is recovered from the line's first bytes where it can be (else `null`, as
-    JSON-RPC 2.0 prescribes).
+    JSON-RPC 2.0 prescribes). A wrapper rather than a relaying task: each
+    message would otherwise cost one more task switch on its way in.
     """
-    from mcp.shared.message import SessionMessage
-    from mcp_types import ErrorData, JSONRPCError
 
-    async with forward:
-        async for item in read:
+    def __init__(self, read: Any, write: Any) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender context of the last message, as the SDK's context-aware stream carries it."""
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._read.receive()
             if not isinstance(item, Exception):
-                await forward.send(item)
-                continue
-            kind, detail, request_id = _describe_bad_line(item)
-            code, what = (-32700, "Parse error") if kind == "json_invalid" else (-32600, "Invalid Request")
-            message = f"{what}: the line is not a valid JSON-RPC message ({kind}: {detail})"
-            logger.warning("stdin: %s", message)
-            await write.send(
-                SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
-            )
+                return item
+            await self._answer(item)
+
+    async def _answer(self, item: Exception) -> None:
+        from mcp.shared.message import SessionMessage
+        from mcp_types import ErrorData, JSONRPCError
+
+        kind, detail, request_id = _describe_bad_line(item)
+        code, what = (-32700, "Parse error") if kind == "json_invalid" else (-32600, "Invalid Request")
+        message = f"{what}: the line is not a valid JSON-RPC message ({kind}: {detail})"
+        logger.warning("stdin: %s", message)
+        await self._write.send(
+            SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message)))
+        )
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    def __aiter__(self) -> AnswerUnparseableLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnswerUnparseableLines:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _describe_bad_line(exc: Exception) -> tuple[str, str, int | str | None]:

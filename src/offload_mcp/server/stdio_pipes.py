@@ -1,0 +1,152 @@
+"""The upstream stdio wire without a worker thread per line.
+
+The SDK's `stdio_server()` reads stdin and writes stdout through
+`anyio.wrap_file`: every line read, every write and every flush is a hop to a
+worker thread and back, three per tool call (~45 us each here, plus the
+event-loop wake-ups), which was most of what one proxy hop costs
+(bench/bench_hop_latency.py). When stdin and stdout are pipes or sockets,
+as every MCP client launches a stdio server, this module reads and writes
+them non-blocking on the event loop instead (`anyio.wait_readable` /
+`wait_writable`), and hands them to the SDK's own `stdio_server(stdin, stdout)`
+as its explicit streams: parsing, framing and the message streams stay the
+SDK's.
+
+Kept from the SDK: while serving, fd 0 reads the null device and fd 1 points at
+stderr, so a stray print or a child's inherited descriptor can never tear a
+frame on the wire; both are restored on exit, with their blocking mode. Lines
+decode as UTF-8 with replacement and universal newlines, as its TextIOWrapper
+does. Inert (the SDK's thread-based transport is used unchanged) when either
+descriptor is a regular file or a terminal, which cannot be polled or whose
+blocking mode is shared with a shell, and on Windows.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from typing import Any, cast
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+_READ_CHUNK = 1 << 16
+
+
+def pollable(fd: int) -> bool:
+    """A pipe or a socket: the event loop can wait on it, and its blocking mode is this process's own."""
+    if sys.platform == "win32":  # anyio waits on sockets only there
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class PipeLines:
+    """Lines of a non-blocking descriptor as `AsyncFile.__aiter__` yields them (text, newline kept)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        # As TextIOWrapper(encoding="utf-8", errors="replace") reads: universal newlines (\r\n and \r are \n).
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        line: list[str] = []  # parts of the current line: a long line is joined once, not re-copied per chunk
+        held_cr = False  # a chunk ending in \r: its \n may start the next chunk
+        while True:
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, _READ_CHUNK)
+            except BlockingIOError:
+                continue
+            text = ("\r" if held_cr else "") + decoder.decode(chunk, final=not chunk)
+            held_cr = bool(chunk) and text.endswith("\r")
+            if held_cr:
+                text = text[:-1]
+            *ends, rest = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            for end in ends:
+                line.append(end)
+                yield "".join(line) + "\n"
+                line = []
+            if rest:
+                line.append(rest)
+            if not chunk:
+                if line:
+                    yield "".join(line)
+                return
+
+
+class PipeWriter:
+    """`AsyncFile.write` / `flush` over a non-blocking descriptor: nothing is buffered, so flush has nothing to do."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    async def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                data = data[os.write(self.fd, data) :]
+            except BlockingIOError:
+                pass
+            if data:
+                await anyio.wait_writable(self.fd)
+        return len(text)
+
+    async def flush(self) -> None:
+        return None
+
+
+def _claim(fd: int, diversion: int) -> tuple[int, bool]:
+    """Serve `fd` from a private non-blocking duplicate and point `fd` at `diversion`: (the duplicate, was it blocking)."""
+    private = os.dup(fd)  # not inheritable: no child gets the wire
+    blocking = os.get_blocking(private)
+    os.set_blocking(private, False)
+    os.dup2(diversion, fd)
+    return private, blocking
+
+
+def _release(fd: int, private: int, blocking: bool) -> None:
+    with suppress(OSError):
+        os.set_blocking(private, blocking)
+    with suppress(OSError):
+        os.dup2(private, fd)
+    with suppress(OSError):
+        os.close(private)
+
+
+@asynccontextmanager
+async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        stdin_fd, stdin_blocking = _claim(0, null)
+    finally:
+        os.close(null)
+    try:
+        stdout_fd, stdout_blocking = _claim(1, 2)
+    except OSError:
+        _release(0, stdin_fd, stdin_blocking)
+        raise
+    try:
+        # The SDK types its explicit streams as anyio.AsyncFile[str]; it uses only iteration, write and flush.
+        async with stdio_server(cast(Any, PipeLines(stdin_fd)), cast(Any, PipeWriter(stdout_fd))) as streams:
+            yield streams
+    finally:
+        _release(1, stdout_fd, stdout_blocking)
+        _release(0, stdin_fd, stdin_blocking)
+
+
+def upstream_stdio() -> AbstractAsyncContextManager[tuple[Any, Any]]:
+    """The (read, write) message streams of the process's stdio: on the event loop when both are pipes or
+    sockets (see the module doc), else the SDK's `stdio_server()` as it is."""
+    if pollable(0) and pollable(1):
+        return _pipe_stdio()
+    return cast(AbstractAsyncContextManager[tuple[Any, Any]], stdio_server())

@@ -1,0 +1,131 @@
+"""The upstream stdio wire on the event loop (server/stdio_pipes.py): same lines as the SDK's thread-based
+reader, every byte written, fd 0/1 diverted while serving, and the SDK's transport where a descriptor
+cannot be polled."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import anyio
+import pytest
+
+from offload_mcp.server.stdio_pipes import PipeLines, PipeWriter, pollable
+
+pytestmark = pytest.mark.anyio
+
+
+async def _read_through_pipe(data: bytes, cuts: list[int]) -> list[str]:
+    """The lines PipeLines yields for `data` written to a pipe in pieces ending at `cuts`."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    lines: list[str] = []
+
+    async def reader() -> None:
+        async for line in PipeLines(read_fd):
+            lines.append(line)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            start = 0
+            for end in [*sorted(cuts), len(data)]:
+                if end > start:
+                    os.write(write_fd, data[start:end])
+                    start = end
+                    await anyio.sleep(0.001)  # let the reader see this piece on its own
+            os.close(write_fd)
+    finally:
+        os.close(read_fd)
+    return lines
+
+
+async def test_lines_are_the_sdk_readers_lines_however_the_bytes_arrive() -> None:
+    # The SDK reads stdin through TextIOWrapper(utf-8, errors=replace): universal newlines, bad bytes
+    # replaced. A \r\n or a UTF-8 sequence split across reads must come out the same.
+    pieces = [b'{"a":1}', b"\n", b"\r", b"\r\n", "é€".encode(), b"\xff", b"\xe2\x82", b" ", b"x"]
+    rng = random.Random(14)
+    cases = [b'{"jsonrpc":"2.0"}\r\n{"b":2}\r', b"no newline at the end", b"\r", b"", "€".encode() * 3]
+    cases += [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 24))) for _ in range(40)]
+    for data in cases:
+        cuts = rng.sample(range(len(data) + 1), min(len(data), 5))
+        expected = list(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"))
+        assert await _read_through_pipe(data, cuts) == expected, (data, cuts)
+
+
+async def test_a_write_larger_than_the_pipe_buffer_arrives_whole() -> None:
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    text = json.dumps({"payload": "x€" * 400_000}) + "\n"  # ~1.6 MB: many times a pipe's 64 KiB
+    received = bytearray()
+
+    def drain() -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            while chunk := pipe.read(65536):
+                received.extend(chunk)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, drain)
+            writer = PipeWriter(write_fd)
+            assert await writer.write(text) == len(text)
+            await writer.flush()
+            os.close(write_fd)
+    except BaseException:
+        os.close(write_fd)
+        raise
+    assert bytes(received) == text.encode("utf-8")
+
+
+def test_only_pipes_and_sockets_are_served_on_the_loop() -> None:
+    read_fd, write_fd = os.pipe()
+    left, right = socket.socketpair()
+    with tempfile.TemporaryFile() as regular:
+        try:
+            assert pollable(read_fd) and pollable(write_fd) and pollable(left.fileno())
+            assert not pollable(regular.fileno())  # epoll refuses regular files: the SDK's transport serves them
+            assert not pollable(10_000)  # not open
+        finally:
+            os.close(read_fd)
+            os.close(write_fd)
+            left.close()
+            right.close()
+
+
+def test_while_serving_stdout_is_diverted_so_a_stray_print_cannot_tear_a_frame() -> None:
+    # A real process with pipes on fd 0/1, as a client launches a stdio server: a print() inside the
+    # served block lands on stderr, the wire carries only the answer, and both descriptors come back.
+    script = textwrap.dedent(
+        """
+        import os, sys, anyio
+        from mcp.shared.message import SessionMessage
+        from mcp_types import JSONRPCResponse
+        from offload_mcp.server.stdio_pipes import upstream_stdio
+
+        async def main():
+            async with upstream_stdio() as (read, write):
+                print("stray output", flush=True)
+                message = await read.receive()
+                await write.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=message.message.id, result={})))
+                await write.aclose()  # the transport ends when its writer is closed and stdin ends
+            print("restored", flush=True)
+
+        anyio.run(main)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n',
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().splitlines() == ['{"jsonrpc":"2.0","id":7,"result":{}}', "restored"]
+    assert "stray output" in done.stderr.decode()

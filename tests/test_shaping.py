@@ -393,3 +393,28 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     off = build_shaper(no_reducers(policy={"stub_index_chars": 0}), tmp_path / "c.db")
     out, rep = off.shape_with_report(CALL, result(log))
     assert "index of" not in out.content[0].text and len(out.content[0].text) <= 1000
+
+
+def test_a_small_kept_result_is_shaped_on_the_callers_thread_as_a_worker_would(tmp_path):
+    # The proxy shapes a small result on its event loop (no thread hop): same bytes, same record, same event.
+    inline, threaded = build_shaper(settings(), tmp_path / "a.db"), build_shaper(settings(), tmp_path / "b.db")
+    original = result("a small result: forty bytes of text.....")
+    shaped = inline.shape_without_blocking(CALL, original)
+    assert shaped is not None
+    out, rep = shaped
+    expected_out, expected_rep = threaded.shape_with_report(CALL, original)
+    assert out is original and expected_out is original and rep == expected_rep
+    assert [e["detail"] for e in inline.ledger.events()] == [e["detail"] for e in threaded.ledger.events()]
+    assert inline.session_memory("s1").seen == threaded.session_memory("s1").seen
+
+
+def test_a_result_to_commit_or_a_large_one_is_left_to_the_worker_with_nothing_done(tmp_path):
+    limits = {"client_max_result_chars": 300, "large_threshold_chars": 300, "small_threshold_chars": 100}
+    shaper = build_shaper(settings(policy=limits), tmp_path / "l.db")
+    small_but_offloaded = result("x " * 400)  # 800 chars, over this client's limit: its body must be committed
+    assert shaper.shape_without_blocking(CALL, small_but_offloaded) is None
+    assert shaper.shape_without_blocking(CALL, result(STATUS)) is None  # over INLINE_MAX_CHARS
+    assert shaper.ledger.counts()["bodies"] == 0 and list(shaper.ledger.events()) == []
+    assert not shaper.session_memory("s1").seen
+    out, rep = shaper.shape_with_report(CALL, small_but_offloaded)
+    assert rep.verdict == "offload" and rep.trm_id in out.content[0].text

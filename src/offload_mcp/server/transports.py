@@ -224,8 +224,8 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         logger.warning(
             "offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`"
         )
-    state.stateless_wire = transport == "streamable-http"
-    if state.stateless_wire and state.settings.ledger.scope == "session":
+    state.upstream.stateless_wire = transport == "streamable-http"
+    if state.upstream.stateless_wire and state.settings.ledger.scope == "session":
         logger.warning(
             "ledger.scope is `session`: 2026-07-28 streamable-HTTP requests carry no session, so their results pass "
             "through unshaped and recall/expand refuse them (handshake-era sessions are unaffected)"

@@ -37,7 +37,7 @@ from ..downstream.pool import DownstreamPool
 from ..record import DecisionEvent
 from ..reducers.base import SessionMemory
 from ..relay.parked import Parking
-from ..relay.router import SessionUpstream, Upstream
+from ..relay.router import Upstream
 from ..shaping import CallInfo, ResultShaper
 from ..store import Ledger
 from ..tool_names import ALWAYS_LISTED
@@ -46,6 +46,7 @@ from .catalog_view import STATUS_TOOL, CatalogView
 from .identity import NO_IDENTITY_REASON, is_anonymous, refusal
 from .metrics import ProxyMetrics
 from .routing import strip_meta
+from .upstream import UpstreamSessions
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class CallDispatcher:
         pool: DownstreamPool,
         settings: OffloadSettings,
         view: CatalogView,
+        sessions: UpstreamSessions,
         shaper: ResultShaper,
         *,
         metrics: ProxyMetrics | None = None,
@@ -65,6 +67,7 @@ class CallDispatcher:
         self.pool = pool
         self.settings = settings
         self.view = view
+        self.sessions = sessions
         self.shaper = shaper
         self.metrics = metrics
         self.parking = Parking()
@@ -201,7 +204,7 @@ class CallDispatcher:
             progress = pass_progress
 
         if upstream is None and ctx is not None:
-            upstream = SessionUpstream(ctx.session, ctx.request_id)
+            upstream = self.sessions.for_call(ctx)
         started = time.perf_counter()
         if upstream is None:
             result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)

@@ -27,7 +27,6 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..catalog.catalog import Catalog
@@ -42,7 +41,7 @@ from ..store import Ledger
 from ..tools.own import load_own_tools
 from .catalog_view import STATUS_TOOL, CatalogView
 from .dispatch import CallDispatcher
-from .identity import is_anonymous
+from .identity import is_anonymous, is_modern, stream_lifespan
 from .metrics import ProxyMetrics
 from .routing import ResourcePromptRouter
 from .upstream import UpstreamSessions
@@ -81,7 +80,9 @@ class ProxyState:
             metrics=self.metrics,
         )
         self.upstream = UpstreamSessions(pool, self.settings, process_session=process_session)
-        self.dispatch = CallDispatcher(pool, self.settings, self.catalog_view, self.shaper, metrics=self.metrics)
+        self.dispatch = CallDispatcher(
+            pool, self.settings, self.catalog_view, self.upstream, self.shaper, metrics=self.metrics
+        )
         self.catalog_view.follow(self.upstream)
 
     @property
@@ -115,7 +116,7 @@ def initialization_options(server: Server[Any]) -> Any:
 
 def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
     """The client declared something a server may ask it for (sampling, elicitation, roots)."""
-    caps = getattr(ctx.session, "client_capabilities", None)
+    caps = ctx.session.client_capabilities
     return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
 
 
@@ -146,8 +147,7 @@ def build_server(state: ProxyState) -> Server[Any]:
     ) -> types.CallToolResult | types.InputRequiredResult:
         if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
             return await call_in_rounds(state, ctx, params)
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None and connection.protocol_version in MODERN_PROTOCOL_VERSIONS and _asks_relay(ctx):
+        if is_modern(ctx) and _asks_relay(ctx):
             return await call_in_rounds(state, ctx, params)
         session_id = upstream.session_id(ctx)
         return await dispatch.call_tool(
@@ -202,6 +202,8 @@ def build_server(state: ProxyState) -> Server[Any]:
         "offload-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,
+        # One key per stdio or SSE stream (server/identity.py); a closed stream is forgotten upstream.
+        lifespan=stream_lifespan(upstream.forget),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,

@@ -10,7 +10,8 @@ token is refused. `offload.server.stateless` serves streamable HTTP without
 protocol sessions (replicas behind a balancer without stickiness).
 
 The SSE transport's per-connection `server.run` enters the server lifespan
-per connection; nothing process-wide lives there (the pool is in ProxyState).
+per connection; nothing process-wide lives there (the pool is in ProxyState), and
+the per-stream identity key is made there (server/identity.py).
 """
 
 from __future__ import annotations
@@ -138,12 +139,12 @@ def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port:
         max_sessions=settings.max_sessions,
         session_idle_timeout=settings.session_idle_timeout_s,
     )
-
-    def live_sessions() -> Any:
-        manager = getattr(server, "_session_manager", None)
-        return getattr(manager, "_server_instances", {})
-
-    return SessionCaps(app, per_peer=settings.max_sessions_per_peer, live_sessions=live_sessions)
+    return SessionCaps(
+        app,
+        per_peer=settings.max_sessions_per_peer,
+        idle_timeout_s=settings.session_idle_timeout_s,
+        on_end=state.upstream.forget,
+    )
 
 
 def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:

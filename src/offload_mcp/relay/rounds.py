@@ -45,11 +45,11 @@ async def call_in_rounds(
         return await _next_round(state, parked)
 
     arguments = dict(params.arguments or {})
-    session_id = state.session_id(ctx)
-    owner = state.owner(ctx, session_id)
+    session_id = state.upstream.session_id(ctx)
+    owner = state.upstream.owner(ctx, session_id)
     entry = state.catalog.lookup(params.name)
-    if entry is None or state._own_tool(params.name) is not None:
-        return await state.call_tool(
+    if entry is None or state.dispatch.own_tool(params.name) is not None:
+        return await state.dispatch.call_tool(
             params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner
         )
 
@@ -66,7 +66,7 @@ async def call_in_rounds(
 
     async def run() -> None:
         try:
-            result = await state._call_downstream(
+            result = await state.dispatch.call_downstream(
                 entry,
                 arguments,
                 session_id=session_id,
@@ -90,7 +90,7 @@ async def call_in_rounds(
     state.parking.park(parked)
     if not state.pool.spawn(run):
         state.parking.release(parked)
-        return await state.call_tool(
+        return await state.dispatch.call_tool(
             params.name, arguments, session_id=session_id, meta=params.meta, ctx=ctx, owner=owner
         )
     return await _next_round(state, parked)

@@ -74,10 +74,12 @@ class SessionUpstream:
 
     session: Any  # mcp.server.session.ServerSession
     request_id: types.RequestId | None = None
+    key: str | None = None
+    """The client connection the session belongs to (server/identity.py `connection_key`); None: its own."""
 
     @property
     def origin(self) -> object:
-        return getattr(self.session, "_connection", self.session)
+        return self.session if self.key is None else self.key
 
     @property
     def capabilities(self) -> types.ClientCapabilities | None:
@@ -138,7 +140,7 @@ class Relay:
         self._roots_answered: dict[str, anyio.Event] = {}
         # Bounded, newest last: a session holds its connection, so weak keys would never be freed, and a
         # closed HTTP session has no flag to read. Stale entries only ever make routing refuse, never misdeliver.
-        self._connected: dict[Any, Any] = {}
+        self._connected: dict[str, Any] = {}
 
     # ---- clients ---------------------------------------------------------
 
@@ -153,8 +155,8 @@ class Relay:
         self.declared = grown
         return True
 
-    def connected(self, connection: Any, session: Any) -> None:
-        """A handshake-era client connection that can take requests outside a call."""
+    def connected(self, connection: str, session: Any) -> None:
+        """A handshake-era client connection (its key) that can take requests outside a call."""
         if connection is not None and connection not in self._connected:
             self._connected[connection] = session
             while len(self._connected) > MAX_CONNECTED:
@@ -162,10 +164,11 @@ class Relay:
 
     def gone(self, upstream: Upstream) -> None:
         """A standalone client that could not be reached is no longer counted as connected."""
-        self._connected.pop(upstream.origin, None)
+        if isinstance(upstream.origin, str):
+            self._connected.pop(upstream.origin, None)
 
     def standalone(self) -> list[Upstream]:
-        return [SessionUpstream(session) for session in list(self._connected.values())]
+        return [SessionUpstream(session, key=key) for key, session in list(self._connected.items())]
 
     @contextmanager
     def in_flight(self, server: str, upstream: Upstream) -> Iterator[None]:
@@ -185,7 +188,7 @@ class Relay:
     def route(self, server: str, method: str, params: Any = None) -> Upstream | str:
         """The client to send `method` to, or the sentence saying why there is none."""
         calls = self._in_flight.get(server, [])
-        origins = {id(u.origin) for u in calls}
+        origins = {u.origin for u in calls}
         if len(origins) > 1:
             self.stats.refused[REFUSED_AMBIGUOUS] += 1
             return (
@@ -252,7 +255,7 @@ class Relay:
     async def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         named = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
         calls = self._in_flight.get(server, [])
-        origins = {id(u.origin) for u in calls}
+        origins = {u.origin for u in calls}
         if len(origins) > 1:
             self.stats.logs_dropped += 1
             logger.info(
@@ -290,7 +293,7 @@ class Relay:
     async def notify(self, server: str, notification: types.ServerNotification) -> None:
         """A notification meant for one client (notifications/elicitation/complete), routed like a log line."""
         calls = self._in_flight.get(server, [])
-        targets = calls[-1:] if len({id(u.origin) for u in calls}) == 1 else ([] if calls else self.standalone())
+        targets = calls[-1:] if len({u.origin for u in calls}) == 1 else ([] if calls else self.standalone())
         if len(targets) != 1:
             logger.info("server %r %s not relayed: no single client owns it", server, notification.method)
             return

@@ -13,9 +13,10 @@ How it works:
   trickling a byte every few seconds kept its connection (and an fd) forever.
 - `SessionCaps` wraps the streamable-HTTP app and refuses (429) an
   `initialize` that would open more than `max_sessions_per_peer` sessions for
-  one client address. The SDK's own `max_sessions` (overall) and
-  `session_idle_timeout` are set from the same settings, so idle sessions go
-  sooner than the SDK's 30 minutes.
+  one client address. It counts the sessions it saw open and end in the HTTP
+  exchanges themselves (no SDK internals). The SDK's own `max_sessions`
+  (overall) and `session_idle_timeout` are set from the same settings, so idle
+  sessions go sooner than the SDK's 30 minutes.
 
 When it is inert: stdio; 2026-07-28 requests open no sessions, so only the
 connection limits apply to them.
@@ -26,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-from typing import Any
+import time
+from collections.abc import Callable
 
 import h11
 import orjson
@@ -130,27 +132,66 @@ def guarded_h11(*, header_timeout_s: float, body_idle_timeout_s: float, max_conn
 
 
 class SessionCaps:
-    """ASGI middleware: at most `per_peer` live streamable-HTTP sessions per client address."""
+    """ASGI middleware: at most `per_peer` live streamable-HTTP sessions per client address.
 
-    def __init__(self, app: ASGIApp, *, per_peer: int, live_sessions: Any) -> None:
+    It keeps its own book of the sessions it saw open, from the HTTP exchanges alone: a session is
+    opened by an `initialize` answered (< 400) with an `Mcp-Session-Id`, and ends when a DELETE for
+    it is answered (< 400), when any request for it is answered 404 (the SDK no longer holds it:
+    it crashed or expired), or when it has had no request in flight for `idle_timeout_s`, the rule
+    the SDK expires sessions by (same setting). Our idle clock starts when the ASGI call returns,
+    a moment after the SDK's, so a session is counted at most that moment longer, never shorter.
+    `on_end(session_id)` is told of each end (the upstream sessions forget it).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        per_peer: int,
+        idle_timeout_s: float | None,
+        on_end: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.app = app
         self.per_peer = per_peer
-        self.live_sessions = live_sessions
-        """A callable giving the session ids the SDK still holds (they end by DELETE, idle timeout or crash)."""
+        self.idle_timeout_s = idle_timeout_s
+        self.on_end = on_end
+        self.clock = clock
         self.owner: dict[str, str] = {}
+        """Live session id -> the client address that opened it."""
+        self._in_flight: dict[str, int] = {}
+        self._idle_since: dict[str, float] = {}
 
-    def _count(self, peer: str) -> int:
-        live = self.live_sessions()
-        for sid in [s for s in self.owner if s not in live]:
-            del self.owner[sid]
+    def _end(self, sid: str) -> None:
+        if self.owner.pop(sid, None) is None:
+            return
+        self._in_flight.pop(sid, None)
+        self._idle_since.pop(sid, None)
+        if self.on_end is not None:
+            self.on_end(sid)
+
+    def _expire(self) -> None:
+        if self.idle_timeout_s is None:
+            return
+        now = self.clock()
+        for sid in [s for s in self.owner if not self._in_flight.get(s)]:
+            if now - self._idle_since.get(sid, now) > self.idle_timeout_s:
+                self._end(sid)
+
+    def count(self, peer: str) -> int:
+        """Live sessions `peer` holds now."""
+        self._expire()
         return sum(1 for p in self.owner.values() if p == peer)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or [])
-        if b"mcp-session-id" in headers:
+        sid = _header(scope, b"mcp-session-id")
+        if sid is not None:
+            await self._in_session(sid, scope, receive, send)
+            return
+        if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         body, more = b"", True
@@ -159,7 +200,7 @@ class SessionCaps:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         peer = (scope.get("client") or ("?", 0))[0]
-        if _is_initialize(body) and self._count(peer) >= self.per_peer:
+        if _is_initialize(body) and self.count(peer) >= self.per_peer:
             logger.warning(
                 "refused a new session for %s: it holds %d (offload.server.max_sessions_per_peer)", peer, self.per_peer
             )
@@ -178,14 +219,56 @@ class SessionCaps:
                 return {"type": "http.request", "body": body, "more_body": more}
             return await receive()
 
+        opened: str | None = None
+
         async def watch(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            nonlocal opened
+            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
                 for key, value in message.get("headers") or []:
                     if key.lower() == b"mcp-session-id":
-                        self.owner[value.decode("latin-1")] = peer
+                        opened = value.decode("latin-1")
+                        self.owner[opened] = peer
+                        self._in_flight[opened] = self._in_flight.get(opened, 0) + 1
             await send(message)
 
-        await self.app(scope, replay, watch)
+        try:
+            await self.app(scope, replay, watch)
+        finally:
+            if opened is not None and opened in self.owner:
+                self._finished(opened)
+
+    async def _in_session(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
+        if sid not in self.owner:
+            await self.app(scope, receive, send)
+            return
+        self._in_flight[sid] = self._in_flight.get(sid, 0) + 1
+        status: int | None = None
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message.get("status")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self._finished(sid)
+            if status == 404 or (scope.get("method") == "DELETE" and status is not None and status < 400):
+                self._end(sid)
+
+    def _finished(self, sid: str) -> None:
+        left = self._in_flight.get(sid, 1) - 1
+        self._in_flight[sid] = left
+        if not left:
+            self._idle_since[sid] = self.clock()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers") or []:
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 def _is_initialize(body: bytes) -> bool:

@@ -2,12 +2,14 @@
 
 How it works:
 
-`scope_key(connection, ...)` returns the session identity a request's dedup history, ledger
+`scope_key(ctx, ...)` returns the session identity a request's dedup history, ledger
 ownership under `ledger.scope: session`, and recall/expand checks are keyed by:
 
-- a handshake-era streamable-HTTP session: its `Mcp-Session-Id`;
-- an SSE or stdio connection (either era): one id per connection, which
-  lives as long as the client's stream;
+- a handshake-era streamable-HTTP session: its `Mcp-Session-Id` (the SDK answers 404 to an id
+  it does not hold, so a request that reaches a handler carries a live one);
+- an SSE or stdio stream (either era): one key per stream, which lives as long as the
+  client's stream. The key is made by the server lifespan (`stream_lifespan`), which the SDK
+  enters once per `Server.run`, i.e. once per stdio or SSE connection;
 - a 2026-07-28 client on streamable HTTP: nobody. That wire is stateless and the spec gives
   no per-client identity (clientInfo names a program, not an instance), so each
   request gets its own throwaway key (`stateless:` + random), which is never
@@ -17,7 +19,14 @@ ownership under `ledger.scope: session`, and recall/expand checks are keyed by:
   recall/expand with a clear reason and passes downstream results through
   unshaped (reason `no_session_identity`, counted in metrics).
 - with `offload.server.stateless` (replicas behind a balancer) handshake-era requests are
-  connections of their own too (the SDK's stateless mode), so each gets a fresh key as well.
+  connections of their own too (the SDK's stateless mode), so each gets a fresh key as well;
+  an `Mcp-Session-Id` header is then not trusted (no session was ever issued).
+
+`connection_key(ctx, ...)` is the narrower question "which standing handshake-era connection
+is this": the same key for SSE, stdio and HTTP sessions, and None where there is no
+connection to notify later (2026-era requests, stateless HTTP, the `initialize` that opens an
+HTTP session before its id exists). Everything here reads public request data only
+(`ctx.protocol_version`, the HTTP request's headers, the lifespan context).
 
 The principal is the authenticated caller: `token_table(settings)` maps each configured bearer
 token to the principal it names (`offload.server.auth_tokens: {principal: token}`; the single
@@ -40,15 +49,14 @@ from __future__ import annotations
 
 import os
 import uuid
-import weakref
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..reducers.base import ANONYMOUS_PREFIX, is_anonymous
 
-_stream_ids: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 NO_IDENTITY_REASON = "no_session_identity"
 __all__ = ["ANONYMOUS_PREFIX", "is_anonymous"]  # the session vocabulary lives with SessionMemory (reducers/base.py)
 AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
@@ -58,28 +66,79 @@ ANONYMOUS = "anonymous"
 """The caller when no token is configured (stdio, a loopback proxy without tokens)."""
 STATE_KEY = "offload_mcp.principal"
 """Where the guard leaves the authenticated principal in the ASGI scope's `state`."""
+STREAM_KEY = "offload_mcp.stream"
+"""Where `stream_lifespan` leaves the stream's key in the server's lifespan context."""
+SESSION_HEADER = "mcp-session-id"
 
 
-def scope_key(ctx: Any, *, stateless_wire: bool, process_session: str) -> str:
+def stream_lifespan(
+    on_end: Callable[[str], None] | None = None,
+) -> Callable[[Any], AbstractAsyncContextManager[dict[str, Any]]]:
+    """A server lifespan giving each stream (each `Server.run`: one stdio or SSE connection) its own key.
+
+    `on_end(key)` runs when the stream closes, so whoever kept something per stream can let it go.
+    The streamable-HTTP manager enters the lifespan once for all its sessions: there the key is
+    never used as an identity (`connection_key`).
+    """
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        key = uuid.uuid4().hex
+        try:
+            yield {STREAM_KEY: key}
+        finally:
+            if on_end is not None:
+                on_end(key)
+
+    return lifespan
+
+
+def stream_key(ctx: Any) -> str | None:
+    """The key `stream_lifespan` gave the stream this request came on (None without that lifespan)."""
+    context = getattr(ctx, "lifespan_context", None)
+    key = context.get(STREAM_KEY) if isinstance(context, Mapping) else None
+    return key if isinstance(key, str) else None
+
+
+def _session_header(ctx: Any) -> str | None:
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    value = headers.get(SESSION_HEADER) if isinstance(headers, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def is_modern(ctx: Any) -> bool:
+    """A 2026-07-28-era request: every one is a connection of its own, with no standing channel."""
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def connection_key(ctx: Any, *, stateless_wire: bool, http_sessions: bool) -> str | None:
+    """The standing handshake-era connection behind a request, or None where there is none (see the module doc).
+
+    `stateless_wire` is true on streamable HTTP; `http_sessions` is false under `offload.server.stateless`.
+    """
+    if is_modern(ctx):
+        return None
+    if stateless_wire:
+        return _session_header(ctx) if http_sessions else None
+    return stream_key(ctx)
+
+
+def scope_key(ctx: Any, *, stateless_wire: bool, http_sessions: bool, process_session: str) -> str:
     """The identity of the caller behind a request context (see the module doc).
 
     `stateless_wire` is true on streamable HTTP, where a 2026-era request is its own connection.
     The principal (`principal_of`) is a separate question: one caller may hold many sessions.
     """
-    connection = getattr(getattr(ctx, "session", None), "_connection", None)
-    if connection is None:
-        return process_session
-    if connection.session_id:
-        return str(connection.session_id)
-    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
+    if is_modern(ctx):
         if stateless_wire:
             return ANONYMOUS_PREFIX + uuid.uuid4().hex
-        # On a stream (SSE, stdio) each 2026-era request gets a fresh Connection, but all share the stream's outbound.
-        try:
-            return _stream_ids.setdefault(connection.outbound, uuid.uuid4().hex)
-        except TypeError:  # not weak-referenceable: the stream is the process's only one (stdio)
-            return process_session
-    return str(connection.state.setdefault("offload_mcp.session_id", uuid.uuid4().hex))
+        # On a stream (SSE, stdio) each 2026-era request is a connection of its own, but all share the stream.
+        return stream_key(ctx) or process_session
+    key = connection_key(ctx, stateless_wire=stateless_wire, http_sessions=http_sessions)
+    if key is not None:
+        return key
+    # Streamable HTTP without a session (the SDK's stateless mode): the request is its own connection.
+    return uuid.uuid4().hex if stateless_wire else process_session
 
 
 def refusal(tool: str) -> str:

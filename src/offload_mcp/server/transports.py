@@ -10,7 +10,8 @@ token is refused. `offload.server.stateless` serves streamable HTTP without
 protocol sessions (replicas behind a balancer without stickiness).
 
 The SSE transport's per-connection `server.run` enters the server lifespan
-per connection; nothing process-wide lives there (the pool is in ProxyState).
+per connection; nothing process-wide lives there (the pool is in ProxyState), and
+the per-stream identity key is made there (server/identity.py).
 """
 
 from __future__ import annotations
@@ -164,12 +165,12 @@ def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port:
         max_sessions=settings.max_sessions,
         session_idle_timeout=settings.session_idle_timeout_s,
     )
-
-    def live_sessions() -> Any:
-        manager = getattr(server, "_session_manager", None)
-        return getattr(manager, "_server_instances", {})
-
-    return SessionCaps(app, per_peer=settings.max_sessions_per_peer, live_sessions=live_sessions)
+    return SessionCaps(
+        app,
+        per_peer=settings.max_sessions_per_peer,
+        idle_timeout_s=settings.session_idle_timeout_s,
+        on_end=state.upstream.forget,
+    )
 
 
 def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Starlette:
@@ -250,8 +251,8 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         logger.warning(
             "offload.ledger.scope is `principal` but no token is configured: every caller is the principal `anonymous`"
         )
-    state.stateless_wire = transport == "streamable-http"
-    if state.stateless_wire and state.settings.ledger.scope == "session":
+    state.upstream.stateless_wire = transport == "streamable-http"
+    if state.upstream.stateless_wire and state.settings.ledger.scope == "session":
         logger.warning(
             "ledger.scope is `session`: 2026-07-28 streamable-HTTP requests carry no session, so their results pass "
             "through unshaped and recall/expand refuse them (handshake-era sessions are unaffected)"

@@ -1,0 +1,331 @@
+"""tools/call: from a tool name to the result the client gets.
+
+How it works: `call_tool` looks the name up. The proxy's own tools (recall,
+expand, tool search and invoke) run in-process with a `ToolEnv` and are never
+shaped. A downstream tool is called on its server (`call_downstream`):
+arguments as given, `_meta` without `progressToken` and
+`io.modelcontextprotocol/*`, progress relayed, cancellation propagated by the
+handler's cancel scope, and the server's requests to its client routed to
+this call's client while it runs (relay/router.py). A result is checked
+against the tool's `outputSchema` (a mismatch is passed on marked as an
+error, never reshaped), then `ResultShaper.shape_with_report` runs in a
+worker thread; metrics and the call's log line are recorded after the answer
+has left.
+
+A name that is not (yet) in the catalog while servers are still starting
+waits the first-listing bound; an unknown name gets an error naming the
+servers that are not serving. Inert parts: without metrics nothing is
+observed; under `ledger.scope: session` a caller without a session identity
+gets results unshaped (reason `no_session_identity`) and recall/expand refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+
+from ..catalog.catalog import Catalog, CatalogEntry
+from ..config import OffloadSettings
+from ..downstream.pool import DownstreamPool
+from ..record import DecisionEvent
+from ..reducers.base import SessionMemory
+from ..relay.parked import Parking
+from ..relay.router import Upstream
+from ..shaping import CallInfo, ResultShaper
+from ..store import Ledger
+from ..tool_names import ALWAYS_LISTED
+from ..tools.registry import OwnTool, ToolEnv, error_result
+from .catalog_view import STATUS_TOOL, CatalogView
+from .identity import NO_IDENTITY_REASON, is_anonymous, refusal
+from .metrics import ProxyMetrics
+from .routing import strip_meta
+from .upstream import UpstreamSessions
+
+logger = logging.getLogger(__name__)
+
+
+class CallDispatcher:
+    """Runs one tools/call: own tool or downstream call, schema check, shaping, metrics."""
+
+    def __init__(
+        self,
+        pool: DownstreamPool,
+        settings: OffloadSettings,
+        view: CatalogView,
+        sessions: UpstreamSessions,
+        shaper: ResultShaper,
+        *,
+        metrics: ProxyMetrics | None = None,
+    ) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.view = view
+        self.sessions = sessions
+        self.shaper = shaper
+        self.metrics = metrics
+        self.parking = Parking()
+        """2026-era calls waiting for their client's answers between input_required rounds (relay/rounds.py)."""
+        self.sessions_seen: set[str] = set()
+        """Sessions that made a tool call in this process (serve's exit summary reads their ledger events)."""
+        self._validators: dict[str, Any] = {}
+        self._validated: Catalog | None = None
+        """The catalog `_validators` were built for: a rebuilt catalog may carry other schemas under the same names."""
+
+    @property
+    def ledger(self) -> Ledger | None:
+        return self.shaper.ledger
+
+    @property
+    def session_scoped(self) -> bool:
+        return self.settings.ledger.scope == "session"
+
+    def memory(self, session_id: str) -> SessionMemory:
+        return self.shaper.session_memory(session_id)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = None,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+        owner: str | None = None,
+    ) -> types.CallToolResult:
+        if not (self.settings.server.stateless or is_anonymous(session_id)):
+            # A stateless request's key is its own and never comes back: nothing to summarise, and
+            # remembering each would grow without bound.
+            self.sessions_seen.add(session_id)
+        own = self.own_tool(name)
+        if own is not None:
+            return await self.call_own(own, arguments, session_id, owner)
+        if name == STATUS_TOOL and self.view.catalog.lookup(name) is None:
+            return error_result(
+                ("offload-mcp: " + self.view.not_serving())
+                if self.view.status_tool()
+                else "offload-mcp: every wrapped server is serving."
+            )
+        entry = self.view.catalog.lookup(name)
+        if entry is None and not self.pool.settled.is_set():
+            # Called before listing, while servers start: the tool may be theirs; wait as a first listing would.
+            await self.pool.wait_settled(self.settings.downstream.first_list_wait_s)
+            entry = self.view.catalog.lookup(name)
+        if entry is None:
+            return error_result(self.unknown_tool(name))
+        return await self.call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx, owner=owner)
+
+    def own_tool(self, name: str) -> OwnTool | None:
+        if name in self.view.own_always:
+            return self.view.own_always[name]
+        optional = self.view.own_optional.get(name)
+        if optional is not None and any(t.name == name for t in self.view.presentation().tools):
+            return optional
+        return None
+
+    def unknown_tool(self, name: str) -> str:
+        message = f"Unknown tool '{name}'."
+        # A server being retried in the background ("starting") still counts as not serving.
+        down = [
+            s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))
+        ]
+        if down:
+            message += " Servers not serving: " + "; ".join(
+                f"{s.name} ({(s.failure or s.state).splitlines()[0]})" for s in down
+            )
+        starting = [s.name for s in self.pool.servers.values() if s.state in ("new", "starting") and not s.failure]
+        if starting:
+            message += " Still starting (their tools join when ready): " + ", ".join(starting) + "."
+        return message
+
+    async def call_own(
+        self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None
+    ) -> types.CallToolResult:
+        if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
+            return error_result(refusal(own.tool.name))
+        if own.tool.name not in ALWAYS_LISTED:
+            # Tool search and invoke read the catalog: servers still starting get the first-listing bound.
+            await self.view.settle()
+        env = ToolEnv(
+            settings=self.settings,
+            ledger=self.ledger,
+            session_id=session_id,
+            session=self.memory(session_id),
+            forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner),
+            catalog=self.view.catalog,
+            owner=owner,
+        )
+        try:
+            result = await own.handle(arguments, env)
+        except Exception as err:
+            logger.exception("own tool %s failed", own.tool.name)
+            result = error_result(f"{own.tool.name} failed inside offload-mcp: {type(err).__name__}: {err}")
+        if self.metrics is not None:
+            if own.tool.name == "recall_tool_result":
+                self.metrics.observe_recall(not result.is_error)
+            elif own.tool.name == "context_guru_expand":
+                self.metrics.observe_expand(not result.is_error, "tool")
+        return result
+
+    async def forward(
+        self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None
+    ) -> types.CallToolResult:
+        """Call a downstream tool by its catalog name through the same shaping as a direct call."""
+        entry = self.view.catalog.lookup(name)
+        if entry is None:
+            return error_result(self.unknown_tool(name))
+        return await self.call_downstream(entry, arguments, session_id=session_id, owner=owner)
+
+    async def call_downstream(
+        self,
+        entry: CatalogEntry,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = None,
+        ctx: ServerRequestContext[Any, Any] | None = None,
+        upstream: Upstream | None = None,
+        progress: Any = None,
+        owner: str | None = None,
+    ) -> types.CallToolResult:
+        server = self.pool.servers[entry.server]
+        if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
+            session = ctx.session
+
+            async def pass_progress(value: float, total: float | None, message: str | None) -> None:
+                await session.report_progress(value, total, message)
+
+            progress = pass_progress
+
+        if upstream is None and ctx is not None:
+            upstream = self.sessions.for_call(ctx)
+        started = time.perf_counter()
+        if upstream is None:
+            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        else:
+            # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
+            with self.pool.relay.in_flight(entry.server, upstream):
+                await self.pool.prime_roots(entry.server, upstream.capabilities)
+                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        if entry.output_schema is not None and not result.is_error:
+            problem = self._schema_problem(entry, result)
+            if problem is not None:
+                result = _schema_error(entry, result, problem)
+                self._observe(entry, started, None, result, None, arguments)
+                return result
+        if self.session_scoped and is_anonymous(session_id):
+            # No identity to own a body: hand out no id this caller could never read back.
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
+            self._observe(entry, started, None, result, None, arguments)
+            return result
+        call = CallInfo(
+            server=entry.server,
+            tool=entry.name,
+            downstream_tool=entry.downstream_name,
+            arguments=arguments,
+            session_id=session_id,
+            output_schema=entry.output_schema,
+            owner=owner,
+        )
+        shape_started = time.perf_counter()
+        report: DecisionEvent | None = None
+        try:
+            shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
+        except Exception:
+            # Never lose a result to a shaping fault: the client gets it as the server sent it.
+            logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
+            if self.metrics is not None:
+                self.metrics.observe_passthrough_failure("shaper_error")
+            shaped = result
+        self._observe(entry, started, report, shaped, time.perf_counter() - shape_started, arguments)
+        return shaped
+
+    def _observe(
+        self,
+        entry: CatalogEntry,
+        started: float,
+        report: DecisionEvent | None,
+        result: types.CallToolResult,
+        shape_s: float | None,
+        arguments: dict[str, Any],
+    ) -> None:
+        if self.metrics is None:
+            return
+        duration_s = time.perf_counter() - started
+
+        async def record() -> None:
+            # After the answer is on its way: metrics and the call's log line never delay the client.
+            self._record(entry, duration_s, report, result, shape_s, arguments)
+
+        if not self.pool.spawn(record):
+            self._record(entry, duration_s, report, result, shape_s, arguments)
+
+    def _record(
+        self,
+        entry: CatalogEntry,
+        duration_s: float,
+        report: DecisionEvent | None,
+        result: types.CallToolResult,
+        shape_s: float | None,
+        arguments: dict[str, Any],
+    ) -> None:
+        assert self.metrics is not None
+        try:
+            self.metrics.observe_report(
+                server=entry.server,
+                tool=entry.name,
+                duration_s=duration_s,
+                report=report,
+                is_error=result.is_error,
+                shape_s=shape_s,
+                arguments=arguments,
+            )
+        except Exception:
+            logger.debug("metrics observation failed", exc_info=True)
+
+    def _schema_problem(self, entry: CatalogEntry, result: types.CallToolResult) -> str | None:
+        if result.structured_content is None:
+            return "it declares an outputSchema but returned no structuredContent"
+        if self._validated is not self.view.catalog:
+            self._validators.clear()
+            self._validated = self.view.catalog
+        validator = self._validators.get(entry.name)
+        if validator is None:
+            from jsonschema.validators import validator_for
+
+            try:
+                cls = validator_for(entry.output_schema)
+                validator = cls(entry.output_schema)
+            except Exception as err:
+                return f"its outputSchema is not a valid JSON Schema ({err})"
+            self._validators[entry.name] = validator
+        try:
+            from jsonschema import exceptions as jexc
+
+            error = jexc.best_match(validator.iter_errors(result.structured_content))
+        except Exception as err:
+            return f"its outputSchema could not be applied ({err})"
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return f"structuredContent does not match its outputSchema at {where}: {error.message}"
+
+
+def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: str) -> types.CallToolResult:
+    note = types.TextContent(
+        text=f"[offload-mcp] '{entry.downstream_name}' on server '{entry.server}' returned a result its own schema rejects: "
+        f"{problem}. The result is passed on unchanged below, marked as an error so clients do not reject it."
+    )
+    return types.CallToolResult(
+        content=[note, *result.content],
+        structured_content=result.structured_content,
+        is_error=True,
+        _meta=result.meta,
+    )

@@ -8,9 +8,11 @@ arguments as given, `_meta` without `progressToken` and
 handler's cancel scope, and the server's requests to its client routed to
 this call's client while it runs (relay/router.py). A result is checked
 against the tool's `outputSchema` (a mismatch is passed on marked as an
-error, never reshaped), then `ResultShaper.shape_with_report` runs in a
-worker thread; metrics and the call's log line are recorded after the answer
-has left.
+error, never reshaped), then shaped: a small result that needs no ledger commit
+on the event loop (`ResultShaper.shape_without_blocking`, cheaper than a thread
+hop), any other in a worker thread (`shape_with_report`). Metrics and the call's
+log line are recorded in line (~7 us): a task per call to defer them cost more, and
+ran before the answer was written all the same.
 
 A name that is not (yet) in the catalog while servers are still starting
 waits the first-listing bound; an unknown name gets an error naming the
@@ -237,7 +239,12 @@ class CallDispatcher:
         shape_started = time.perf_counter()
         report: DecisionEvent | None = None
         try:
-            shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
+            # A small kept result is shaped right here: cheaper than the worker-thread hop (shaping.INLINE_MAX_CHARS).
+            inline = self.shaper.shape_without_blocking(call, result)
+            if inline is not None:
+                shaped, report = inline
+            else:
+                shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
         except Exception:
             # Never lose a result to a shaping fault: the client gets it as the server sent it.
             logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
@@ -258,14 +265,7 @@ class CallDispatcher:
     ) -> None:
         if self.metrics is None:
             return
-        duration_s = time.perf_counter() - started
-
-        async def record() -> None:
-            # After the answer is on its way: metrics and the call's log line never delay the client.
-            self._record(entry, duration_s, report, result, shape_s, arguments)
-
-        if not self.pool.spawn(record):
-            self._record(entry, duration_s, report, result, shape_s, arguments)
+        self._record(entry, time.perf_counter() - started, report, result, shape_s, arguments)
 
     def _record(
         self,

@@ -18,6 +18,7 @@ line is written.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ class ProxyMetrics:
 
     def __init__(self, *, chars_per_token: float = 4.0, log_bodies: bool = False) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.chars_per_token = chars_per_token
         self.log_bodies = log_bodies
         r = self.registry
@@ -116,6 +118,15 @@ class ProxyMetrics:
             registry=r,
         )
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, kept: prometheus-client validates and locks on every lookup (~1 us,
+        a dozen a call); the children live as long as the registry, so the cache is as bounded as it."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
+
     # ------------------------------------------------------------ hooks the server calls
 
     def observe_call(
@@ -145,22 +156,26 @@ class ProxyMetrics:
         not shaped. `arguments` and `body` are logged only when log_bodies is on.
         """
         mode = "observe" if observe else "enforce"
-        self.calls.labels(server, tool, "error" if is_error else "ok").inc()
-        self.results.labels(server, decision, reason or "none", mode).inc()
+        child = self._child
+        child(self.calls, server, tool, "error" if is_error else "ok").inc()
+        child(self.results, server, decision, reason or "none", mode).inc()
         for event in reducer_events:
             acted = event.acted
-            self.reducer_events.labels(
-                event.reducer, "acted" if acted else "declined", "acted" if acted else (event.reason or "none")
+            child(
+                self.reducer_events,
+                event.reducer,
+                "acted" if acted else "declined",
+                "acted" if acted else (event.reason or "none"),
             ).inc()
-        self.chars_in.labels(server).inc(max(0, chars_in))
-        self.chars_out.labels(server, mode).inc(max(0, chars_out))
+        child(self.chars_in, server).inc(max(0, chars_in))
+        child(self.chars_out, server, mode).inc(max(0, chars_out))
         shaped = would_chars_out if observe and would_chars_out is not None else chars_out
         saved = max(0, chars_in - shaped)
         if saved:
-            self.tokens_saved.labels(server, mode).inc(saved / self.chars_per_token)
-        self.call_seconds.labels(server).observe(max(0.0, duration_s))
+            child(self.tokens_saved, server, mode).inc(saved / self.chars_per_token)
+        child(self.call_seconds, server).observe(max(0.0, duration_s))
         if shape_s is not None:
-            self.shape_seconds.labels(server).observe(max(0.0, shape_s))
+            child(self.shape_seconds, server).observe(max(0.0, shape_s))
         line = call_log_line(
             server=server,
             tool=tool,
@@ -242,9 +257,13 @@ class ProxyMetrics:
         return generate_latest(self.registry)
 
 
+_BARE_VALUE = re.compile(r"[\w\-./:@+]+")
+"""Printed unquoted: \\w is exactly str.isalnum() or "_" (the characters allowed before were isalnum and -_./:@+)."""
+
+
 def _logfmt_value(value: Any) -> str:
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    if text and all(c.isalnum() or c in "-_./:@+" for c in text):
+    if _BARE_VALUE.fullmatch(text):
         return text
     return orjson.dumps(text).decode()
 

@@ -242,3 +242,22 @@ def test_observe_report_reads_a_shape_report():
     assert value(parsed, "offload_mcp_result_chars_out_total", server="s", mode="observe") == 10_000
     assert value(parsed, "offload_mcp_reducer_events_total", reducer="linecap", outcome="acted", reason="acted") == 2
     assert value(parsed, "offload_mcp_calls_total", server="s", tool="t", outcome="error") == 1
+
+
+def test_the_call_path_formats_its_log_line_only_when_it_is_written(caplog):
+    # The server passes quiet=True: with the call logger off (the default) the counters still count and
+    # no line is built; at INFO the same line as ever is written and returned.
+    metrics = ProxyMetrics()
+    call = dict(server="fx", tool="echo", duration_s=0.002, decision="keep", reason="small", chars_in=40, chars_out=40)
+    with caplog.at_level(logging.WARNING, logger="offload_mcp.calls"):
+        assert metrics.observe_call(**call, quiet=True) == ""
+    with caplog.at_level(logging.INFO, logger="offload_mcp.calls"):
+        line = metrics.observe_call(**call, quiet=True)
+    assert (
+        line
+        == metrics.observe_call(**call)
+        == "call server=fx tool=echo decision=keep reason=small chars_in=40 chars_out=40 ms=2.0"
+    )
+    assert [r.getMessage() for r in caplog.records if r.name == "offload_mcp.calls"] == [line]
+    parsed = samples(metrics.render().decode())
+    assert value(parsed, "offload_mcp_calls_total", server="fx", tool="echo", outcome="ok") == 3

@@ -286,6 +286,7 @@ class CallDispatcher:
                 is_error=result.is_error,
                 shape_s=shape_s,
                 arguments=arguments,
+                quiet=True,
             )
         except Exception:
             logger.debug("metrics observation failed", exc_info=True)

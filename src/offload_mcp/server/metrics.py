@@ -146,8 +146,12 @@ class ProxyMetrics:
         arguments: Mapping[str, Any] | None = None,
         body: str | None = None,
         would_chars_out: int | None = None,
+        quiet: bool = False,
     ) -> str:
         """Record one downstream call and log its line; returns the line (for tests and the demo).
+
+        `quiet` (the server's call path): the line is formatted only when the `offload_mcp.calls`
+        logger would write it (INFO; off by default), else "" is returned.
 
         In observe mode the client gets the original (`chars_out == chars_in`); `would_chars_out` is
         what enforce mode would have sent, counted in tokens_saved{mode="observe"}.
@@ -176,6 +180,8 @@ class ProxyMetrics:
         child(self.call_seconds, server).observe(max(0.0, duration_s))
         if shape_s is not None:
             child(self.shape_seconds, server).observe(max(0.0, shape_s))
+        if quiet and not call_log.isEnabledFor(logging.INFO):
+            return ""
         line = call_log_line(
             server=server,
             tool=tool,
@@ -203,6 +209,7 @@ class ProxyMetrics:
         shape_s: float | None = None,
         arguments: Mapping[str, Any] | None = None,
         body: str | None = None,
+        quiet: bool = False,
     ) -> str:
         """`observe_call` from the shaper's decision record (None when the result was not shaped, e.g. an error).
 
@@ -219,6 +226,7 @@ class ProxyMetrics:
                 reason="not_shaped",
                 arguments=arguments,
                 body=body,
+                quiet=quiet,
             )
         return self.observe_call(
             server=server,
@@ -235,6 +243,7 @@ class ProxyMetrics:
             reducer_events=report.reducer_events,
             observe=report.observe,
             would_chars_out=report.would_chars_out,
+            quiet=quiet,
         )
 
     def observe_recall(self, ok: bool) -> None:

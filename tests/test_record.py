@@ -113,6 +113,21 @@ def test_what_the_shaper_returns_is_what_the_ledger_holds(tmp_path: Path) -> Non
         returned.reason = "changed"  # type: ignore[misc]  # frozen
 
 
+def test_a_queued_decision_is_written_off_the_call_path_as_returned(tmp_path: Path) -> None:
+    # A kept result's event is queued; its detail (the record's JSON dump) is made when the writer reads it.
+    ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
+    try:
+        shaper = ResultShaper(OffloadSettings(), ledger)
+        small = types.CallToolResult(content=[types.TextContent(text="a small result")])
+        _, returned = shaper.shape_with_report(CallInfo("fx", "echo", "echo", {}, session_id="s"), small)
+        assert dict(returned.ledger_event().detail) == returned.model_dump(mode="json")
+        (row,) = list(ledger.events(kinds=["decision"]))  # reading flushes the queue
+    finally:
+        ledger.close()
+    assert (row["verdict"], row["reason"]) == ("keep", "small")
+    assert DecisionEvent.from_ledger_row(row) == returned
+
+
 @pytest.mark.parametrize(
     ("change", "problem"),
     [

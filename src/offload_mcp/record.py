@@ -23,7 +23,7 @@ tolerant code); store/record_v1.py rewrites those rows when a ledger opens.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -39,6 +39,38 @@ DECISION_KIND = "decision"
 ShapeVerdict = Literal["keep", "reduce", "offload"]
 """What a result became: unchanged, reduced behind markers, or replaced by a stub."""
 Mode = Literal["enforce", "observe"]
+
+
+class _Dump(Mapping[str, Any]):
+    """A record's `model_dump(mode="json")`, made when first read.
+
+    A kept result's event is only queued on the call path (`Ledger.record_later`); the ledger's
+    writer thread reads `detail` when it writes the batch, so the ~12 us dump leaves the call. The
+    record is frozen: dumping it later gives what dumping it now would.
+    """
+
+    __slots__ = ("_record", "_value")
+
+    def __init__(self, record: DecisionEvent) -> None:
+        self._record = record
+        self._value: dict[str, Any] | None = None
+
+    def _dumped(self) -> dict[str, Any]:
+        if self._value is None:  # two threads racing here compute the same dict
+            self._value = self._record.model_dump(mode="json")
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dumped()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dumped())
+
+    def __len__(self) -> int:
+        return len(self._dumped())
+
+    def __repr__(self) -> str:
+        return repr(self._dumped())
 
 
 class DecisionRecordError(ValueError):
@@ -128,7 +160,7 @@ class DecisionEvent(BaseModel):
             ref_id=self.trm_id or "",
             chars_in=self.chars_in,
             chars_out=self.chars_out,
-            detail=self.model_dump(mode="json"),
+            detail=_Dump(self),
         )
 
     @classmethod

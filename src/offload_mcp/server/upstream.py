@@ -23,6 +23,7 @@ listen stream; nothing is sent when nothing changes downstream.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -97,41 +98,38 @@ class UpstreamSessions:
             process_session=self.process_session,
         )
 
-    @property
-    def session_scoped(self) -> bool:
-        return self.settings.ledger.scope == "session"
-
     def owner(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> str:
         """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
         return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
     async def notify_upstream(self, kind: str) -> None:
         """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
-        for key, session in list(self._upstream.items()):
-            send = {
-                "tools": session.send_tool_list_changed,
-                "resources": session.send_resource_list_changed,
-                "prompts": session.send_prompt_list_changed,
-            }[kind]
-            try:
-                with anyio.fail_after(2):
-                    await send()
-            except Exception as err:
-                logger.debug("dropping upstream session that cannot be notified: %r", err)
-                self._upstream.pop(key, None)
-        events: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
-            "tools": ToolsListChanged,
-            "resources": ResourcesListChanged,
-            "prompts": PromptsListChanged,
+        sends: dict[str, Callable[[ServerSession], Awaitable[None]]] = {
+            "tools": ServerSession.send_tool_list_changed,
+            "resources": ServerSession.send_resource_list_changed,
+            "prompts": ServerSession.send_prompt_list_changed,
         }
-        await self.bus.publish(events[kind]())
+        await self._tell_each(sends[kind])
+        await self.bus.publish(_LIST_EVENTS[kind]())
 
     async def notify_resource_updated(self, uri: str) -> None:
         """A subscribed resource changed downstream: tell every upstream session that may care."""
+        await self._tell_each(lambda session: session.send_resource_updated(uri))
+        await self.bus.publish(ResourceUpdated(uri=uri))
+
+    async def _tell_each(self, send: Callable[[ServerSession], Awaitable[None]]) -> None:
+        """One notification to every connection, two seconds each; one that cannot take it is dropped."""
         for key, session in list(self._upstream.items()):
             try:
                 with anyio.fail_after(2):
-                    await session.send_resource_updated(uri)
-            except Exception:
+                    await send(session)
+            except Exception as err:
+                logger.debug("dropping upstream session that cannot be notified: %r", err)
                 self._upstream.pop(key, None)
-        await self.bus.publish(ResourceUpdated(uri=uri))
+
+
+_LIST_EVENTS: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
+    "tools": ToolsListChanged,
+    "resources": ResourcesListChanged,
+    "prompts": PromptsListChanged,
+}

@@ -201,7 +201,7 @@ async def test_each_stream_is_one_session_that_hears_list_changes(tmp_path: Path
             b = await b_open.enter_async_context(stream_client(server, listener("b")))
             await a.list_tools()
             await b.list_tools()
-            assert state.upstream.connection_count == 2
+            assert state.upstream.connection_count == 2 and len(pool.relay.standalone()) == 2
 
             # A body offloaded for A belongs to A's stream: under `ledger.scope: session` B cannot read it.
             stub = await a.call_tool("make_text", {"size": BIG})
@@ -219,6 +219,7 @@ async def test_each_stream_is_one_session_that_hears_list_changes(tmp_path: Path
 
             await b_open.aclose()  # B's stream ends: it is forgotten, not notified forever
             await until(lambda: state.upstream.connection_count == 1)
+            assert len(pool.relay.standalone()) == 1  # server requests outside a call have one client again
 
 
 async def test_a_2026_client_on_a_stream_keeps_one_session_and_no_standing_connection(tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ class UpstreamSessions:
     def forget(self, key: str) -> None:
         """The stream closed or the HTTP session ended (server/http_limits.py): nothing more reaches it."""
         self._upstream.pop(key, None)
+        self.pool.relay.disconnected(key)
 
     @property
     def connection_count(self) -> int:

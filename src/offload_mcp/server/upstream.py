@@ -1,23 +1,27 @@
 """The clients connected upstream: who is asking, and how list changes reach them.
 
 How it works: every request passes `remember_session` and `meet_client`
-(the server middleware, server/proxy.py). The first keeps one session per
-handshake-era connection so a later change downstream can be announced on it
-(`notify_upstream`, `notify_resource_updated`: `notifications/*/list_changed`
-and `resources/updated`, two seconds each). A connection is forgotten when
-its stream closes (the server lifespan, server/identity.py), when its HTTP
-session ends (DELETE or idle, server/http_limits.py), or when it cannot take
-a notification. 2026-07-28-era clients have no standing connection and hear changes
-only on their `subscriptions/listen` streams, fed from `bus`. The second
-folds the client's declared capabilities into what downstream sessions
-declare (relay/capabilities.py).
+(the server middleware, server/proxy.py).
+
+- `remember_session` keeps one session per handshake-era connection, so a
+  later change downstream can be announced on it (`notify_upstream`,
+  `notify_resource_updated`: `notifications/*/list_changed` and
+  `resources/updated`, two seconds each). A connection is forgotten when its
+  stream closes (the server lifespan, server/identity.py), when its HTTP
+  session ends (DELETE or idle, server/http_limits.py), or when it cannot take
+  a notification; the relay forgets it at the same time. 2026-07-28-era
+  clients have no standing connection and hear changes only on their
+  `subscriptions/listen` streams, fed from `bus`.
+- `meet_client` folds the client's declared capabilities into what
+  downstream sessions declare (relay/capabilities.py) and tells the relay
+  which connections can take server requests outside a call.
 
 `session_id(ctx)` and `owner(ctx, session_id)` turn a request into the keys
 dedup history and ledger ownership are kept under (server/identity.py says
 which key each transport and era gets).
 
-Inert: stdio with a client that never lists twice has one session and no
-listen stream; nothing is sent when nothing changes downstream.
+Inert: nothing is sent while nothing changes downstream; a 2026-era client
+leaves nothing behind here (no connection is kept for it).
 """
 
 from __future__ import annotations

@@ -162,6 +162,10 @@ class Relay:
             while len(self._connected) > MAX_CONNECTED:
                 del self._connected[next(iter(self._connected))]
 
+    def disconnected(self, connection: str) -> None:
+        """A client connection ended (its stream closed, its HTTP session was deleted or expired)."""
+        self._connected.pop(connection, None)
+
     def gone(self, upstream: Upstream) -> None:
         """A standalone client that could not be reached is no longer counted as connected."""
         if isinstance(upstream.origin, str):

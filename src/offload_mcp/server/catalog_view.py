@@ -119,7 +119,7 @@ class CatalogView:
             # A server that finished starting after the proxy was serving: every list may have grown.
             self.rebuild()
             joined = self.pool.servers.get(server)
-            caps = getattr(joined, "capabilities", None)
+            caps = joined.capabilities if joined is not None else None
             await changes.notify_upstream("tools")
             if caps is not None and caps.resources is not None:
                 await changes.notify_upstream("resources")
@@ -144,9 +144,7 @@ class CatalogView:
         if self._first_list_waited:
             return
         self._first_list_waited = True
-        wait = getattr(self.pool, "wait_settled", None)
-        if wait is not None and not self.pool.settled.is_set():
-            await wait(self.settings.downstream.first_list_wait_s)
+        await self.settle()
 
     async def settle(self) -> None:
         """Before a request that needs the servers (resources, prompts, tool search): those still starting get the first-listing bound."""

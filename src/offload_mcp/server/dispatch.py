@@ -42,7 +42,7 @@ from ..relay.parked import Parking
 from ..relay.router import Upstream
 from ..shaping import CallInfo, ResultShaper
 from ..store import Ledger
-from ..tool_names import ALWAYS_LISTED
+from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
 from ..tools.registry import OwnTool, ToolEnv, error_result
 from .catalog_view import STATUS_TOOL, CatalogView
 from .identity import NO_IDENTITY_REASON, is_anonymous, refusal
@@ -169,9 +169,9 @@ class CallDispatcher:
             logger.exception("own tool %s failed", own.tool.name)
             result = error_result(f"{own.tool.name} failed inside offload-mcp: {type(err).__name__}: {err}")
         if self.metrics is not None:
-            if own.tool.name == "recall_tool_result":
+            if own.tool.name == RECALL:
                 self.metrics.observe_recall(not result.is_error)
-            elif own.tool.name == "context_guru_expand":
+            elif own.tool.name == EXPAND:
                 self.metrics.observe_expand(not result.is_error, "tool")
         return result
 

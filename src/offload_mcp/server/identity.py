@@ -53,7 +53,9 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.requests import Request
 
 from ..reducers.base import ANONYMOUS_PREFIX, is_anonymous
 
@@ -69,6 +71,7 @@ STATE_KEY = "offload_mcp.principal"
 STREAM_KEY = "offload_mcp.stream"
 """Where `stream_lifespan` leaves the stream's key in the server's lifespan context."""
 SESSION_HEADER = "mcp-session-id"
+Context = ServerRequestContext[Any, Any]
 
 
 def stream_lifespan(
@@ -93,25 +96,24 @@ def stream_lifespan(
     return lifespan
 
 
-def stream_key(ctx: Any) -> str | None:
+def stream_key(ctx: Context) -> str | None:
     """The key `stream_lifespan` gave the stream this request came on (None without that lifespan)."""
-    context = getattr(ctx, "lifespan_context", None)
+    context = ctx.lifespan_context
     key = context.get(STREAM_KEY) if isinstance(context, Mapping) else None
     return key if isinstance(key, str) else None
 
 
-def _session_header(ctx: Any) -> str | None:
-    headers = getattr(getattr(ctx, "request", None), "headers", None)
-    value = headers.get(SESSION_HEADER) if isinstance(headers, Mapping) else None
-    return value if isinstance(value, str) and value else None
+def _session_header(ctx: Context) -> str | None:
+    request = ctx.request
+    return (request.headers.get(SESSION_HEADER) or None) if isinstance(request, Request) else None
 
 
-def is_modern(ctx: Any) -> bool:
+def is_modern(ctx: Context) -> bool:
     """A 2026-07-28-era request: every one is a connection of its own, with no standing channel."""
-    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
 
 
-def connection_key(ctx: Any, *, stateless_wire: bool, http_sessions: bool) -> str | None:
+def connection_key(ctx: Context, *, stateless_wire: bool, http_sessions: bool) -> str | None:
     """The standing handshake-era connection behind a request, or None where there is none (see the module doc).
 
     `stateless_wire` is true on streamable HTTP; `http_sessions` is false under `offload.server.stateless`.
@@ -123,7 +125,7 @@ def connection_key(ctx: Any, *, stateless_wire: bool, http_sessions: bool) -> st
     return stream_key(ctx)
 
 
-def scope_key(ctx: Any, *, stateless_wire: bool, http_sessions: bool, process_session: str) -> str:
+def scope_key(ctx: Context, *, stateless_wire: bool, http_sessions: bool, process_session: str) -> str:
     """The identity of the caller behind a request context (see the module doc).
 
     `stateless_wire` is true on streamable HTTP, where a 2026-era request is its own connection.

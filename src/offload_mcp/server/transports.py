@@ -26,10 +26,9 @@ import anyio
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..config import ConfigError
 from .http_extras import extra_routes
@@ -180,9 +179,9 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
     settings = state.settings.server
     open_streams: dict[str, int] = {}
 
-    async def handle_sse(request: Request) -> Response:
+    async def handle_sse(scope: Scope, receive: Receive, send: Send) -> None:
         # Each SSE stream is a session: the same caps as streamable HTTP (per peer, and overall).
-        peer = request.client.host if request.client else "?"
+        peer = (scope.get("client") or ("?", 0))[0]
         if (
             open_streams.get(peer, 0) >= settings.max_sessions_per_peer
             or sum(open_streams.values()) >= settings.max_sessions
@@ -190,28 +189,40 @@ def sse_app(state: ProxyState, server: Server[Any], host: str, port: int) -> Sta
             logger.warning(
                 "refused a new SSE session for %s (offload.server.max_sessions_per_peer / max_sessions)", peer
             )
-            return PlainTextResponse(
+            refusal = PlainTextResponse(
                 f"Too many sessions: at most {settings.max_sessions_per_peer} per client address and {settings.max_sessions} "
                 "in all (offload.server.max_sessions_per_peer, max_sessions); close one first\n",
                 status_code=429,
                 headers={"Retry-After": "5"},
             )
+            await refusal(scope, receive, send)
+            return
         open_streams[peer] = open_streams.get(peer, 0) + 1
         try:
-            async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            async with sse.connect_sse(scope, receive, send) as (read, write):
                 await server.run(read, write, initialization_options(server))
         finally:
             open_streams[peer] -= 1
             if not open_streams[peer]:
                 del open_streams[peer]
-        return Response()
 
     routes: list[Any] = [
-        Route("/sse", handle_sse, methods=["GET"]),
+        # A raw ASGI endpoint: the SSE transport writes the response itself, through the ASGI `send`.
+        Route("/sse", _AsgiEndpoint(handle_sse), methods=["GET"]),
         Mount("/messages/", app=sse.handle_post_message),
         *extra_routes(state),
     ]
     return Starlette(routes=routes)
+
+
+class _AsgiEndpoint:
+    """Makes starlette's Route treat a function as an ASGI app (it wraps plain functions as request handlers)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None, limits: Any = None) -> None:

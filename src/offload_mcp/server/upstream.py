@@ -1,28 +1,33 @@
 """The clients connected upstream: who is asking, and how list changes reach them.
 
 How it works: every request passes `remember_session` and `meet_client`
-(the server middleware, server/proxy.py). The first keeps one session per
-handshake-era connection so a later change downstream can be announced on it
-(`notify_upstream`, `notify_resource_updated`: `notifications/*/list_changed`
-and `resources/updated`, two seconds each). A connection is forgotten when
-its stream closes (the server lifespan, server/identity.py), when its HTTP
-session ends (DELETE or idle, server/http_limits.py), or when it cannot take
-a notification. 2026-07-28-era clients have no standing connection and hear changes
-only on their `subscriptions/listen` streams, fed from `bus`. The second
-folds the client's declared capabilities into what downstream sessions
-declare (relay/capabilities.py).
+(the server middleware, server/proxy.py).
+
+- `remember_session` keeps one session per handshake-era connection, so a
+  later change downstream can be announced on it (`notify_upstream`,
+  `notify_resource_updated`: `notifications/*/list_changed` and
+  `resources/updated`, two seconds each). A connection is forgotten when its
+  stream closes (the server lifespan, server/identity.py), when its HTTP
+  session ends (DELETE or idle, server/http_limits.py), or when it cannot take
+  a notification; the relay forgets it at the same time. 2026-07-28-era
+  clients have no standing connection and hear changes only on their
+  `subscriptions/listen` streams, fed from `bus`.
+- `meet_client` folds the client's declared capabilities into what
+  downstream sessions declare (relay/capabilities.py) and tells the relay
+  which connections can take server requests outside a call.
 
 `session_id(ctx)` and `owner(ctx, session_id)` turn a request into the keys
 dedup history and ledger ownership are kept under (server/identity.py says
 which key each transport and era gets).
 
-Inert: stdio with a client that never lists twice has one session and no
-listen stream; nothing is sent when nothing changes downstream.
+Inert: nothing is sent while nothing changes downstream; a 2026-era client
+leaves nothing behind here (no connection is kept for it).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -68,6 +73,7 @@ class UpstreamSessions:
     def forget(self, key: str) -> None:
         """The stream closed or the HTTP session ended (server/http_limits.py): nothing more reaches it."""
         self._upstream.pop(key, None)
+        self.pool.relay.disconnected(key)
 
     @property
     def connection_count(self) -> int:
@@ -97,41 +103,38 @@ class UpstreamSessions:
             process_session=self.process_session,
         )
 
-    @property
-    def session_scoped(self) -> bool:
-        return self.settings.ledger.scope == "session"
-
     def owner(self, ctx: ServerRequestContext[Any, Any], session_id: str) -> str:
         """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
         return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
     async def notify_upstream(self, kind: str) -> None:
         """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
-        for key, session in list(self._upstream.items()):
-            send = {
-                "tools": session.send_tool_list_changed,
-                "resources": session.send_resource_list_changed,
-                "prompts": session.send_prompt_list_changed,
-            }[kind]
-            try:
-                with anyio.fail_after(2):
-                    await send()
-            except Exception as err:
-                logger.debug("dropping upstream session that cannot be notified: %r", err)
-                self._upstream.pop(key, None)
-        events: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
-            "tools": ToolsListChanged,
-            "resources": ResourcesListChanged,
-            "prompts": PromptsListChanged,
+        sends: dict[str, Callable[[ServerSession], Awaitable[None]]] = {
+            "tools": ServerSession.send_tool_list_changed,
+            "resources": ServerSession.send_resource_list_changed,
+            "prompts": ServerSession.send_prompt_list_changed,
         }
-        await self.bus.publish(events[kind]())
+        await self._tell_each(sends[kind])
+        await self.bus.publish(_LIST_EVENTS[kind]())
 
     async def notify_resource_updated(self, uri: str) -> None:
         """A subscribed resource changed downstream: tell every upstream session that may care."""
+        await self._tell_each(lambda session: session.send_resource_updated(uri))
+        await self.bus.publish(ResourceUpdated(uri=uri))
+
+    async def _tell_each(self, send: Callable[[ServerSession], Awaitable[None]]) -> None:
+        """One notification to every connection, two seconds each; one that cannot take it is dropped."""
         for key, session in list(self._upstream.items()):
             try:
                 with anyio.fail_after(2):
-                    await session.send_resource_updated(uri)
-            except Exception:
+                    await send(session)
+            except Exception as err:
+                logger.debug("dropping upstream session that cannot be notified: %r", err)
                 self._upstream.pop(key, None)
-        await self.bus.publish(ResourceUpdated(uri=uri))
+
+
+_LIST_EVENTS: dict[str, type[ToolsListChanged | ResourcesListChanged | PromptsListChanged]] = {
+    "tools": ToolsListChanged,
+    "resources": ResourcesListChanged,
+    "prompts": PromptsListChanged,
+}

@@ -99,33 +99,45 @@ def test_only_pipes_and_sockets_are_served_on_the_loop() -> None:
             right.close()
 
 
+SERVE_ONE_PING = textwrap.dedent(
+    """
+    import logging, sys, anyio
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCResponse
+    from offload_mcp.server.stdio_pipes import upstream_stdio
+
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+
+    async def main():
+        async with upstream_stdio() as (read, write):
+            print("stray output", flush=True)
+            message = await read.receive()
+            await write.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=message.message.id, result={})))
+            await write.aclose()  # the transport ends when its writer is closed and stdin ends
+        print("restored", flush=True)
+
+    anyio.run(main)
+    """
+)
+PING = b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n'
+
+
 def test_while_serving_stdout_is_diverted_so_a_stray_print_cannot_tear_a_frame() -> None:
     # A real process with pipes on fd 0/1, as a client launches a stdio server: a print() inside the
     # served block lands on stderr, the wire carries only the answer, and both descriptors come back.
-    script = textwrap.dedent(
-        """
-        import os, sys, anyio
-        from mcp.shared.message import SessionMessage
-        from mcp_types import JSONRPCResponse
-        from offload_mcp.server.stdio_pipes import upstream_stdio
-
-        async def main():
-            async with upstream_stdio() as (read, write):
-                print("stray output", flush=True)
-                message = await read.receive()
-                await write.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=message.message.id, result={})))
-                await write.aclose()  # the transport ends when its writer is closed and stdin ends
-            print("restored", flush=True)
-
-        anyio.run(main)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        input=b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n',
-        capture_output=True,
-        timeout=30,
-    )
+    done = subprocess.run([sys.executable, "-c", SERVE_ONE_PING], input=PING, capture_output=True, timeout=30)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().splitlines() == ['{"jsonrpc":"2.0","id":7,"result":{}}', "restored"]
-    assert "stray output" in done.stderr.decode()
+    assert "stray output" in done.stderr.decode() and "SDK's thread-based transport" not in done.stderr.decode()
+
+
+def test_stdin_from_a_regular_file_is_served_by_the_sdk_transport(tmp_path) -> None:
+    # epoll cannot wait on a regular file: the SDK's own transport serves, the reason is named, and the
+    # answer and the stdout diversion are the same.
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(PING)
+    with requests.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-c", SERVE_ONE_PING], stdin=stdin, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().splitlines() == ['{"jsonrpc":"2.0","id":7,"result":{}}', "restored"]
+    assert "SDK's thread-based transport serves (stdin_not_pipe_or_socket)" in done.stderr.decode()

@@ -17,12 +17,14 @@ frame on the wire; both are restored on exit, with their blocking mode. Lines
 decode as UTF-8 with replacement and universal newlines, as its TextIOWrapper
 does. Inert (the SDK's thread-based transport is used unchanged) when either
 descriptor is a regular file or a terminal, which cannot be polled or whose
-blocking mode is shared with a shell, and on Windows.
+blocking mode is shared with a shell, and on Windows; `inert_reason()` names
+which (logged at debug level).
 """
 
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 import stat
 import sys
@@ -32,6 +34,8 @@ from typing import Any, cast
 
 import anyio
 from mcp.server.stdio import stdio_server
+
+logger = logging.getLogger(__name__)
 
 _READ_CHUNK = 1 << 16
 
@@ -147,6 +151,19 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
 def upstream_stdio() -> AbstractAsyncContextManager[tuple[Any, Any]]:
     """The (read, write) message streams of the process's stdio: on the event loop when both are pipes or
     sockets (see the module doc), else the SDK's `stdio_server()` as it is."""
-    if pollable(0) and pollable(1):
+    inert = inert_reason()
+    if inert is None:
         return _pipe_stdio()
+    logger.debug("stdio: the SDK's thread-based transport serves (%s)", inert)
     return cast(AbstractAsyncContextManager[tuple[Any, Any]], stdio_server())
+
+
+def inert_reason() -> str | None:
+    """Why the SDK's own transport serves this process's stdio (None: this module's does)."""
+    if sys.platform == "win32":
+        return "windows"
+    if not pollable(0):
+        return "stdin_not_pipe_or_socket"
+    if not pollable(1):
+        return "stdout_not_pipe_or_socket"
+    return None

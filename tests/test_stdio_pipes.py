@@ -16,8 +16,10 @@ import textwrap
 
 import anyio
 import pytest
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCResponse, jsonrpc_message_adapter
 
-from offload_mcp.server.stdio_pipes import PipeLines, PipeWriter, pollable
+from offload_mcp.server.stdio_pipes import PipeLines, PipeMessages, PipeMessageWriter, PipeWriter, pollable
 
 pytestmark = pytest.mark.anyio
 
@@ -71,17 +73,74 @@ async def test_a_write_larger_than_the_pipe_buffer_arrives_whole() -> None:
             while chunk := pipe.read(65536):
                 received.extend(chunk)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(anyio.to_thread.run_sync, drain)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, drain)
+        try:
             writer = PipeWriter(write_fd)
             assert await writer.write(text) == len(text)
-            await writer.flush()
-            os.close(write_fd)
-    except BaseException:
-        os.close(write_fd)
-        raise
+        finally:
+            os.close(write_fd)  # the drain thread ends at end of file, however the write ended
     assert bytes(received) == text.encode("utf-8")
+
+
+async def test_concurrent_large_answers_are_written_whole_one_after_the_other() -> None:
+    # Two handlers answer at once with messages far over a pipe's buffer: each reaches the client as one
+    # unbroken line (the writer writes one message at a time), parsed as the SDK's reader parses it.
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    writer = PipeMessageWriter(write_fd, PipeMessages(read_fd))
+    payloads = {7: "a" * 300_000, 8: "€" * 300_000}
+    received = bytearray()
+
+    def drain() -> None:
+        with os.fdopen(read_fd, "rb") as pipe:
+            while chunk := pipe.read(65536):
+                received.extend(chunk)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(anyio.to_thread.run_sync, drain)
+        try:
+            async with anyio.create_task_group() as senders:
+                for request_id, text in payloads.items():
+                    answer = JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"text": text})
+                    senders.start_soon(writer.send, SessionMessage(answer))
+        finally:
+            os.close(write_fd)  # the drain thread ends at end of file, however the senders ended
+    lines = bytes(received).decode().splitlines()
+    answers = {m.id: m.result["text"] for m in (jsonrpc_message_adapter.validate_json(line) for line in lines)}
+    assert answers == payloads
+
+
+async def test_a_closed_client_end_breaks_the_writer_and_ends_the_reading() -> None:
+    # The client closed our stdout but not our stdin: the answer cannot go anywhere, so sending says the
+    # stream is broken (the SDK drops that answer) and the reader ends as at end of input: the server stops.
+    in_read, in_write = os.pipe()
+    out_read, out_write = os.pipe()
+    for fd in (in_read, out_write):
+        os.set_blocking(fd, False)
+    messages = PipeMessages(in_read)
+    writer = PipeMessageWriter(out_write, messages)
+    os.close(out_read)
+    try:
+        async with anyio.create_task_group() as tg:
+            ended = anyio.Event()
+
+            async def read_all() -> None:
+                async for _ in messages:
+                    pass
+                ended.set()
+
+            tg.start_soon(read_all)
+            await anyio.sleep(0.01)  # the reader waits on stdin
+            with pytest.raises(anyio.BrokenResourceError):
+                await writer.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result={})))
+            with anyio.fail_after(5):
+                await ended.wait()
+        with pytest.raises(anyio.ClosedResourceError):
+            await writer.send(SessionMessage(JSONRPCResponse(jsonrpc="2.0", id=2, result={})))
+    finally:
+        for fd in (in_read, in_write, out_write):
+            os.close(fd)
 
 
 def test_only_pipes_and_sockets_are_served_on_the_loop() -> None:

@@ -1,21 +1,24 @@
-"""The upstream stdio wire without a worker thread per line.
+"""The upstream stdio wire without a worker thread per line and without relay tasks.
 
 The SDK's `stdio_server()` reads stdin and writes stdout through
 `anyio.wrap_file`: every line read, every write and every flush is a hop to a
 worker thread and back, three per tool call (~45 us each here, plus the
-event-loop wake-ups), which was most of what one proxy hop costs
-(bench/bench_hop_latency.py). When stdin and stdout are pipes or sockets,
-as every MCP client launches a stdio server, this module reads and writes
-them non-blocking on the event loop instead (`anyio.wait_readable` /
-`wait_writable`), and hands them to the SDK's own `stdio_server(stdin, stdout)`
-as its explicit streams: parsing, framing and the message streams stay the
-SDK's.
+event-loop wake-ups), and a reader and a writer task hand each message on
+through a stream of their own. Together that was most of what one proxy hop
+cost (bench/bench_hop_latency.py). When stdin and stdout are pipes or sockets,
+as every MCP client launches a stdio server, this module reads and writes them
+non-blocking on the event loop (`anyio.wait_readable` / `wait_writable`):
+`PipeMessages.receive()` reads and parses the next line in the server's own
+reading task, `PipeMessageWriter.send()` serialises and writes in the sender's
+task. Framing and parsing are the SDK stdio transport's, line for line: UTF-8
+with replacement, universal newlines, `jsonrpc_message_adapter.validate_json`,
+a line that is no message handed on as its exception, `model_dump_json(by_alias,
+exclude_unset)` plus a newline.
 
 Kept from the SDK: while serving, fd 0 reads the null device and fd 1 points at
 stderr, so a stray print or a child's inherited descriptor can never tear a
-frame on the wire; both are restored on exit, with their blocking mode. Lines
-decode as UTF-8 with replacement and universal newlines, as its TextIOWrapper
-does. Inert (the SDK's thread-based transport is used unchanged) when either
+frame on the wire; both are restored on exit, with their blocking mode.
+Inert (the SDK's thread-based transport serves unchanged) when either
 descriptor is a regular file or a terminal, which cannot be polled or whose
 blocking mode is shared with a shell, and on Windows; `inert_reason()` names
 which (logged at debug level).
@@ -33,7 +36,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 from typing import Any, cast
 
 import anyio
+import mcp_types as types
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +57,7 @@ def pollable(fd: int) -> bool:
 
 
 class PipeLines:
-    """Lines of a non-blocking descriptor as `AsyncFile.__aiter__` yields them (text, newline kept)."""
+    """Lines of a non-blocking descriptor as the SDK's `AsyncFile` over stdin yields them (text, newline kept)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -89,7 +94,7 @@ class PipeLines:
 
 
 class PipeWriter:
-    """`AsyncFile.write` / `flush` over a non-blocking descriptor: nothing is buffered, so flush has nothing to do."""
+    """Writes text whole to a non-blocking descriptor, waiting for room when the reader is slow (nothing is buffered)."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -104,9 +109,6 @@ class PipeWriter:
             if data:
                 await anyio.wait_writable(self.fd)
         return len(text)
-
-    async def flush(self) -> None:
-        return None
 
 
 def _claim(fd: int, diversion: int) -> tuple[int, bool]:
@@ -127,6 +129,92 @@ def _release(fd: int, private: int, blocking: bool) -> None:
         os.close(private)
 
 
+class PipeMessages:
+    """The stdin message stream: each `receive()` reads the next line and parses it exactly as the SDK's
+    stdio reader does (a line that is no JSON-RPC message comes out as the exception). Pulled by the
+    server's own reading task: no reader task and no hand-over stream in between."""
+
+    def __init__(self, fd: int) -> None:
+        self._lines = PipeLines(fd).__aiter__()
+        self._closed = False
+        self._reading: anyio.CancelScope | None = None
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        with anyio.CancelScope() as self._reading:
+            try:
+                line = await anext(self._lines)
+            except StopAsyncIteration:
+                raise anyio.EndOfStream from None
+        if self._reading.cancelled_caught:  # closed while waiting (the wire broke): read as the end
+            raise anyio.EndOfStream
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except Exception as exc:
+            return exc
+
+    def close(self) -> None:
+        self._closed = True
+        if self._reading is not None:
+            self._reading.cancel()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __aiter__(self) -> PipeMessages:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> PipeMessages:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class PipeMessageWriter:
+    """The stdout message stream: `send()` serialises as the SDK's stdio writer does and writes at once,
+    one message at a time (a lock keeps two senders' partial writes from interleaving). A broken wire
+    (the client closed its end) ends the reading side too, so the server stops as at end of input."""
+
+    def __init__(self, fd: int, reader: PipeMessages) -> None:
+        self._writer = PipeWriter(fd)
+        self._reader = reader
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        async with self._lock:
+            try:
+                await self._writer.write(text)
+            except OSError as err:
+                logger.debug("stdout: the client closed the wire: %r", err)
+                self._closed = True
+                self._reader.close()
+                raise anyio.BrokenResourceError from err
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PipeMessageWriter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
     null = os.open(os.devnull, os.O_RDONLY)
@@ -140,9 +228,8 @@ async def _pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
         _release(0, stdin_fd, stdin_blocking)
         raise
     try:
-        # The SDK types its explicit streams as anyio.AsyncFile[str]; it uses only iteration, write and flush.
-        async with stdio_server(cast(Any, PipeLines(stdin_fd)), cast(Any, PipeWriter(stdout_fd))) as streams:
-            yield streams
+        messages = PipeMessages(stdin_fd)
+        yield messages, PipeMessageWriter(stdout_fd, messages)
     finally:
         _release(1, stdout_fd, stdout_blocking)
         _release(0, stdin_fd, stdin_blocking)

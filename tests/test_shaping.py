@@ -392,3 +392,25 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     off = build_shaper(no_reducers(policy={"stub_index_chars": 0}), tmp_path / "c.db")
     out, rep = off.shape_with_report(CALL, result(log))
     assert "index of" not in out.content[0].text and len(out.content[0].text) <= 1000
+
+
+def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
+    # 60 shas as JSON: 3,000 chars, ~750 tokens. Their stub lists every sha (index.py), so it is as large
+    # as the result itself: priced at stub_tokens (250) the gate would offload it; priced as built, replacing
+    # the result saves nothing and it stays inline. The same shas in a larger result do offload.
+    items = [{"sha": f"{i:040x}"} for i in range(60)]
+    text = orjson.dumps(items).decode()
+    policy = {"small_threshold_chars": 1000, "large_threshold_chars": 2000, "horizon": 1, "recall_probability": 0.0}
+    shaper = build_shaper(no_reducers(policy=policy), tmp_path / "a.db")
+    out, rep = shaper.shape_with_report(CALL, result(text))
+    assert rep.verdict == "keep" and rep.reason == "gate_declined" and out.content[0].text == text
+    gate = rep.decision.gate
+    assert gate is not None and not gate.fire
+    built = shaper._stub_text(CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text))))
+    assert len(built) >= len(text) and f"S={-(-len(built) // 4)} " in gate.reason
+    padded = orjson.dumps([{**it, "message": "x" * 200} for it in items]).decode()
+    out, rep = shaper.shape_with_report(CALL, result(padded))
+    assert rep.verdict == "offload" and rep.reason == "gate_fired"
+    assert out.content[0].text.count("\n  0000") == 60  # the stub sent is the one priced: every sha listed
+    # Without the stub as built (a caller that has none), the gate prices the largest stub the settings allow.
+    assert shaper.policy.gate_inputs(len(text)).stub_tokens == 250 + 6000 // 4

@@ -274,8 +274,25 @@ class ResultShaper:
             candidate = candidate.model_copy(update={"structured_content": None})
         candidate_body = body if candidate is result else dump_result(candidate)
 
+        # The gate prices the stub this result would get (built once, here, and sent if it is offloaded).
+        priced: list[tuple[BodyRecord, str]] = []
+
+        def stub_chars(chars: int) -> int | None:
+            if (
+                own
+                or multimodal
+                or not self.settings.policy.enabled
+                or chars < self.settings.policy.large_threshold_chars
+            ):
+                return None  # the gate is not reached
+            if not priced:
+                record = self._body_record(call, body)
+                priced.append((record, self._stub_text(call, body, record)))
+            return self._stub_visible_chars(call, result, *priced[0])
+
+        chars = visible_chars(candidate_body)
         decision = self.policy.decide(
-            PolicyInput(chars=visible_chars(candidate_body), multimodal=multimodal, own_tool=own)
+            PolicyInput(chars=chars, multimodal=multimodal, own_tool=own, stub_chars=stub_chars(chars))
         )
         limit = self.settings.policy.client_max_result_chars
         if (
@@ -289,8 +306,9 @@ class ResultShaper:
                 candidate_body = dump_result(candidate)
             if sent_chars(candidate_body) > limit:
                 # Both channels together exceed what the client accepts: the client bound decides.
+                chars = sent_chars(candidate_body)
                 decision = self.policy.decide(
-                    PolicyInput(chars=sent_chars(candidate_body), multimodal=multimodal, own_tool=own)
+                    PolicyInput(chars=chars, multimodal=multimodal, own_tool=own, stub_chars=stub_chars(chars))
                 )
         report = ShapeReport(
             verdict="keep",
@@ -310,15 +328,8 @@ class ResultShaper:
         bodies: list[BodyRecord] = []
         commit_stash: dict[str, str] = {}
         if decision.offload:
-            record = BodyRecord.of(
-                body,
-                server=call.server,
-                tool=call.downstream_tool,
-                arguments=call.arguments,
-                session_id=call.session_id,
-                chars=recall_chars(body),
-            )
-            out, bodies = self._stub(call, result, body, record, report), [record]
+            record, stub = priced[0] if priced else (self._body_record(call, body), "")
+            out, bodies = self._stub(call, result, body, record, report, stub), [record]
             report.verdict, report.trm_id = "offload", record.trm_id
         elif candidate is not result:
             out = candidate
@@ -438,15 +449,36 @@ class ResultShaper:
             blocks.append(block)
         return (blocks if changed else []), runs
 
-    def _index_chars(self) -> int:
-        """The index budget, kept so the whole stub stays far below `client_max_result_chars`."""
+    @staticmethod
+    def _body_record(call: CallInfo, body: dict[str, Any]) -> BodyRecord:
+        return BodyRecord.of(
+            body,
+            server=call.server,
+            tool=call.downstream_tool,
+            arguments=call.arguments,
+            session_id=call.session_id,
+            chars=recall_chars(body),
+        )
+
+    def _stub_text(self, call: CallInfo, body: dict[str, Any], record: BodyRecord) -> str:
         policy = self.settings.policy
-        chars = policy.stub_index_chars
-        if policy.client_max_result_chars:
-            chars = min(
-                chars, max(0, policy.client_max_result_chars // 2 - int(policy.stub_tokens * policy.chars_per_token))
-            )
-        return chars
+        return build_stub(
+            trm_id=record.trm_id,
+            tool=call.tool,
+            body=body,
+            chars=record.chars,
+            chars_per_token=policy.chars_per_token,
+            budget_tokens=policy.stub_tokens,
+            recall_mode=self.settings.recall.mode,
+            index_chars=self.policy.index_chars(),
+        )
+
+    @staticmethod
+    def _stub_visible_chars(call: CallInfo, result: types.CallToolResult, record: BodyRecord, stub: str) -> int:
+        """What the model reads of the stubbed result (visible_chars: the larger channel)."""
+        if result.structured_content is not None or call.output_schema is not None:
+            return max(len(stub), _json_chars(stub_object(record.trm_id, stub)))
+        return len(stub)
 
     def _stub(
         self,
@@ -455,21 +487,12 @@ class ResultShaper:
         body: dict[str, Any],
         record: BodyRecord,
         report: ShapeReport,
+        stub: str = "",
     ) -> types.CallToolResult:
         """Text: the stub. structuredContent (when the result had one, or the tool promises one): the stub
         object with the same text, so a client that shows only that channel still sees the id, what is
         missing and the call that gets it. `_meta` stays when small."""
-        policy = self.settings.policy
-        stub = build_stub(
-            trm_id=record.trm_id,
-            tool=call.tool,
-            body=body,
-            chars=record.chars,
-            chars_per_token=policy.chars_per_token,
-            budget_tokens=policy.stub_tokens,
-            recall_mode=self.settings.recall.mode,
-            index_chars=self._index_chars(),
-        )
+        stub = stub or self._stub_text(call, body, record)
         update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
         if result.structured_content is not None or call.output_schema is not None:
             update["structured_content"] = stub_object(record.trm_id, stub)

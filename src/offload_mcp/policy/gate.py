@@ -4,7 +4,8 @@ Pure and side-effect free. Offload fires iff
 
     net = carry(T, H) - carry(S, H) - p * recall_hop(R_in, R_out) > 0
 
-with T = output_tokens, S = stub_tokens, H = horizon (a prior of the calls
+with T = output_tokens, S = stub_tokens (the stub as it will be sent, index
+included: the policy passes the built stub's size, or its bound), H = horizon (a prior of the calls
 that will follow the result), p = recall_probability. Every term, the horizon
 and the cached/uncached rates are defined once in policy/economics.py, which
 stats, replay and the demo use too. Uncached this is exactly the seed
@@ -99,7 +100,7 @@ def evaluate_offload_gate(inputs: OffloadGateInputs) -> OffloadGateDecision:
     net = terms.net
     reason = (
         f"net=${net:.4f} (saving=${reprefill_saving:.4f} − stub=${stub_carry_cost:.4f} − recall=${expected_recall_hop_cost:.4f}); "
-        f"H={h} p_recall={p_recall:.2f} model={inputs.model_name} {pricing_note}"
+        f"S={inputs.stub_tokens} H={h} p_recall={p_recall:.2f} model={inputs.model_name} {pricing_note}"
     )
     return OffloadGateDecision(
         fire=net > 0.0,

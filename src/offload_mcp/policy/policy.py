@@ -33,6 +33,7 @@ and do not exist at the MCP seam (DESIGN.md): a proxy decides once, on arrival.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -65,6 +66,9 @@ class PolicyInput:
     """Model-visible characters of the candidate result (text blocks after reduction)."""
     multimodal: bool = False
     own_tool: bool = False
+    stub_chars: int | None = None
+    """Model-visible characters of the stub that would replace it (the shaper builds it before deciding);
+    None prices the largest stub the settings allow (`ResultPolicy.stub_bound_chars`)."""
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,34 @@ class ResultPolicy:
     def tokens(self, chars: int) -> float:
         return chars / self.settings.chars_per_token
 
-    def gate_inputs(self, chars: int) -> OffloadGateInputs:
+    def index_chars(self) -> int:
+        """The stub's identifier-index budget, kept so the whole stub stays far below `client_max_result_chars`."""
         s = self.settings
+        chars = s.stub_index_chars
+        if s.client_max_result_chars:
+            chars = min(chars, max(0, s.client_max_result_chars // 2 - int(s.stub_tokens * s.chars_per_token)))
+        return chars
+
+    def stub_bound_chars(self) -> int:
+        """The largest stub the settings allow: `stub_tokens` of header, shape, head and recall call plus the index.
+
+        The structuredContent copy of a stub (stub.stub_object) JSON-escapes the same text, which
+        adds a few percent; the 2x headroom under `client_max_result_chars` (index_chars) covers it.
+        """
+        return int(self.settings.stub_tokens * self.settings.chars_per_token) + self.index_chars()
+
+    def gate_inputs(self, chars: int, stub_chars: int | None = None) -> OffloadGateInputs:
+        """What the gate prices. The stub is priced as sent (an indexed stub is up to ~1,750 tokens, not
+        `stub_tokens`' 250), or at `stub_bound_chars` when the caller has not built it."""
+        s = self.settings
+        stub = self.stub_bound_chars() if stub_chars is None else stub_chars
         return OffloadGateInputs(
             output_tokens=self.tokens(chars),
             horizon=s.horizon,
             recall_probability=s.recall_probability,
             model_name=s.model,
             large_offload_threshold_tokens=int(s.large_threshold_chars / s.chars_per_token),
-            stub_tokens=s.stub_tokens,
+            stub_tokens=math.ceil(stub / s.chars_per_token),
             recall_input_tokens=s.recall_input_tokens,
             recall_output_tokens=s.recall_output_tokens,
             prompt_caching=s.prompt_caching,
@@ -145,7 +168,7 @@ class ResultPolicy:
             return keep("small", f"{chars} chars <= small_threshold_chars={s.small_threshold_chars}")
         if chars < s.large_threshold_chars:
             return keep("below_large", f"{chars} chars < large_threshold_chars={s.large_threshold_chars} (pre-filter)")
-        gate, gate_failure = self._run_gate(chars)
+        gate, gate_failure = self._run_gate(chars, item.stub_chars)
         if s.client_max_result_chars and chars > s.client_max_result_chars:
             return Decision(
                 "offload",
@@ -161,11 +184,11 @@ class ResultPolicy:
             return Decision("offload", "gate_fired", gate.reason, chars, tokens, gate)
         return keep("gate_declined", gate.reason, gate)
 
-    def _run_gate(self, chars: int) -> tuple[OffloadGateDecision | None, str]:
+    def _run_gate(self, chars: int, stub_chars: int | None) -> tuple[OffloadGateDecision | None, str]:
         if self._gate is None:
             return None, "no gate configured"
         try:
-            return self._gate(self.gate_inputs(chars)), ""
+            return self._gate(self.gate_inputs(chars, stub_chars)), ""
         except Exception as err:  # a broken gate must never fire offload
             log.warning("net-saving gate raised %s: declining offload", err, exc_info=True)
             return None, f"{type(err).__name__}: {err}"

@@ -277,6 +277,8 @@ def test_index_lists_every_record_at_the_richest_level_that_fits(commits, level)
     listed = [i for i in range(commits) if f"  {i:040x}" in index]
     if "all shown" in level:
         assert len(listed) == commits
+        if "(author)" not in level:  # the room left goes to the first commits in full
+            assert f"{level}, the first " in index and f"\n  {0:040x} Refactor the pricing" in index
     else:
         assert listed == list(range(len(listed))) and len(listed) > 120
         assert f'lines="{6 * len(listed) + 1}-' in index  # pages from the first commit not listed
@@ -291,12 +293,16 @@ def test_index_error_lines_by_identifier_when_the_lines_do_not_fit():
         for i in range(1500)
     )
     out = stub(body_of(log), index_chars=6000)
-    assert "index of the 150 ERROR lines of 1,500 log lines, the identifiers in each; all shown" in out
-    assert f"\n  r-{10:012x} SKU-1010 WH-20\n" in out  # no timestamp, no short counts
+    # every ERROR line by its identifiers; the room left goes to the first ones in full
+    head = "index of the 150 ERROR lines of 1,500 log lines, one line each: its identifiers; all shown, the first "
+    assert head in out
+    richer = int(out.split(head, 1)[1].split(" ", 1)[0])
+    assert 5 < richer < 150 and f"as the line\n  2026-01-05T09:00:00Z ERROR [stock] req=r-{0:012x} sync" in out
+    assert f"\n  r-{10 * richer:012x} SKU-{1000 + 10 * richer} WH-{(10 * richer) % 90 + 10}\n" in out  # no timestamp
     assert all(f"r-{i:012x}" in out for i in range(0, 1500, 10))
     few = log.splitlines(keepends=True)[:200]
     out = stub(body_of("".join(few)), index_chars=6000)
-    assert "index of the 20 ERROR lines of 200 log lines; all shown" in out
+    assert "index of the 20 ERROR lines of 200 log lines, one line each: the line; all shown" in out
     assert f"2026-01-05T09:00:10Z ERROR [stock] req=r-{10:012x} sync failed for SKU-1010 at WH-20 in 10 ms" in out
 
 
@@ -306,7 +312,7 @@ def test_index_of_structured_text_and_bound():
     )
     body = body_of(log, structured={"content": log})
     out = stub(body, index_chars=2000)
-    assert "index of the 500 ERROR lines of 5,000 log lines, the identifiers in each; first" in out
+    assert "index of the 500 ERROR lines of 5,000 log lines, one line each: its identifiers; first" in out
     assert "\n  r-0000000a\n" in out and "r-0000000b" not in out
     assert len(out) <= 2000 + 250 * 4 + 1
 

@@ -104,7 +104,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         rows = [tuple(" | ".join(v[: len(level)]) for level in levels) for v in values]
         whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
-    heads = tuple(f"index of {len(items):,} items at {path}, one line each: {what}" for what in whats)
+    head = f"index of {len(items):,} items at {path}, one line each: "
     extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
     extra += extra_counters
     first = fields[0] if fields[0].startswith("[") else "." + fields[0]
@@ -118,7 +118,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         )
 
     return _render(
-        heads, extra, rows, budget, lambda k: f"{len(rows) - k:,} more items not shown: {page(k)}", len(rows)
+        head, whats, extra, rows, budget, lambda k: f"{len(rows) - k:,} more items not shown: {page(k)}", len(rows)
     )
 
 
@@ -138,7 +138,13 @@ def text_index(text: str, budget: int, trm_id: str) -> str:
 
 
 def _text_render(
-    heads: tuple[str, ...], entries: Iterable[tuple[int, tuple[str, ...]]], total: int, *, budget: int, trm_id: str
+    head: str,
+    whats: tuple[str, ...],
+    entries: Iterable[tuple[int, tuple[str, ...]]],
+    total: int,
+    *,
+    budget: int,
+    trm_id: str,
 ) -> str:
     starts: list[int] = []
 
@@ -154,7 +160,7 @@ def _text_render(
             f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
         )
 
-    return _render(heads, [], lines(), budget, more, total)
+    return _render(head, whats, [], lines(), budget, more, total)
 
 
 _MORE_RESERVE = 180
@@ -162,7 +168,8 @@ _MORE_RESERVE = 180
 
 
 def _render(
-    heads: tuple[str, ...],
+    head: str,
+    whats: tuple[str, ...],
     extra: list[str],
     entries: Iterable[tuple[str, ...]],
     budget: int,
@@ -179,7 +186,10 @@ def _render(
     when git logs of 89 and 220 commits and a log's 132 ERROR lines are listed by identifier instead of
     the first 46, 63 and 57 records in full). Entries are consumed lazily and only until even the most
     compact level is past the budget, so a 4 MB body costs what its first few hundred records do.
+    When every record fits with room to spare, the first records take the richest level in that room
+    (every issue number, and the first ones with their titles).
     """
+    heads = tuple(head + what for what in whats)
     levels = len(heads)
     base = [len(h) + 1 + sum(len(x) + 1 for x in extra) for h in heads]
     sizes = list(base)
@@ -195,8 +205,7 @@ def _render(
     if complete:
         for lv in range(levels):
             if sizes[lv] <= budget:
-                body = [heads[lv] + "; all shown", *extra, *("  " + e[lv] for e in kept)]
-                return "\n".join(body)
+                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv])
     lv = levels - 1
     out = [heads[lv], *extra]
     size = base[lv]
@@ -217,6 +226,21 @@ def _render(
     else:
         out[0] += "; all shown"
     return "\n".join(out)
+
+
+def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
+    """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
+    spare -= len(richest) + 40  # the head says which ones are richer
+    richer = 0
+    while lv > 0 and richer < len(kept) and len(kept[richer][0]) - len(kept[richer][lv]) <= spare:
+        spare -= len(kept[richer][0]) - len(kept[richer][lv])
+        richer += 1
+    if richer:
+        head += f"; all shown, the first {richer:,} as {richest}"
+    else:
+        head += "; all shown"
+    lines = ("  " + (e[0] if i < richer else e[lv]) for i, e in enumerate(kept))
+    return "\n".join([head, *extra, *lines])
 
 
 # ------------------------------------------------------------------ JSON
@@ -346,8 +370,8 @@ _GIT_SUBJECT_SHORT = (32, 16)
 _ARIA_NAME_SHORT = 24
 _LOG_LINE_SHORT = 80
 
-Found = tuple[tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
-"""(one head per level, richest first; (line number, the record at each level) lazily; how many records)."""
+Found = tuple[str, tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
+"""(head, what each level shows (richest first), (line number, the record at each level) lazily, how many records)."""
 
 
 def _iter_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -401,9 +425,9 @@ def _git_log(text: str) -> Found | None:
             full = f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}"
             yield line, (full, *(f"{sha} {_clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
 
-    head = f"index of {total:,} commits, one line each: "
-    shortened = tuple(f"{head}sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
-    return (head + "sha subject (author)", *shortened, head + "sha"), entries(), total
+    shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
+    whats = ("sha subject (author)", *shortened, "sha")
+    return f"index of {total:,} commits, one line each: ", whats, entries(), total
 
 
 def _aria_snapshot(text: str) -> Found | None:
@@ -421,7 +445,7 @@ def _aria_snapshot(text: str) -> Found | None:
         if m.group(1) == role
     )
     head = f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: "
-    return (head + "ref name", head + "ref name (shortened)"), entries, counts[role]
+    return head, ("ref name", "ref name (shortened)"), entries, counts[role]
 
 
 def _table_first_column(text: str) -> Found | None:
@@ -443,7 +467,7 @@ def _table_first_column(text: str) -> Found | None:
                         yield n, (_clip(ln.split(sep, 1)[0].strip(), _VALUE_CHARS),)
                     header_seen = True
 
-            return (f"index of {rows:,} rows, one line each: first column ({_clip(header, 40)})",), entries(), rows
+            return f"index of {rows:,} rows, one line each: ", (f"first column ({_clip(header, 40)})",), entries(), rows
     return None
 
 
@@ -474,8 +498,8 @@ def _error_lines(text: str) -> Found | None:
             full = text[start : end if end >= 0 else len(text)].strip()
             yield line, (_clip(full), _clip(_LOG_STAMP.sub("", full), _LOG_LINE_SHORT), _identifiers(full))
 
-    head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines"
-    return (head, head + ", without timestamps", head + ", the identifiers in each"), entries(), len(starts)
+    head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines, one line each: "
+    return head, ("the line", "the line without its timestamp", "its identifiers"), entries(), len(starts)
 
 
 def _identifiers(line: str) -> str:
@@ -497,7 +521,7 @@ def _listing(text: str) -> Found | None:
         return None
     total = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n")
     entries = ((n, (_clip(ln.strip()),)) for n, ln in _iter_lines(text) if ln.strip())
-    return (f"index of {total:,} paths, one line each",), entries, total
+    return f"index of {total:,} paths, one line ", ("each",), entries, total
 
 
 def _links(text: str) -> Found | None:
@@ -515,4 +539,4 @@ def _links(text: str) -> Found | None:
                 seen.add(url)
                 yield line, (url,)
 
-    return (f"index of the {len(distinct):,} distinct URLs in the text, one line each",), entries(), len(distinct)
+    return f"index of the {len(distinct):,} distinct URLs in the text, one line ", ("each",), entries(), len(distinct)

@@ -427,7 +427,8 @@ def _git_log(text: str) -> Found | None:
 
     shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
     whats = ("sha subject (author)", *shortened, "sha")
-    return f"index of {total:,} commits, one line each: ", whats, entries(), total
+    commits = "commit" if total == 1 else "commits"
+    return f"index of {total:,} {commits}, one line each: ", whats, entries(), total
 
 
 def _aria_snapshot(text: str) -> Found | None:

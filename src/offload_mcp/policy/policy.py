@@ -18,7 +18,14 @@ Branch order is load-bearing and reads top to bottom:
    -7.14%, 6.04%, 99.92% (2 facts behind a stub); 25K: -7.53%, 6.55%, 99.92%;
    20K: facts 98.34% (65 behind stubs); from 8K: -34.8% but 94.04%. 8K-30K
    results stay inline; 30K-100K go to the gate. mcp_dev.jsonl.gz is capped
-   at 10K chars, so unaffected.
+   at 10K chars, so unaffected. Re-measured with the gate pricing the stub
+   it sends (index included) and the index listing every record it can:
+   with the pre-filter at 8K the gate offloads 419 dev results (21 fewer
+   than with a 250-token stub): -34.15% tokens and $17.61 saved net of
+   recall hops, but 94.29% of needed facts visible; on mcp_dev it offloads
+   38 results and loses money net of recall hops (-$0.28 against +$0.14
+   with the 30K pre-filter; 83.19% visible). The gate's prior (p=0.5 of one
+   hop) cannot see which medium results hold facts, so the pre-filter stays.
 6. `over_client_limit` — above `client_max_result_chars` the client rejects
    or cuts the result, so offload whatever the gate says: the alternative is
    losing it.

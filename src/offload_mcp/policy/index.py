@@ -83,9 +83,10 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         return ""
     path, items = found
     extra_counters: list[str] = []
+    rows: Iterator[tuple[str, ...]]
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
-        rows: list[tuple[str, ...]] = [(_scalar(it[0]) if it else "",) for it in items]
+        rows = ((_scalar(it[0]) if it else "",) for it in items)
         whats: tuple[str, ...] = ("first column",)
     else:
         fields = _choose_fields(items)
@@ -100,8 +101,9 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
             ]
         # Richest first: every chosen field, then fewer, then the first one alone (the identifier).
         levels = [fields[:n] for n in range(len(fields), 0, -1)]
-        values = [[_scalar(_get(it, f)) if isinstance(it, dict) else "" for f in fields] for it in items]
-        rows = [tuple(" | ".join(v[: len(level)]) for level in levels) for v in values]
+        # Lazily: _render stops reading once even the most compact level is past the budget (1 MB of JSON
+        # items costs what the first few hundred do).
+        rows = (_levels(it, fields, levels) for it in items)
         whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     head = f"index of {len(items):,} items at {path}, one line each: "
@@ -118,8 +120,13 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         )
 
     return _render(
-        head, whats, extra, rows, budget, lambda k: f"{len(rows) - k:,} more items not shown: {page(k)}", len(rows)
+        head, whats, extra, rows, budget, lambda k: f"{len(items) - k:,} more items not shown: {page(k)}", len(items)
     )
+
+
+def _levels(item: Any, fields: list[str], levels: list[list[str]]) -> tuple[str, ...]:
+    values = [_scalar(_get(item, f)) if isinstance(item, dict) else "" for f in fields]
+    return tuple(" | ".join(values[: len(level)]) for level in levels)
 
 
 def text_index(text: str, budget: int, trm_id: str) -> str:
@@ -308,6 +315,9 @@ def _choose_fields(items: list[Any]) -> list[str]:
 
 def _counts_up(items: list[Any], field: str) -> bool:
     """The field is an integer that goes up by one from item to item (a row number): derivable from the position."""
+    first, last = (_get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
+    if not isinstance(first, int) or not isinstance(last, int) or last - first != len(items) - 1:
+        return False  # cheap rejection before reading every item
     previous: int | None = None
     for it in items:
         value = _get(it, field) if isinstance(it, dict) else None

@@ -369,3 +369,18 @@ def test_shaper_stub_carries_index_within_client_limit():
 
     assert PolicySettings().stub_index_chars == 6000
     assert PolicySettings(stub_index_chars=0).stub_index_chars == 0
+
+
+def test_index_never_exceeds_its_budget_at_any_level():
+    for commits in range(1, 160, 3):
+        for budget in (1500, 3000):
+            index = new_index_of(git_log_of(commits), budget)
+            assert len(index) <= budget, (commits, budget)
+            if "all shown" in index.split("\n", 1)[0]:
+                assert index.count("\n  ") == commits  # one line per commit, none dropped
+
+
+def new_index_of(text: str, budget: int) -> str:
+    from offload_mcp.policy.index import text_index
+
+    return text_index(text, budget, "trm_0123456789abcdef")

@@ -170,6 +170,7 @@ def _text_render(
     return _render(head, whats, [], lines(), budget, more, total)
 
 
+_ALL_SHOWN = "; all shown"
 _MORE_RESERVE = 180
 """Room kept for the "N more ... recall_tool_result(...)" line when not every entry fits."""
 
@@ -211,7 +212,7 @@ def _render(
             break
     if complete:
         for lv in range(levels):
-            if sizes[lv] <= budget:
+            if sizes[lv] + len(_ALL_SHOWN) <= budget:
                 return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv])
     lv = levels - 1
     out = [heads[lv], *extra]
@@ -237,15 +238,12 @@ def _render(
 
 def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
     """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
-    spare -= len(richest) + 40  # the head says which ones are richer
     richer = 0
+    spare -= len(f"{_ALL_SHOWN}, the first {len(kept):,} as {richest}")  # the head says which ones are richer
     while lv > 0 and richer < len(kept) and len(kept[richer][0]) - len(kept[richer][lv]) <= spare:
         spare -= len(kept[richer][0]) - len(kept[richer][lv])
         richer += 1
-    if richer:
-        head += f"; all shown, the first {richer:,} as {richest}"
-    else:
-        head += "; all shown"
+    head += f"{_ALL_SHOWN}, the first {richer:,} as {richest}" if richer else _ALL_SHOWN
     lines = ("  " + (e[0] if i < richer else e[lv]) for i, e in enumerate(kept))
     return "\n".join([head, *extra, *lines])
 

@@ -73,6 +73,24 @@ def test_same_result_same_bytes_across_shapers(tmp_path):
     assert orjson.dumps(dump_result(a)) == orjson.dumps(dump_result(b))
 
 
+def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypatch):
+    """A large offloaded body is compressed on a worker thread while the stub is built (store/ahead.py):
+    the id, the stub and the stored row are those of the in-line path, byte for byte."""
+    from offload_mcp.store import ahead
+
+    structured = result(BIG, structured_content={"content": BIG})
+    ahead_shaper = build_shaper(settings(), tmp_path / "a.db")
+    out_a, rep_a = ahead_shaper.shape_with_report(CALL, structured)
+    monkeypatch.setattr(ahead, "MIN_BYTES", 10**12)  # nothing compressed ahead
+    inline_shaper = build_shaper(settings(), tmp_path / "b.db")
+    out_b, rep_b = inline_shaper.shape_with_report(CALL, structured)
+    assert rep_a.verdict == rep_b.verdict == "offload" and rep_a.trm_id == rep_b.trm_id
+    assert orjson.dumps(dump_result(out_a)) == orjson.dumps(dump_result(out_b))
+    assert ahead_shaper.ledger.get_body(rep_a.trm_id) == dump_result(structured)
+    a, b = ahead_shaper.ledger.body_info(rep_a.trm_id), inline_shaper.ledger.body_info(rep_b.trm_id)
+    assert (a.raw_bytes, a.stored_bytes, a.chars) == (b.raw_bytes, b.stored_bytes, b.chars)
+
+
 def test_multimodal_result_is_kept_and_image_untouched(shaper):
     png = base64.b64encode(b"\x89PNG fake bytes").decode()
     original = t.CallToolResult(content=[t.TextContent(text=BIG), t.ImageContent(data=png, mime_type="image/png")])

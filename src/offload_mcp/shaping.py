@@ -317,6 +317,7 @@ class ResultShaper:
                 arguments=call.arguments,
                 session_id=call.session_id,
                 chars=recall_chars(body),
+                compress_ahead=not observe and self.ledger is not None,  # it compresses while the stub is built
             )
             out, bodies = self._stub(call, result, body, record, report), [record]
             report.verdict, report.trm_id = "offload", record.trm_id

@@ -6,6 +6,11 @@ hashes it (sha256 also releases the GIL, which is when this thread gets in) and 
 caller holds the GIL in pure Python would wait for it (the 5 ms switch interval), so work is handed
 over only right before a GIL-free call on the caller's side. Nothing here decides or writes anything.
 Inert below `MIN_BYTES`, where the hand-over costs about what the work does.
+
+Measured (CPU time of the shaper's thread per 1 MB shape, min of 30, interleaved with it off): the
+fixture's 1 MB text 2.45 -> 2.09 ms, bench_offload's 1 MB log with its structuredContent copy (2 MB
+body) 7.7 -> 5.1 ms. That is wall time saved wherever a core is free; on a machine with none it is
+about even.
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def test_same_result_same_bytes_across_shapers(tmp_path):
 
 
 def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypatch):
-    """A large offloaded body is compressed on a worker thread while the stub is built (store/ahead.py):
-    the id, the stub and the stored row are those of the in-line path, byte for byte."""
+    """A result over the client bound is hashed while workers compress it and compute the reducer floor
+    (store/ahead.py): the id, the stub and the stored row are those of the in-line path, byte for byte."""
     from offload_mcp.store import ahead
 
     structured = result(BIG, structured_content={"content": BIG})
@@ -89,6 +89,17 @@ def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypa
     assert ahead_shaper.ledger.get_body(rep_a.trm_id) == dump_result(structured)
     a, b = ahead_shaper.ledger.body_info(rep_a.trm_id), inline_shaper.ledger.body_info(rep_b.trm_id)
     assert (a.raw_bytes, a.stored_bytes, a.chars) == (b.raw_bytes, b.stored_bytes, b.chars)
+
+
+def test_result_the_reducers_bring_under_the_bound_stores_nothing(tmp_path):
+    """Over the client bound, so prepared for storing at once, but its repeats fold under the bound:
+    the reducers run, the result is reduced, and no body is committed."""
+    shaper = build_shaper(settings(), tmp_path / "l.db")
+    noisy = "\n".join(["same warning line about the cache"] * 40_000)
+    out, rep = shaper.shape_with_report(CALL, result(noisy))
+    assert rep.verdict == "reduce" and rep.trm_id is None
+    assert "offload_decided_first" not in {e.reason for e in rep.reducer_events}
+    assert shaper.ledger.counts()["bodies"] == 0 and len(out.content[0].text) < 100_000
 
 
 def test_multimodal_result_is_kept_and_image_untouched(shaper):

@@ -91,6 +91,28 @@ def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypa
     assert (a.raw_bytes, a.stored_bytes, a.chars) == (b.raw_bytes, b.stored_bytes, b.chars)
 
 
+def test_busy_workers_are_never_waited_for(tmp_path):
+    """With every worker of store/ahead.py held by other work, a large result is still shaped at once:
+    its floor and compression, not yet taken by a worker, are done in line (cancelled on the pool)."""
+    import threading
+    import time
+
+    from offload_mcp.store import ahead
+
+    release = threading.Event()
+    blockers = [ahead.submit(release.wait, 15) for _ in range(8)]
+    try:
+        shaper = build_shaper(settings(), tmp_path / "l.db")
+        started = time.perf_counter()
+        out, rep = shaper.shape_with_report(CALL, result(BIG))
+        assert time.perf_counter() - started < 8  # not the 15 s the workers are held for
+    finally:
+        release.set()
+    assert [b.result(timeout=10) for b in blockers] == [True] * 8
+    assert rep.verdict == "offload" and {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
+    assert shaper.ledger.get_body(rep.trm_id) == dump_result(result(BIG))
+
+
 def test_result_the_reducers_bring_under_the_bound_stores_nothing(tmp_path):
     """Over the client bound, so prepared for storing at once, but its repeats fold under the bound:
     the reducers run, the result is reduced, and no body is committed."""

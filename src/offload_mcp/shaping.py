@@ -423,7 +423,9 @@ class ResultShaper:
             else None
         )
         prepared = _Prepared(raw, trm_id_for(raw), compressing)
-        return prepared, (floor.result() if floor is not None else _NOT_YET)
+        if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
+            return prepared, _NOT_YET
+        return prepared, floor.result()
 
     def _reduce_before_policy(
         self,

@@ -65,8 +65,9 @@ class BodyRecord:
         return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars, compressing)
 
     def packed(self) -> bytes:
-        """`body_json` compressed by `codec`: the worker thread's result when it was started ahead."""
-        if self.compressing is not None:
+        """`body_json` compressed by `codec`: the worker thread's result when it was started ahead, else (no
+        worker has taken it yet: they are busy with other calls' work) compressed here, never waited for."""
+        if self.compressing is not None and not self.compressing.cancel():
             try:
                 return self.compressing.result()
             except Exception:  # compressed again here, where a real error reaches the commit

@@ -416,12 +416,13 @@ class ResultShaper:
         raw = canonical_json(body)
         if len(raw) < ahead.MIN_BYTES:
             return None, _NOT_YET
-        compressing = ahead.submit(codec.compress, raw)
+        # The floor first: it is what this thread waits for after hashing; zstd is not needed before the commit.
         floor = (
             ahead.submit(self._offload_before_reducing, result, ctx, False, chars_in)
             if self.pipeline_before_collapse is not None and chars_in >= policy.large_threshold_chars
             else None
         )
+        compressing = ahead.submit(codec.compress, raw)
         prepared = _Prepared(raw, trm_id_for(raw), compressing)
         if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
             return prepared, _NOT_YET

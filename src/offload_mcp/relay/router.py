@@ -46,6 +46,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from .capabilities import lacks, relayed_part, union
+from .roots import RootsTracker
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,8 @@ class RelayStats:
     logs_forwarded: int = 0
     logs_dropped: int = 0
     redeclared: int = 0
+    roots_settled: Counter[str] = field(default_factory=Counter)
+    """Calls held until their server digested fresh roots, by how that was established (downstream/settle.py)."""
 
 
 MAX_CONNECTED = 64
@@ -133,9 +136,8 @@ class Relay:
         self.stats = RelayStats()
         self._in_flight: dict[str, list[Upstream]] = {}
         self._last_observed: types.ClientCapabilities | None = None
-        self.roots_unanswered: set[str] = set()
-        """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
-        self._roots_answered: dict[str, anyio.Event] = {}
+        self.roots = RootsTracker()
+        """Which servers still wait for, or are still digesting, the client's roots (relay/roots.py)."""
         # Bounded, newest last: a session holds its connection, so weak keys would never be freed, and a
         # closed HTTP session has no flag to read. Stale entries only ever make routing refuse, never misdeliver.
         self._connected: dict[Any, Any] = {}
@@ -175,10 +177,6 @@ class Relay:
             yield
         finally:
             calls.remove(upstream)
-
-    def roots_answered(self, server: str) -> anyio.Event:
-        """Set when `server` next gets an answer to roots/list."""
-        return self._roots_answered.setdefault(server, anyio.Event())
 
     # ---- routing ---------------------------------------------------------
 
@@ -317,12 +315,11 @@ class Relay:
             return await self.relay(server, types.ElicitRequest(params=params), types.ElicitResult)
 
         async def list_roots(context: ClientRequestContext) -> Any:
-            result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
-            if isinstance(result, types.ErrorData):
-                self.roots_unanswered.add(server)
-            else:
-                self.roots_unanswered.discard(server)
-                self._roots_answered.pop(server, anyio.Event()).set()
+            result: Any = types.ErrorData(code=types.INTERNAL_ERROR, message="offload-mcp could not relay roots/list")
+            try:
+                result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
+            finally:
+                self.roots.answered(server, ok=not isinstance(result, types.ErrorData))
             return result
 
         async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
@@ -345,4 +342,5 @@ class Relay:
             "logs_forwarded": self.stats.logs_forwarded,
             "logs_dropped": self.stats.logs_dropped,
             "redeclared": self.stats.redeclared,
+            "roots_settled": dict(self.stats.roots_settled),
         }

@@ -30,6 +30,8 @@ TRM = re.compile(r"trm_[0-9a-f]{16}")
 INLINE = 50_000
 """Claude Code persists a tool result above this many chars to a file unless the tool declares more."""
 PERSISTED = ("Output too large", "Full output saved to", "exceeds maximum allowed tokens")
+RELAY_GATED = ("trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list")
+"""server-everything's tools listed only to a client that declared elicitation (form, URL) or roots."""
 
 pytestmark = pytest.mark.skipif(
     not CLAUDE.exists(), reason="@anthropic-ai/claude-code is not installed (npm install in the repo root)"
@@ -338,10 +340,15 @@ def test_elicitation_and_roots_reach_the_model_as_they_do_without_the_proxy(tmp_
         tool_use("mcp__proxy__get-roots-list"),
         {"text": "done"},
     ]
+    gated = {f"mcp__proxy__{t}" for t in ("trigger-sampling-request", *RELAY_GATED)}
     seen_by_model: dict[bool, list[tuple[Any, Any, Any]]] = {}
+    offered: dict[bool, set[str]] = {}
     for direct in (True, False):
         api, _ = run_claude(tmp_path, {"everything": everything}, steps, {"mode": "observe"}, direct=direct)
         seen_by_model[direct] = [(r["tool"], r.get("is_error", False), r["content"]) for r in api.tool_results]
+        offered[direct] = gated & set(api.tools_seen[0])
+    # The server offers what Claude Code's declaration unlocks (no sampling: Claude Code declares none).
+    assert offered[False] == offered[True] == {f"mcp__proxy__{t}" for t in RELAY_GATED}
     assert seen_by_model[False] == seen_by_model[True]
     form, url, roots = (seen(r) for r in api.tool_results)
     assert "cancel" in form and "cancel" in url, (form, url)  # the elicitations reached Claude Code and came back

@@ -70,6 +70,13 @@ async def test_an_unanswered_roots_request_is_remembered_and_not_fresh() -> None
     assert answered.is_set() and "fs" not in tracker.unanswered
 
 
+async def test_a_request_never_answered_is_waited_for_once() -> None:
+    tracker = RootsTracker()
+    tracker.asked("fs")  # e.g. refused by the SDK before it reached the relay's callback
+    assert not await tracker.wait_quiet("fs", 0.05)
+    assert await tracker.wait_quiet("fs", 0.05)
+
+
 async def test_a_new_session_forgets_the_old_sessions_requests() -> None:
     tracker = RootsTracker()
     tracker.asked("fs")  # the server died before we answered

@@ -75,11 +75,20 @@ class RootsTracker:
         return self._answered.setdefault(server, anyio.Event())
 
     async def wait_quiet(self, server: str, seconds: float) -> bool:
-        """Wait (at most `seconds`) until no roots/list of `server` is being relayed; True when none is."""
+        """Wait (at most `seconds`) until no roots/list of `server` is being relayed; True when none is.
+
+        A request still unanswered after the wait is forgotten (one the SDK refused before it reached our
+        callback is never answered by us): later calls do not wait for it again.
+        """
+        if self._asking[server] == 0:
+            return True  # the common case, kept off the call path's clock
         with anyio.move_on_after(seconds):
             while self._asking[server] > 0:
                 await self._quiet.setdefault(server, anyio.Event()).wait()
-        return self._asking[server] == 0
+        if self._asking[server] == 0:
+            return True
+        self.reset(server)
+        return False
 
     def take_fresh(self, server: str) -> bool:
         """True once after `server` was given roots: the caller lets it settle."""

@@ -306,22 +306,30 @@ def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:
 )
 def test_filesystem_in_roots_mode_reads_under_claude_codes_directory(tmp_path: Path) -> None:
     # Issue 15: no directory arguments, so server-filesystem takes Claude Code's roots (its working directory).
-    # The read is Claude Code's FIRST call: it reaches the server only once the server has applied the roots
-    # it fetched for that call (Claude Code speaks the 2026 era to the proxy, so they come in its first round).
+    # The reads are Claude Code's FIRST calls, two in one turn (Claude Code runs them concurrently): they
+    # reach the server only once it has applied the roots it fetched for the first of them (Claude Code
+    # speaks the 2026 era to the proxy, so the roots come in that call's first round).
     (tmp_path / "note.txt").write_text("read through the client's root")
+    (tmp_path / "other.txt").write_text("and another file")
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem")}}
     api, _ = run_claude(
         tmp_path,
         servers,
         [
-            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
+            {
+                "parallel": [
+                    tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
+                    tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "other.txt")),
+                ]
+            },
             tool_use("mcp__proxy__list_allowed_directories"),
             {"text": "done"},
         ],
         {"mode": "observe"},
     )
-    (read,) = results_of(api, "read_text_file")
-    assert "read through the client's root" in read, read
+    assert sorted(results_of(api, "read_text_file")) == sorted(
+        ['{"content":"read through the client\'s root"}', '{"content":"and another file"}']
+    ), results_of(api, "read_text_file")
     (allowed,) = results_of(api, "list_allowed_directories")
     assert str(tmp_path.resolve()) in allowed, allowed
 

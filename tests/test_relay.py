@@ -287,11 +287,19 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path, er
     else:
         # A 2026-era client cannot be asked at the server's start-up: its first call brings the roots.
         connect = Client(_params(["-c", str(config)], None), mode="2026-07-28", list_roots_callback=roots)
+    reads: list[types.CallToolResult] = []
     async with connect as s:
-        # The very first call reads: the server applies roots asynchronously after it fetched them, and the
-        # proxy holds the call until it has (relay/roots.py, downstream/settle.py).
-        read = await s.call_tool("read_text_file", {"path": str(data / "note.txt")})
-        assert not read.is_error and "inside the client's root" in text_of(read), text_of(read)
+        # The very first calls read, three at once (as Claude Code runs read-only tools): the server applies
+        # roots asynchronously after it fetched them, and the proxy holds the calls until it has
+        # (relay/roots.py, downstream/settle.py); in the 2026 era the roots come in one call's round.
+
+        async def read() -> None:
+            reads.append(await s.call_tool("read_text_file", {"path": str(data / "note.txt")}))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(read)
+        assert [text_of(r) for r in reads] == ["inside the client's root"] * 3
         assert str(data) in text_of(await s.call_tool("list_allowed_directories", {}))
 
 

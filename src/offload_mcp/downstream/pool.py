@@ -185,7 +185,9 @@ class DownstreamPool:
         each is needed): a server whose roots/list went unanswered (asked at
         start-up before any client could answer; always so for 2026-era
         clients, which can be asked only inside a call) is sent
-        notifications/roots/list_changed and the call waits for its answer;
+        notifications/roots/list_changed and the call waits for its answer
+        (that roots/list goes to this call's client even when other calls are
+        in flight on the server: it answers our notification);
         a roots/list still being relayed is waited for; and a server that was
         given roots since it last settled is let settle (downstream/settle.py),
         since servers apply roots asynchronously. Inert for servers that never
@@ -195,16 +197,23 @@ class DownstreamPool:
         if server is None or getattr(capabilities, "roots", None) is None:
             return
         roots = self.relay.roots
-        if name in roots.unanswered:
-            answered = roots.next_answer(name)
-            await server.roots_changed()
-            with anyio.move_on_after(ROOTS_PRIME_S):
-                await answered.wait()
-        if not await roots.wait_quiet(name, ROOTS_PRIME_S):
-            logger.info("server %r: a roots/list is still unanswered; calling it anyway", name)
-        if roots.take_fresh(name):
-            how = await server.settle()
-            self.relay.stats.roots_settled[how] += 1
+        if roots.settled(name):
+            return  # the common case, kept off the call path's clock
+        # One call at a time primes and settles a server: calls made together (Claude Code runs read-only
+        # tools in parallel) wait for the first one's roots instead of racing it.
+        async with roots.priming(name):
+            if name in roots.unanswered:
+                answered = roots.next_answer(name)
+                # The roots/list this provokes belongs to this call, whoever else has calls in flight.
+                with roots.primed_by(name, self.relay.calling()):
+                    await server.roots_changed()
+                    with anyio.move_on_after(ROOTS_PRIME_S):
+                        await answered.wait()
+            if not await roots.wait_quiet(name, ROOTS_PRIME_S):
+                logger.info("server %r: a roots/list is still unanswered; calling it anyway", name)
+            if roots.take_fresh(name):
+                how = await server.settle()
+                self.relay.stats.roots_settled[how] += 1
 
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]

@@ -25,7 +25,8 @@ capability: nothing is counted and calls go straight through.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Self
 
@@ -44,9 +45,36 @@ class RootsTracker:
         """Servers whose last roots/list no client answered."""
         self.fresh: set[str] = set()
         """Servers given roots since they last settled."""
+        self.primer: dict[str, Any] = {}
+        """Per server: the call (an Upstream) whose priming provoked the roots/list now expected."""
         self._asking: Counter[str] = Counter()
         self._quiet: dict[str, anyio.Event] = {}
         self._answered: dict[str, anyio.Event] = {}
+        self._priming: dict[str, anyio.Lock] = {}
+
+    def settled(self, server: str) -> bool:
+        """Nothing to wait for before a call to `server` (no lookup of the lock when nothing is pending)."""
+        lock = self._priming.get(server)
+        return (
+            server not in self.unanswered
+            and server not in self.fresh
+            and self._asking[server] == 0
+            and (lock is None or not lock.locked())
+        )
+
+    def priming(self, server: str) -> anyio.Lock:
+        """Held by the one call that primes and settles `server`; the others wait for it."""
+        return self._priming.setdefault(server, anyio.Lock())
+
+    @contextmanager
+    def primed_by(self, server: str, upstream: Any) -> Iterator[None]:
+        """While priming: a roots/list from `server` answers our list_changed, so it belongs to `upstream`."""
+        if upstream is not None:
+            self.primer[server] = upstream
+        try:
+            yield
+        finally:
+            self.primer.pop(server, None)
 
     def reset(self, server: str) -> None:
         """A new session to `server`: requests of the old one will never be answered."""

@@ -17,6 +17,10 @@ on that server when it arrives:
   channel), if there is exactly one; otherwise refused with the reason
   (several HTTP clients share this proxy, or no client is connected).
 
+One exception: a roots/list that answers the roots/list_changed a call sent
+to prime the server (relay/roots.py) goes to that call's client, whatever
+else is in flight: that call caused it.
+
 The chosen client must have declared the capability the request needs
 (sampling and its tools/context sub-capabilities, elicitation form/URL,
 roots); otherwise the server gets an error naming the missing capability.
@@ -36,6 +40,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -116,6 +121,9 @@ class RelayStats:
     """Calls held until their server digested fresh roots, by how that was established (downstream/settle.py)."""
 
 
+_calling: ContextVar[Upstream | None] = ContextVar("offload_mcp_relay_calling", default=None)
+"""The upstream of the downstream call the current task is making (set by `Relay.in_flight`)."""
+
 MAX_CONNECTED = 64
 """Handshake-era connections remembered for requests outside a call (more than one means: refuse)."""
 
@@ -173,10 +181,16 @@ class Relay:
     def in_flight(self, server: str, upstream: Upstream) -> Iterator[None]:
         calls = self._in_flight.setdefault(server, [])
         calls.append(upstream)
+        token = _calling.set(upstream)
         try:
             yield
         finally:
+            _calling.reset(token)
             calls.remove(upstream)
+
+    def calling(self) -> Upstream | None:
+        """The upstream of the call this task is making (inside `in_flight`), else None."""
+        return _calling.get()
 
     # ---- routing ---------------------------------------------------------
 
@@ -184,13 +198,16 @@ class Relay:
         """The client to send `method` to, or the sentence saying why there is none."""
         calls = self._in_flight.get(server, [])
         origins = {id(u.origin) for u in calls}
-        if len(origins) > 1:
+        primer = self.roots.primer.get(server) if method == "roots/list" else None
+        if primer is not None:
+            target = primer  # the server answers the list_changed this call's priming sent (relay/roots.py)
+        elif len(origins) > 1:
             self.stats.refused[REFUSED_AMBIGUOUS] += 1
             return (
                 f"offload-mcp did not relay {method} from server '{server}': calls of {len(origins)} clients are in "
                 "flight on it and it cannot tell which one caused this request, so it goes to none of them"
             )
-        if calls:
+        elif calls:
             target = calls[-1]
         else:
             clients = self.standalone()

@@ -33,6 +33,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .describe import share_above
+
 _ID_NAMES = (
     "id",
     "sha",
@@ -491,7 +493,7 @@ def _find_all(text: str, words: tuple[str, ...]) -> Iterator[int]:
 
 def _error_lines(text: str) -> Found | None:
     sample = [ln for ln in _head_lines(text, 200) if ln.strip()]
-    if not sample or sum(1 for ln in sample if _LOG_LINE.search(ln)) / len(sample) <= 0.5:
+    if not sample or not share_above(sample, _LOG_LINE.search, 0.5):
         return None
     starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in _find_all(text, _ERROR_WORDS)})
     if not starts:
@@ -526,7 +528,7 @@ def _identifiers(line: str) -> str:
 
 def _listing(text: str) -> Found | None:
     sample = [ln.strip() for ln in _head_lines(text, 200) if ln.strip()]
-    if not sample or sum(1 for ln in sample if _PATH.match(ln)) / len(sample) <= 0.7:
+    if not sample or not share_above(sample, _PATH.match, 0.7):
         return None
     total = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n")
     entries = ((n, (_clip(ln.strip()),)) for n, ln in _iter_lines(text) if ln.strip())
@@ -534,7 +536,13 @@ def _listing(text: str) -> Found | None:
 
 
 def _links(text: str) -> Found | None:
-    """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers)."""
+    """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers).
+
+    A text without a "/" has no URL: one memchr pass (~0.01 ms/MB) instead of the URL pattern's scan (~0.23 ms/MB,
+    a tenth of a 1 MB offload's shaping when no other finder matched; "://" in text costs more than the regex).
+    """
+    if "/" not in text:
+        return None
     distinct = {u.rstrip(_URL_TRAIL) for u in _URL.findall(text)}
     distinct = {u for u in distinct if len(u) <= _TEXT_ENTRY_CHARS}
     if len(distinct) < 3:

@@ -39,9 +39,9 @@ import mcp_types as types
 import orjson
 
 from .config import OffloadSettings
-from .policy.describe import line_count, parse_json_text
+from .policy.describe import parse_json_text
 from .policy.policy import Decision, PolicyInput, ResultPolicy
-from .policy.stub import DESCRIBED_BLOCKS, build_stub, stub_object, text_blocks
+from .policy.stub import build_stub, stub_object, text_blocks
 from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
@@ -214,22 +214,6 @@ class _Prepared:
     body_json: bytes
     trm_id: str
     compressing: Future[bytes] | None
-    counting: Future[list[int]] | None = None
-    """describe.line_count of the text blocks the stub describes, counted on a worker while this thread hashed."""
-
-    def line_counts(self) -> list[int] | None:
-        """The counts, or None (the stub counts them itself) when the worker has not started on them yet."""
-        if self.counting is None or self.counting.cancel():
-            return None
-        return self.counting.result()
-
-
-def line_count_each(texts: list[str]) -> list[int]:
-    return [line_count(text) for text in texts]
-
-
-_line_counts = line_count_each
-"""What the shaper hands to a worker (a name of its own, so a test can see it was handed over)."""
 
 
 class ResultShaper:
@@ -324,7 +308,7 @@ class ResultShaper:
                 return None  # the gate is not reached
             if not priced:
                 record = self._body_record(call, body, prepared, ahead=ahead)
-                priced.append((record, self._stub_text(call, body, record, prepared)))
+                priced.append((record, self._stub_text(call, body, record)))
             return self._stub_visible_chars(call, result, *priced[0])
 
         chars = visible_chars(candidate_body)
@@ -377,13 +361,12 @@ class ResultShaper:
             if repeat and candidate.structured_content is None:
                 report.structured = "dropped_duplicate"
         if not decision.offload:  # kept or reduced after all: nothing to store, so stop compressing it
-            for pending in {
+            for compressing in {
                 prepared.compressing if prepared else None,
-                prepared.counting if prepared else None,
                 priced[0][0].compressing if priced else None,
             }:
-                if pending is not None:
-                    pending.cancel()
+                if compressing is not None:
+                    compressing.cancel()
         report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
@@ -442,11 +425,8 @@ class ResultShaper:
             if self.pipeline_before_collapse is not None and chars_in >= policy.large_threshold_chars
             else None
         )
-        # The stub's line counts next (str.count holds the GIL: 0.22 ms/MB the hash leaves room for on the
-        # worker, after the floor), then zstd, which runs beside the stub's pure-Python build.
-        counting = ahead.submit(_line_counts, text_blocks(body)[:DESCRIBED_BLOCKS])
         compressing = ahead.submit(codec.compress, raw)
-        prepared = _Prepared(raw, trm_id_for(raw), compressing, counting)
+        prepared = _Prepared(raw, trm_id_for(raw), compressing)
         if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
             return prepared, _NOT_YET
         return prepared, floor.result()
@@ -557,11 +537,8 @@ class ResultShaper:
             compress_ahead=ahead,
         )
 
-    def _stub_text(
-        self, call: CallInfo, body: dict[str, Any], record: BodyRecord, prepared: _Prepared | None = None
-    ) -> str:
+    def _stub_text(self, call: CallInfo, body: dict[str, Any], record: BodyRecord) -> str:
         policy = self.settings.policy
-        record_counts = prepared.line_counts() if prepared is not None else None
         return build_stub(
             trm_id=record.trm_id,
             tool=call.tool,
@@ -571,7 +548,6 @@ class ResultShaper:
             budget_tokens=policy.stub_tokens,
             recall_mode=self.settings.recall.mode,
             index_chars=self.policy.index_chars(),
-            line_counts=record_counts,
         )
 
     @staticmethod

@@ -109,11 +109,6 @@ _LOGLINE = re.compile(
 _NOT_PARSED: Any = object()
 
 
-def line_count(text: str) -> int:
-    """Lines of `text` as the stub states them (a last line without its newline counts)."""
-    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-
-
 def share_above(lines: list[str], test: Callable[[str], object], threshold: float) -> bool:
     """`sum(1 for ln in lines if test(ln)) / len(lines) > threshold`, read only until the answer is certain.
 
@@ -143,11 +138,11 @@ def share_above(lines: list[str], test: Callable[[str], object], threshold: floa
     return hits >= need
 
 
-def describe_text(text: str, parsed: Any = _NOT_PARSED, lines: int | None = None) -> str:
+def describe_text(text: str, parsed: Any = _NOT_PARSED) -> str:
     """`12,034 lines; looks like git log (3,000 commits)`-style summary. `parsed`: parse_json_text(text)
-    when the caller has it already (a 1 MB JSON body is parsed once per stub, not twice: ~7 ms); `lines`:
-    line_count(text), likewise (the shaper counts a large body's lines on a worker while it hashes)."""
-    head = f"{line_count(text) if lines is None else lines:,} lines"
+    when the caller has it already (a 1 MB JSON body is parsed once per stub, not twice: ~7 ms)."""
+    line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    head = f"{line_count:,} lines"
     value = parse_json_text(text) if parsed is _NOT_PARSED else parsed
     if value is not None:
         return f"{head}; JSON {describe_json(value)}"

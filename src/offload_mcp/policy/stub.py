@@ -19,7 +19,7 @@ also accept that object.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
@@ -30,8 +30,6 @@ from .index import json_index, python_literal, text_index
 RecallMode = Literal["window", "structural", "both"]
 
 _PREVIEW_LINES = 6
-DESCRIBED_BLOCKS = 3
-"""The stub describes this many text blocks one by one, and counts the rest."""
 _PREVIEW_LINE_CHARS = 120
 
 
@@ -89,11 +87,9 @@ def build_stub(
     recall_mode: RecallMode = "both",
     reason: str = "",
     index_chars: int = 0,
-    line_counts: Sequence[int] | None = None,
 ) -> str:
     """The stub text. Stays within `budget_tokens` by shortening the preview, then the shape lines;
-    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars.
-    `line_counts`: describe.line_count of the first text blocks, when the caller counted them already."""
+    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars."""
     texts = text_blocks(body)
     structured = body.get("structuredContent")
     header = (
@@ -104,14 +100,13 @@ def build_stub(
         header += f" in {len(texts)} text blocks"
     if reason:
         header += f"; {reason}"
-    parsed = [parse_json_text(text) for text in texts[:DESCRIBED_BLOCKS]]  # once each: describe and index share it
+    parsed = [parse_json_text(text) for text in texts[:3]]  # once each: describe and index share it
     index_lines = []
-    for i, text in enumerate(texts[:DESCRIBED_BLOCKS]):
+    for i, text in enumerate(texts[:3]):
         label = f"block {i + 1}: " if len(texts) > 1 else ""
-        lines = line_counts[i] if line_counts is not None and i < len(line_counts) else None
-        index_lines.append(f"shape: {label}{describe_text(text, parsed[i], lines)}")
-    if len(texts) > DESCRIBED_BLOCKS:
-        index_lines.append(f"shape: +{len(texts) - DESCRIBED_BLOCKS} more text blocks")
+        index_lines.append(f"shape: {label}{describe_text(text, parsed[i])}")
+    if len(texts) > 3:
+        index_lines.append(f"shape: +{len(texts) - 3} more text blocks")
     if structured is not None and (not texts or _structured_differs(texts, structured)):
         index_lines.append(f"structuredContent: {describe_json(structured)}")
     preview_source = texts[0] if texts else (orjson.dumps(structured).decode() if structured is not None else "")

@@ -10,14 +10,28 @@ the mode (`catalog.deferral`) says how cold tools are offered:
   `_meta["anthropic/searchHint"]`, a short phrase from its description; a hot
   tool carries `_meta["anthropic/alwaysLoad"]: true`. Claude Code reads the
   `_meta` keys and defers MCP tools itself; other clients ignore them and
-  load everything, so hint mode never hides a tool from anyone.
+  load everything, so hint mode never hides a tool from anyone. The listing
+  is never larger than `off`'s for the same tools (issue 13 #8): the marks
+  are paid for by trimming what the protocol already implies
+  (catalog/compact.py) and taken, within those bytes, in the order of what a
+  client loses without them (`hint_listing` below). Definitions with nothing
+  to trim therefore carry fewer marks, down to none.
 - `search`: tools/list holds the hot tools plus `search_tools` and
   `invoke_tool` (tools/tool_search.py, tools/invoke.py). Cold tools are
   reached only through them, so it cuts definition tokens on any client,
   including ones that ignore `notifications/tools/list_changed`. Every
   listed tool is marked `alwaysLoad` so that a client which defers MCP tools
   by itself does not hide the search tool behind its own search.
-- `off`: every tool exactly as its server gave it; no marks at all.
+- `off`: every tool exactly as its server gave it; no marks at all, not even
+  `anthropic/maxResultSizeChars` (decided, issue 13): `off` is the
+  pass-through of the listing, the way to see what the servers list and the
+  bound hint mode is held to; a key added there would make it one more
+  shaping mode. The consequence, documented where `off` is offered: under
+  Claude Code a result of 50,000-`policy.client_max_result_chars` chars that
+  the proxy keeps inline is filed by Claude Code to a file with a preview,
+  as it would be without the proxy. Use `hint` (the default), or set
+  `policy.client_max_result_chars` to 50,000 so nothing that large is kept
+  inline.
 
 No double marking: a key a downstream server already set in a tool's
 `_meta` is never overwritten, and a tool its server marked `alwaysLoad` is
@@ -35,7 +49,8 @@ the proxy ever lets through inline is `policy.client_max_result_chars`
 (everything above it is offloaded whatever the gate says; it defaults to
 Claude Code's own MAX_MCP_OUTPUT_TOKENS, 25,000 tokens x 4 chars), so every
 downstream tool — and `invoke_tool`, whose results are downstream results —
-declares exactly that value: the proxy is the one place a large result is
+declares exactly that value (in hint mode, where the listing's budget allows:
+see above; in search mode always): the proxy is the one place a large result is
 decided, and Claude Code keeps what the proxy kept. The key is left out
 (Claude Code's default applies) when the proxy does not decide sizes: in
 `observe` mode, with the policy disabled, or with `client_max_result_chars`

@@ -261,11 +261,13 @@ def hint_listing(
     1. `anthropic/alwaysLoad` on the own tools, then the hot tools (without it Claude Code may
        defer a tool the session uses, costing the model a search before each use; a stub names
        `recall_tool_result`, so the own tools go first);
-    2. `anthropic/maxResultSizeChars` on downstream tools (without it Claude Code files a result of
-       50,000 chars or more that the proxy kept inline, and the model sees a 2 KB preview);
-    3. `defer_loading: true` on cold tools (the Messages-API mark; Claude Code defers MCP tools by
-       itself, so an unmarked cold tool is still deferred there);
-    4. a generated `anthropic/searchHint` on those deferred cold tools (Claude Code already searches
+    2. `anthropic/maxResultSizeChars` on the hot tools (without it Claude Code files a result of
+       50,000 chars or more that the proxy kept inline, and the model sees a 2 KB preview; the
+       hot tools are the ones called);
+    3. `defer_loading: true` on cold tools (the mark this mode is for, DESIGN.md; 21 bytes. Claude
+       Code defers MCP tools by itself, so an unmarked cold tool is still deferred there);
+    4. `anthropic/maxResultSizeChars` on the cold tools (as 2, for tools seldom called);
+    5. a generated `anthropic/searchHint` on the deferred cold tools (Claude Code already searches
        the name and the whole description; the hint only ranks its first words higher).
 
     Within a step, tools go in listing order. A catalog with nothing to trim therefore gets few or
@@ -318,11 +320,16 @@ def _hint_listing(
     for i in [*range(len(entries), len(rows)), *downstream]:  # own tools first: stubs name recall
         if is_hot[i]:
             take(rows[i], ALWAYS_LOAD, True)
+    cold = [i for i in downstream if not is_hot[i] and rows[i].meta.get(ALWAYS_LOAD) is not True]
     if max_result_chars is not None:
         for i in downstream:
-            take(rows[i], MAX_RESULT_SIZE, max_result_chars)
-    deferred = [i for i in downstream if not is_hot[i] and rows[i].meta.get(ALWAYS_LOAD) is not True]
-    deferred = [i for i in deferred if take(rows[i], DEFER_LOADING, True, wire=True)]
+            if is_hot[i]:
+                take(rows[i], MAX_RESULT_SIZE, max_result_chars)
+    deferred = [i for i in cold if take(rows[i], DEFER_LOADING, True, wire=True)]
+    if max_result_chars is not None:
+        for i in downstream:
+            if not is_hot[i]:
+                take(rows[i], MAX_RESULT_SIZE, max_result_chars)
     for i in deferred:
         take(rows[i], SEARCH_HINT, search_hint(rows[i].tool))
 

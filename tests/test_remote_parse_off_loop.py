@@ -63,7 +63,8 @@ async def test_a_60_mb_remote_result_does_not_stall_another_session(tmp_path: Pa
     assert not big.is_error, text_of(big)[:300]
     assert "trm_" in text_of(big)  # offloaded whole: the answer arrived intact
     assert len(probe.latencies) >= 5
-    assert probe.p99() < 0.5, sorted(probe.latencies)[-5:]
+    # Before: 1.06 s (SSE); after: ~0.2 s. Loose for 2 shared cores under a parallel suite.
+    assert probe.p99() < 0.75, sorted(probe.latencies)[-5:]
 
 
 # ---- the swap itself, in-process, against the SDK's own parse -------------------------------------------

@@ -272,7 +272,9 @@ def hint_listing(
 
     Within a step, tools go in listing order. A catalog with nothing to trim therefore gets few or
     no marks: it is listed as `off` lists it, which is the bound. Byte-stable: a function of the
-    definitions, the hot set and the bound only.
+    definitions, the hot set and the bound only. As in seed 004's gateway, deferral is a mark for
+    whoever loads the tools, not a byte cut on the wire; it must not grow the wire either, and where
+    it cannot be paid for the listing falls back to identity (`off`'s bytes), never to a guess.
     """
     key = (id(entries), tuple(t.name for t in own_tools), tuple(hot.names()), max_result_chars)
     with _HINT_CACHE_LOCK:

@@ -383,3 +383,33 @@ def test_trims_remove_only_what_the_protocol_implies():
     }
     required = tool.model_copy(update={"execution": types.ToolExecution(task_support="required"), "annotations": None})
     assert compact.tool(required) is required  # nothing implied: the same object
+
+
+def test_the_budget_counts_bytes_not_characters():
+    """A hint copies the description's first words: non-ASCII ones cost their UTF-8 bytes."""
+    settings = CatalogSettings()
+    tools = [
+        as_zod_writes(
+            types.Tool(
+                name=f"outil_{i}",
+                description="Lit le contenu complet d’un fichier — en entier, déjà décodé. Ensuite rien.",
+                input_schema={"type": "object", "properties": {"chemin": {"type": "string"}}},
+            )
+        )
+        for i in range(40)
+    ]
+    cat = build_catalog({"fr": tools}, settings, [t.name for t in OWN])
+    off, hint = (
+        present(cat.entries, OWN, settings.model_copy(update={"deferral": mode}), offload=OffloadSettings())
+        for mode in ("off", "hint")
+    )
+    encoded = {name: wire(p) for name, p in (("off", off), ("hint", hint))}
+    compact_json = {
+        name: json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
+        for name, data in encoded.items()
+    }
+    assert len(compact_json["hint"]) <= len(compact_json["off"])
+    assert deferral.listing_bytes(hint.tools, hint.wire_extras) == len(
+        json.dumps(json.loads(encoded["hint"])["tools"], ensure_ascii=False, separators=(",", ":")).encode()
+    )
+    assert any(deferral.SEARCH_HINT in (t.meta or {}) and "’" in t.meta[deferral.SEARCH_HINT] for t in hint.tools)

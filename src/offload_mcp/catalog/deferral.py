@@ -236,7 +236,7 @@ class _Marking:
 
 def wire_bytes(tool: types.Tool, extras: Mapping[str, Any] | None = None) -> int:
     """Bytes of one tool in the tools/list JSON, wire-only extras spliced in (as the server's middleware does)."""
-    size = len(tool.model_dump_json(by_alias=True, exclude_none=True))
+    size = len(tool.__pydantic_serializer__.to_json(tool, by_alias=True, exclude_none=True))  # UTF-8 bytes
     for key, value in (extras or {}).items():
         size += 2 + len(orjson.dumps(key)) + len(orjson.dumps(value))
     return size

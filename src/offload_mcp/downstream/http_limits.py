@@ -228,10 +228,7 @@ class _SwappingReadStream:
         return self
 
     async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
+        return self.parsed.swap(await self.inner.__anext__())  # the inner stream's end-of-stream behaviour as is
 
     async def __aenter__(self) -> _SwappingReadStream:
         return self

@@ -4,8 +4,8 @@ The real proxy over streamable HTTP, in front of the fixture server over HTTP (i
 answers 60 MB, under the 64 MiB `max_result_bytes`) and a local stdio server whose echo is the
 victim's. Prints one `hardening:` line: the p99 and worst victim echo while the big answer
 streams, and how long the big call took. Measured side by side on 2 shared cores, before parsing
-moved off the loop -> after: SSE responses p99 1.06 s -> 0.22 s (big call 2.76 s -> 1.4-2.5 s),
-JSON responses 0.22 s -> 0.18 s.
+moved off the loop -> after: SSE responses p99 1.06 s -> 0.20-0.22 s (big call 2.76 s -> 1.3 s,
+peak RSS 660 -> 316 MB), JSON responses 0.22 s -> 0.12-0.19 s.
 
 Then the swap itself in-process: the placeholder and the message put back are checked against
 the SDK's own parse of the same bytes.

@@ -413,3 +413,13 @@ def test_the_budget_counts_bytes_not_characters():
         json.dumps(json.loads(encoded["hint"])["tools"], ensure_ascii=False, separators=(",", ":")).encode()
     )
     assert any(deferral.SEARCH_HINT in (t.meta or {}) and "’" in t.meta[deferral.SEARCH_HINT] for t in hint.tools)
+
+
+def test_docstring_indentation_is_trimmed_and_every_word_kept():
+    from offload_mcp.catalog import compact
+
+    docstring = "Do a thing.\n\n    Args:\n        a: the number\n          (continued)\n    "
+    assert compact.description(docstring) == "Do a thing.\n\nArgs:\n    a: the number\n      (continued)"
+    assert compact.description("  Tidy already.") == "Tidy already."
+    tidy = types.Tool(name="t", description="One line.", input_schema={"type": "object"})
+    assert compact.tool(tidy) is tidy

@@ -79,6 +79,14 @@ def test_hint_is_never_larger_than_off_for_5000_tools(tmp_path: Path) -> None:
     servers = {"many": {"command": HOSTILE[0], "args": [*HOSTILE[1:], "--extra-tools", "5000"]}}
     off_tools, hint_tools = compare(tmp_path, "5,000 generated tools", servers)
     assert len(off_tools) > 5000
-    # Hand-written definitions that imply nothing leave nothing to spend: listed exactly as off lists them.
+    # Hand-written definitions that imply almost nothing (a trailing space each) leave little to spend:
+    # the own tools stay loaded, the first cold tools are deferred, the rest are listed as off lists them.
     generated = [(h, o) for h, o in zip(hint_tools, off_tools, strict=True) if o["name"].startswith("tool_")]
-    assert len(generated) == 5000 and all(h == o for h, o in generated)
+    assert len(generated) == 5000
+    assert all(
+        h["description"] == o["description"].strip() and h["inputSchema"] == o["inputSchema"] for h, o in generated
+    )
+    deferred = [h["name"] for h, _ in generated if h.get("defer_loading")]
+    assert 0 < len(deferred) < 5000 and deferred == [h["name"] for h, _ in generated][: len(deferred)]
+    own = [t for t in hint_tools if t["name"] in ("recall_tool_result", "context_guru_expand")]
+    assert all(t["_meta"]["anthropic/alwaysLoad"] is True for t in own)

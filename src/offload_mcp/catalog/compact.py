@@ -20,15 +20,21 @@ it honours the marks or not, reads the same tool:
   hint is absent: `readOnlyHint: false`, `idempotentHint: false`, and
   `destructiveHint: false` on a read-only tool (the spec reads it only
   when `readOnlyHint` is false); an annotations object left empty.
+- A description's docstring indentation: the Python SDK sends a tool's
+  docstring as written (`"Do a thing.\n\n    Args:\n        a: ..."`);
+  the indentation common to the lines after the first and the whitespace
+  around the whole go, as Python's own `help()` shows a docstring. Relative
+  indentation, line breaks and every word stay.
 
 When it is inert: a tool with none of these (hand-written, tight
 definitions) is returned as the same object. Deterministic: same tool in,
-same bytes out. Descriptions are never touched: they are what the model
-reads when it uses the tool.
+same bytes out. Descriptions are never cut: they are what the model reads
+when it uses the tool.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -155,6 +161,14 @@ def schema(value: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return trimmed
 
 
+def description(text: str | None) -> str | None:
+    """`text` without docstring indentation (see the module doc); None and tidy text stay as they are."""
+    if not text:
+        return text
+    first, newline, rest = text.partition("\n")
+    return (first + newline + textwrap.dedent(rest)).strip()
+
+
 def _annotations(value: types.ToolAnnotations | None) -> types.ToolAnnotations | None:
     if value is None:
         return None
@@ -174,6 +188,9 @@ def _annotations(value: types.ToolAnnotations | None) -> types.ToolAnnotations |
 def tool(definition: types.Tool) -> types.Tool:
     """`definition` without what the protocol already implies; the same object when nothing is implied."""
     update: dict[str, Any] = {}
+    tidy = description(definition.description)
+    if tidy != definition.description:
+        update["description"] = tidy
     input_schema = schema(definition.input_schema)
     if input_schema != definition.input_schema:
         update["input_schema"] = input_schema

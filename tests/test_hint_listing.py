@@ -48,7 +48,7 @@ def compare(tmp_path: Path, name: str, servers: dict[str, Any]) -> tuple[list[di
 
 
 @needs_npm
-def test_hint_is_never_larger_than_off_for_real_servers_and_still_carries_every_mark(tmp_path: Path) -> None:
+def test_hint_is_never_larger_than_off_for_real_servers_and_still_marks_every_cold_tool(tmp_path: Path) -> None:
     servers = {
         "everything": {"command": str(NPM_BIN / "mcp-server-everything")},
         "filesystem": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path)]},

@@ -668,9 +668,29 @@ def section_large(ctx: Ctx) -> Section:
 # ----------------------------------------------------------------------------- dollars
 
 
-def section_dollars(ctx: Ctx) -> Section:
+def _rates(model: str, cached: bool) -> Any:
+    """The model's USD-per-token rates with prompt caching on (5 min writes) or off: policy/economics.py."""
+    from offload_mcp.policy.economics import Rates
     from offload_mcp.policy.pricing import resolve_price
 
+    price = resolve_price(model)
+    assert price is not None, model
+    return Rates.of(price, prompt_caching=cached, cache_ttl="5m")
+
+
+def _recalled_and_carried(rates: Any, pol: Any, horizon: int) -> float:
+    """One recall hop (economics.recall_hop) whose slice then rides along the remaining requests: the
+    pessimistic price of an offloaded result. Nothing follows a result with horizon 0, so nothing recalls it."""
+    if horizon <= 0:
+        return 0.0
+    slice_tokens = pol.recall_input_tokens
+    return rates.recall_hop(slice_tokens, pol.recall_output_tokens) + slice_tokens * rates.carried * (horizon - 1)
+
+
+def section_dollars(ctx: Ctx) -> Section:
+    """Dollars from offload_mcp.policy.economics, the module the gate, stats, replay and the demo use:
+    H = the calls that followed a result in its trajectory (`last step - step`), carry(x, H) and
+    recall_hop(R_in, R_out) exactly as there, so these figures and `offload-mcp replay` agree."""
     records = ctx.data.get("corpus_records")
     rows: list[PeerRow] | None = ctx.data.get("corpus_rows")
     if not records or not rows:
@@ -683,8 +703,7 @@ def section_dollars(ctx: Ctx) -> Section:
     last_step: dict[str, int] = {}
     for r in records:
         last_step[r["traj"]] = max(last_step.get(r["traj"], 0), int(r["step"]))
-    # Turns a result is carried: the request that first reads it, plus every later one in its trajectory.
-    carried = [last_step[r["traj"]] - int(r["step"]) + 1 for r in records]
+    horizons = [last_step[r["traj"]] - int(r["step"]) for r in records]
     details = ctx.data.get("offload_details") or []
     stub_idx = [i for i, d in enumerate(details) if d["via"] == "stub"]
 
@@ -696,32 +715,19 @@ def section_dollars(ctx: Ctx) -> Section:
     cells: dict[str, list[str]] = {p: [] for p in by_peer}
     base_cells = []
     for model, cached in columns:
-        price = resolve_price(model)
-        assert price is not None, model
-        rin, rout = price.input / 1e6, price.output / 1e6
-        cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
+        rates = _rates(model, cached)
 
-        # the rates are bound as defaults: each column's function keeps its own model's rates
-        def carry_cost(
-            chars: float, turns: int, cw: float = cw, cr: float = cr, rin: float = rin, cached: bool = cached
-        ) -> float:
-            t = tokens(chars)
-            return t * (cw + cr * (turns - 1)) if cached else t * rin * turns
+        def cost_of(chars: list[float], rates: Any = rates) -> float:
+            return sum(rates.carry(tokens(c), h) for c, h in zip(chars, horizons, strict=True))
 
-        base = sum(carry_cost(len(r["output"]), h) for r, h in zip(records, carried, strict=True))
+        base = cost_of([len(r["output"]) for r in records])
         base_cells.append(base)
         for peer, row in by_peer.items():
-            cost = sum(carry_cost(c, h) for c, h in zip(row.per_record, carried, strict=True))
+            cost = cost_of(row.per_record)
             if peer.startswith("offload-mcp"):
-                hop_rate = cw if cached else rin
-                prior = cost + pol.recall_probability * len(stub_idx) * (
-                    pol.recall_input_tokens * hop_rate + pol.recall_output_tokens * rout
-                )
-                # Pessimistic: every offloaded result recalled once, and the recalled slice then rides along every remaining turn.
-                pess = cost + sum(
-                    carry_cost(pol.recall_input_tokens * CPT, carried[i]) + pol.recall_output_tokens * rout
-                    for i in stub_idx
-                )
+                hop = rates.recall_hop(pol.recall_input_tokens, pol.recall_output_tokens)
+                prior = cost + pol.recall_probability * hop * len(stub_idx)
+                pess = cost + sum(_recalled_and_carried(rates, pol, horizons[i]) for i in stub_idx)
                 cells[peer].append(
                     f"${prior:,.2f} ({pct(base - prior, base):.1f}%) / ${pess:,.2f} ({pct(base - pess, base):.1f}%)"
                 )
@@ -731,13 +737,17 @@ def section_dollars(ctx: Ctx) -> Section:
     table = [[peer, *vals] for peer, vals in cells.items()]
     ctx.data["dollars"] = {"columns": headers[1:], "rows": table}
     body = [
-        "Cost of the tool-output part of the context over each trajectory's real remaining turns (`traj`/`step`: a result is paid on "
-        "the request that first reads it and on every later request of its trajectory). Uncached: input rate each turn. Cached "
-        "(Claude Code): cache write once (5 min), cache read each later turn. Rates from `offload_mcp.policy.pricing`. For offload-mcp "
-        f"the two figures price recalls at the configured prior (p = {pol.recall_probability}, one {pol.recall_input_tokens:,}-token hop) "
-        "and pessimistically (every offloaded result recalled once and the recalled slice carried for the rest of the trajectory), "
-        "as `prior / pessimistic`; percentages are savings against no proxy. "
-        "Lossy peers look cheap because they drop bytes: read their rows with the recoverability column of section 1.",
+        "Cost of the tool-output part of the context over each trajectory's real calls, priced by "
+        "`offload_mcp.policy.economics` (the module the gate, `stats`, `replay` and the demo use): a result is carried by "
+        "the H calls that followed it in its trajectory (`traj`/`step`; the request that answers without a call is not "
+        "seen by a proxy and not counted), carry(x, H) = x × (new content + carried × (H − 1)). Uncached: the input rate "
+        "each time. Cached (Claude Code): cache write once (5 min), cache read on each later request. For offload-mcp the "
+        f"two figures price recalls at the configured prior (p = {pol.recall_probability}, one "
+        f"{pol.recall_input_tokens:,}-token recall hop per offloaded result) and pessimistically (every offloaded result "
+        "recalled once and the recalled slice carried for the rest of the trajectory), as `prior / pessimistic`; "
+        "percentages are savings against no proxy. `offload-mcp replay --json` prices the same way and also charges "
+        "one hop per needed fact the model could not see. Lossy peers look cheap because they drop bytes: read their "
+        "rows with the recoverability column of section 1.",
         "",
         md_table(headers, table),
         "",
@@ -749,26 +759,21 @@ def section_dollars(ctx: Ctx) -> Section:
 
 
 def _large_dollars(ctx: Ctx, pol: Any) -> list[str]:
-    """The large real outputs of section 2, each carried for the policy's horizon (its prior of remaining turns)."""
-    from offload_mcp.policy.pricing import resolve_price
-
+    """The large real outputs of section 2, each followed by the policy's horizon prior of calls (economics.carry)."""
     large = ctx.data.get("large_per_item")
     if not large:
         return []
-    h = max(1, pol.horizon)
+    h = pol.horizon
     columns = [(m, c) for m in MODELS for c in (False, True)]
     table = []
     for peer, vals in large["peers"].items():
         cells = [peer]
         for model, cached in columns:
-            price = resolve_price(model)
-            rin, rout = price.input / 1e6, price.output / 1e6
-            cw, cr = price.cache_write("5m") / 1e6, price.cache_read / 1e6
-            carry = (lambda t, cw=cw, cr=cr: t * (cw + cr * (h - 1))) if cached else (lambda t, rin=rin: t * rin * h)
-            cost = sum(carry(tokens(shown)) for shown, _ in vals)
+            rates = _rates(model, cached)
+            cost = sum(rates.carry(tokens(shown), h) for shown, _ in vals)
             if peer.startswith("offload-mcp"):
                 cut = [i for i, (shown, _) in enumerate(vals) if shown < large["chars"][i]]
-                pess = cost + sum(carry(pol.recall_input_tokens) + pol.recall_output_tokens * rout for _ in cut)
+                pess = cost + sum(_recalled_and_carried(rates, pol, h) for _ in cut)
                 cells.append(f"${cost:,.3f} / ${pess:,.3f}")
             else:
                 lost = sum(1 for i, (_, rec) in enumerate(vals) if rec < large["chars"][i])
@@ -777,8 +782,9 @@ def _large_dollars(ctx: Ctx, pol: Any) -> list[str]:
         table.append(cells)
     return [
         "",
-        f"The {len(large['chars'])} large real outputs of section 2, each carried for the policy's horizon of {h} turns "
-        "(for offload-mcp: no recall / every output recalled once with its slice carried; `lost` counts outputs whose bytes are gone):",
+        f"The {len(large['chars'])} large real outputs of section 2, each followed by the policy's horizon prior of {h} "
+        "calls (for offload-mcp: no recall / every output recalled once with its slice carried; `lost` counts outputs "
+        "whose bytes are gone):",
         "",
         md_table(["peer"] + [f"{m} {'cached' if c else 'uncached'}" for m, c in columns], table),
     ]

@@ -1,6 +1,6 @@
 """The benchmarks never rot: CI runs `bench/run_all.py --quick` and checks what it measured.
 
-The quick form runs every section on reduced inputs (first 400 corpus records,
+The quick form runs every section on reduced inputs (first 250 corpus records,
 the git_log and pytest-log large outputs, 1 KB..1 MB sizes, 1K/10K ledgers)
 in under two minutes. Peers that need their own virtualenvs are used only if
 already installed; otherwise the report must say they were skipped.
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "dev.jsonl.gz"
+CORPUS = Path(os.environ.get("OFFLOAD_BENCH_CORPUS", ROOT.parent / "shared" / "corpus" / "dev.jsonl.gz"))  # as run_all
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +90,23 @@ def test_latency_table_has_direct_and_offload(quick_report: str) -> None:
     latency = _section(quick_report, "4. Latency")
     assert re.search(r"^\| direct \(no proxy\) \| [\d.]+ / [\d.]+", latency, re.M)
     assert re.search(r"^\| offload-mcp \| [\d.]+ / [\d.]+", latency, re.M)
+
+
+def test_dollars_are_priced_by_the_economics_module_replay_uses(quick_report: str) -> None:
+    """The no-proxy cost in the dollars table is replay's baseline for the same records: one formula."""
+    from offload_mcp.config import OffloadSettings
+    from offload_mcp.replay import _dollars, read_records
+
+    dollars = _section(quick_report, "3. Dollars")
+    header = next(line for line in dollars.splitlines() if line.startswith("| peer"))
+    column = [c.strip() for c in header.strip("|").split("|")].index("claude-opus-4-6 cached")
+    row = next(line for line in dollars.splitlines() if line.startswith("| no proxy"))
+    shown = float([c.strip() for c in row.strip("|").split("|")][column].split()[0].lstrip("$").replace(",", ""))
+    records = read_records(CORPUS, limit=250)  # the quick form's corpus records
+    settings = OffloadSettings()
+    assert settings.policy.prompt_caching and settings.policy.cache_ttl == "5m"
+    model = "claude-opus-4-6"
+    baseline = _dollars(records, [0.0] * len(records), [False] * len(records), settings, (model,))[model][
+        "baseline_usd"
+    ]
+    assert shown == pytest.approx(baseline, abs=0.006)

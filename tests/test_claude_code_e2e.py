@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from claude_code.fake_messages_api import FakeMessagesAPI, Step, tool_use
-from conftest import NPM_BIN, OFFLOAD_MCP, PYTHON, ROOT, fixture_entry, write_config
+from conftest import NPM_BIN, OFFLOAD_MCP, PYTHON, ROOT, fixture_entry, needs_npm, write_config
 
 CLAUDE = NPM_BIN / "claude"
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
@@ -30,6 +30,8 @@ TRM = re.compile(r"trm_[0-9a-f]{16}")
 INLINE = 50_000
 """Claude Code persists a tool result above this many chars to a file unless the tool declares more."""
 PERSISTED = ("Output too large", "Full output saved to", "exceeds maximum allowed tokens")
+RELAY_GATED = ("trigger-elicitation-request", "trigger-url-elicitation", "get-roots-list")
+"""server-everything's tools listed only to a client that declared elicitation (form, URL) or roots."""
 
 pytestmark = pytest.mark.skipif(
     not CLAUDE.exists(), reason="@anthropic-ai/claude-code is not installed (npm install in the repo root)"
@@ -49,23 +51,26 @@ def run_claude(
     servers: dict[str, Any],
     steps: Sequence[Step | Callable[[list[dict[str, Any]]], Step]],
     offload: dict[str, Any] | None = None,
+    *,
+    direct: bool = False,
 ) -> tuple[FakeMessagesAPI, dict[str, Any]]:
-    """One headless Claude Code session through the proxy; returns the fake API's record and claude's JSON."""
-    config = write_config(tmp_path, servers, offload, name="offload.json")
-    mcp = tmp_path / "claude-mcp.json"
-    mcp.write_text(
-        json.dumps(
-            {
-                "mcpServers": {
-                    "proxy": {
-                        "command": OFFLOAD_MCP,
-                        "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
-                    }
-                }
-            }
-        )
-    )
-    home = tmp_path / "home"
+    """One headless Claude Code session through the proxy; returns the fake API's record and claude's JSON.
+
+    `direct`: Claude Code runs the one server itself, under the same MCP name ("proxy", so the tool
+    names match), in the same working directory: the no-proxy baseline.
+    """
+    if direct:
+        (entry,) = servers.values()
+        launched = entry
+    else:
+        config = write_config(tmp_path, servers, offload, name="offload.json")
+        launched = {
+            "command": OFFLOAD_MCP,
+            "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
+        }
+    mcp = tmp_path / ("claude-mcp-direct.json" if direct else "claude-mcp.json")
+    mcp.write_text(json.dumps({"mcpServers": {"proxy": launched}}))
+    home = tmp_path / ("home-direct" if direct else "home")
     home.mkdir(exist_ok=True)
     prompt = f"issue-11 e2e {tmp_path.name}"
     with FakeMessagesAPI(prompt, steps) as api:
@@ -301,19 +306,58 @@ def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:
 )
 def test_filesystem_in_roots_mode_reads_under_claude_codes_directory(tmp_path: Path) -> None:
     # Issue 15: no directory arguments, so server-filesystem takes Claude Code's roots (its working directory).
+    # The reads are Claude Code's FIRST calls, two in one turn (Claude Code runs them concurrently): they
+    # reach the server only once it has applied the roots it fetched for the first of them (Claude Code
+    # speaks the 2026 era to the proxy, so the roots come in that call's first round).
     (tmp_path / "note.txt").write_text("read through the client's root")
+    (tmp_path / "other.txt").write_text("and another file")
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem")}}
-    # Known gap (issue 15 report): the very first call can reach the server before it has applied the roots
-    # it fetched for that call, so the read is the second call here.
     api, _ = run_claude(
         tmp_path,
         servers,
         [
+            {
+                "parallel": [
+                    tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
+                    tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "other.txt")),
+                ]
+            },
             tool_use("mcp__proxy__list_allowed_directories"),
-            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "note.txt")),
             {"text": "done"},
         ],
         {"mode": "observe"},
     )
-    (read,) = results_of(api, "read_text_file")
-    assert "read through the client's root" in read, read
+    assert sorted(results_of(api, "read_text_file")) == sorted(
+        ['{"content":"read through the client\'s root"}', '{"content":"and another file"}']
+    ), results_of(api, "read_text_file")
+    (allowed,) = results_of(api, "list_allowed_directories")
+    assert str(tmp_path.resolve()) in allowed, allowed
+
+
+@needs_npm
+def test_elicitation_and_roots_reach_the_model_as_they_do_without_the_proxy(tmp_path: Path) -> None:
+    # Issue 15: server-everything (handshake era, like most servers) elicits in form and URL mode and lists
+    # roots. Claude Code declares roots and both elicitation modes, and headless (-p) it answers every
+    # elicitation with "cancel" (docs/relay.md). Directly it is asked on the server's own connection; through
+    # the proxy, which Claude Code talks to in the 2026 era, in input_required rounds. The model must see the
+    # same tool results either way, byte for byte (observe mode: the proxy does not reshape them).
+    everything = {"command": str(NPM_BIN / "mcp-server-everything")}
+    steps: list[Step | Callable[[list[dict[str, Any]]], Step]] = [
+        tool_use("mcp__proxy__trigger-elicitation-request"),
+        tool_use("mcp__proxy__trigger-url-elicitation", url="https://example.com/consent", elicitationId="e2e-1"),
+        tool_use("mcp__proxy__get-roots-list"),
+        {"text": "done"},
+    ]
+    gated = {f"mcp__proxy__{t}" for t in ("trigger-sampling-request", *RELAY_GATED)}
+    seen_by_model: dict[bool, list[tuple[Any, Any, Any]]] = {}
+    offered: dict[bool, set[str]] = {}
+    for direct in (True, False):
+        api, _ = run_claude(tmp_path, {"everything": everything}, steps, {"mode": "observe"}, direct=direct)
+        seen_by_model[direct] = [(r["tool"], r.get("is_error", False), r["content"]) for r in api.tool_results]
+        offered[direct] = gated & set(api.tools_seen[0])
+    # The server offers what Claude Code's declaration unlocks (no sampling: Claude Code declares none).
+    assert offered[False] == offered[True] == {f"mcp__proxy__{t}" for t in RELAY_GATED}
+    assert seen_by_model[False] == seen_by_model[True]
+    form, url, roots = (seen(r) for r in api.tool_results)
+    assert "cancel" in form and "cancel" in url, (form, url)  # the elicitations reached Claude Code and came back
+    assert tmp_path.as_uri() in roots, roots

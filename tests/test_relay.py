@@ -32,6 +32,7 @@ from conftest import (
 from offload_mcp.relay.capabilities import DeclaringClientSession
 
 RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
+SLOW_ROOTS_SERVER = str(ROOT / "tests" / "fixtures" / "slow_roots_server.py")
 
 
 def relay_config(tmp_path: Path, offload: dict[str, Any] | None = None) -> list[str]:
@@ -286,17 +287,39 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path, er
     else:
         # A 2026-era client cannot be asked at the server's start-up: its first call brings the roots.
         connect = Client(_params(["-c", str(config)], None), mode="2026-07-28", list_roots_callback=roots)
+    reads: list[types.CallToolResult] = []
     async with connect as s:
-        # The server asks for roots right after its (re)start; give it that moment.
-        allowed = ""
-        for _ in range(100):
-            allowed = text_of(await s.call_tool("list_allowed_directories", {}))
-            if str(data) in allowed:
-                break
-            await anyio.sleep(0.1)
-        assert str(data) in allowed
-        read = await s.call_tool("read_text_file", {"path": str(data / "note.txt")})
-        assert not read.is_error and "inside the client's root" in text_of(read)
+        # The very first calls read, three at once (as Claude Code runs read-only tools): the server applies
+        # roots asynchronously after it fetched them, and the proxy holds the calls until it has
+        # (relay/roots.py, downstream/settle.py); in the 2026 era the roots come in one call's round.
+
+        async def read() -> None:
+            reads.append(await s.call_tool("read_text_file", {"path": str(data / "note.txt")}))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(read)
+        assert [text_of(r) for r in reads] == ["inside the client's root"] * 3
+        assert str(data) in text_of(await s.call_tool("list_allowed_directories", {}))
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+async def test_a_server_slow_to_apply_its_roots_sees_them_on_the_first_call(tmp_path: Path, era: str) -> None:
+    # The fixture applies the roots it fetched only after 0.4 s of work in a worker thread: a call sent right
+    # behind the roots answer (or after a ping alone) is always refused, so this fails without the idle wait.
+    root = tmp_path / "root"
+
+    async def roots(context: ClientRequestContext) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=root.as_uri())])
+
+    config = ["-c", str(write_config(tmp_path, {"slow": {"command": PYTHON, "args": [SLOW_ROOTS_SERVER]}}))]
+    if era == "handshake":
+        connect = proxy_session(config, list_roots_callback=roots)
+    else:
+        connect = Client(_params(config, None), mode="2026-07-28", list_roots_callback=roots)
+    async with connect as s:
+        inside = await s.call_tool("inside", {"path": str(root / "a.txt")})
+        assert not inside.is_error and text_of(inside) == f"inside {root}", text_of(inside)
 
 
 def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:

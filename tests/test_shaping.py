@@ -73,6 +73,57 @@ def test_same_result_same_bytes_across_shapers(tmp_path):
     assert orjson.dumps(dump_result(a)) == orjson.dumps(dump_result(b))
 
 
+def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypatch):
+    """A result over the client bound is hashed while workers compress it and compute the reducer floor
+    (store/ahead.py): the id, the stub and the stored row are those of the in-line path, byte for byte."""
+    from offload_mcp.store import ahead
+
+    structured = result(BIG, structured_content={"content": BIG})
+    ahead_shaper = build_shaper(settings(), tmp_path / "a.db")
+    out_a, rep_a = ahead_shaper.shape_with_report(CALL, structured)
+    monkeypatch.setattr(ahead, "MIN_BYTES", 10**12)  # nothing compressed ahead
+    inline_shaper = build_shaper(settings(), tmp_path / "b.db")
+    out_b, rep_b = inline_shaper.shape_with_report(CALL, structured)
+    assert rep_a.verdict == rep_b.verdict == "offload" and rep_a.trm_id == rep_b.trm_id
+    assert orjson.dumps(dump_result(out_a)) == orjson.dumps(dump_result(out_b))
+    assert ahead_shaper.ledger.get_body(rep_a.trm_id) == dump_result(structured)
+    a, b = ahead_shaper.ledger.body_info(rep_a.trm_id), inline_shaper.ledger.body_info(rep_b.trm_id)
+    assert (a.raw_bytes, a.stored_bytes, a.chars) == (b.raw_bytes, b.stored_bytes, b.chars)
+
+
+def test_busy_workers_are_never_waited_for(tmp_path):
+    """With every worker of store/ahead.py held by other work, a large result is still shaped at once:
+    its floor and compression, not yet taken by a worker, are done in line (cancelled on the pool)."""
+    import threading
+    import time
+
+    from offload_mcp.store import ahead
+
+    release = threading.Event()
+    blockers = [ahead.submit(release.wait, 15) for _ in range(8)]
+    try:
+        shaper = build_shaper(settings(), tmp_path / "l.db")
+        started = time.perf_counter()
+        out, rep = shaper.shape_with_report(CALL, result(BIG))
+        assert time.perf_counter() - started < 8  # not the 15 s the workers are held for
+    finally:
+        release.set()
+    assert [b.result(timeout=10) for b in blockers] == [True] * 8
+    assert rep.verdict == "offload" and {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
+    assert shaper.ledger.get_body(rep.trm_id) == dump_result(result(BIG))
+
+
+def test_result_the_reducers_bring_under_the_bound_stores_nothing(tmp_path):
+    """Over the client bound, so prepared for storing at once, but its repeats fold under the bound:
+    the reducers run, the result is reduced, and no body is committed."""
+    shaper = build_shaper(settings(), tmp_path / "l.db")
+    noisy = "\n".join(["same warning line about the cache"] * 40_000)
+    out, rep = shaper.shape_with_report(CALL, result(noisy))
+    assert rep.verdict == "reduce" and rep.trm_id is None
+    assert "offload_decided_first" not in {e.reason for e in rep.reducer_events}
+    assert shaper.ledger.counts()["bodies"] == 0 and len(out.content[0].text) < 100_000
+
+
 def test_multimodal_result_is_kept_and_image_untouched(shaper):
     png = base64.b64encode(b"\x89PNG fake bytes").decode()
     original = t.CallToolResult(content=[t.TextContent(text=BIG), t.ImageContent(data=png, mime_type="image/png")])
@@ -370,9 +421,8 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     out, rep = shaper.shape_with_report(CALL, result(log, structured_content={"content": log}))
     text = out.content[0].text
     assert rep.verdict == "offload" and rep.trm_id in text
-    assert (
-        "index of 3,000 commits, one line each: sha subject (author)" in text and f"{0:040x} Change 0 (Dev 0)" in text
-    )
+    # 3,000 commits do not fit the index with their subjects: the first ones by sha (index.py _render)
+    assert "index of 3,000 commits, one line each: sha; first" in text and f"\n  {0:040x}\n" in text
     assert "more not shown, from line" in text
     assert out.structured_content["offloaded_result"]["summary"] == text
     policy = shaper.settings.policy
@@ -393,3 +443,27 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     off = build_shaper(no_reducers(policy={"stub_index_chars": 0}), tmp_path / "c.db")
     out, rep = off.shape_with_report(CALL, result(log))
     assert "index of" not in out.content[0].text and len(out.content[0].text) <= 1000
+
+
+def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
+    # 60 shas as JSON: 3,000 chars, ~750 tokens. Their stub lists every sha (index.py), so it is as large
+    # as the result itself: priced at stub_tokens (250) the gate would offload it; priced as built, replacing
+    # the result saves nothing and it stays inline. The same shas in a larger result do offload.
+    items = [{"sha": f"{i:040x}"} for i in range(60)]
+    text = orjson.dumps(items).decode()
+    policy = {"small_threshold_chars": 1000, "large_threshold_chars": 2000, "horizon": 1, "recall_probability": 0.0}
+    shaper = build_shaper(no_reducers(policy=policy), tmp_path / "a.db")
+    out, rep = shaper.shape_with_report(CALL, result(text))
+    assert rep.verdict == "keep" and rep.reason == "gate_declined" and out.content[0].text == text
+    gate = rep.decision.gate
+    assert gate is not None and not gate.fire
+    built = shaper._stub_text(
+        CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text)), None, ahead=False)
+    )
+    assert len(built) >= len(text) and f"S={-(-len(built) // 4)} " in gate.reason
+    padded = orjson.dumps([{**it, "message": "x" * 200} for it in items]).decode()
+    out, rep = shaper.shape_with_report(CALL, result(padded))
+    assert rep.verdict == "offload" and rep.reason == "gate_fired"
+    assert out.content[0].text.count("\n  0000") == 60  # the stub sent is the one priced: every sha listed
+    # Without the stub as built (a caller that has none), the gate prices the largest stub the settings allow.
+    assert shaper.policy.gate_inputs(len(text)).stub_tokens == 250 + 6000 // 4

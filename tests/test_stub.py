@@ -188,18 +188,22 @@ COMMITS = [
 
 def test_index_json_array_lists_identifier_fields_in_order_within_budget():
     text = orjson.dumps(COMMITS).decode()
-    out = stub(body_of(text), index_chars=4000)
-    assert "index of 300 items at $, one line each: sha, author.login" in out
+    out = stub(body_of(text), index_chars=20_000)
+    assert "index of 300 items at $, one line each: sha, author.login; all shown" in out
     assert (
         "node_id" not in out.split("\nindex of", 1)[1].split("\n", 1)[0]
     )  # GraphQL ids and constant fields are left out
     assert "web-flow" not in out
     assert "html_url of every item starts https://github.com/acme/repo/commit/" in out
-    assert f"{0:040x} | dev0" in out
+    assert f"{0:040x} | dev0" in out and f"{299:040x} | dev5" in out
+    # When not every item fits even by its first field alone, the first ones are listed by that field
+    # (more items covered than with every field), then the call that pages the rest.
+    out = stub(body_of(text), index_chars=4000)
+    assert "index of 300 items at $, one line each: sha; first" in out
     index = "index of" + out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
     assert len(index) <= 4000
-    shown = index.count(" | dev")
-    assert 0 < shown < 300
+    shown = sum(1 for line in index.splitlines() if len(line) == 42 and line.startswith("  "))
+    assert 80 < shown < 300 and f"  {shown - 1:040x}\n" in index and f"{shown:040x}" not in index
     assert f"first {shown} shown" in out
     assert (
         f'{300 - shown} more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[{shown}:].sha") for their sha, '
@@ -212,9 +216,10 @@ def test_index_is_deterministic_and_off_by_default():
     assert stub(body, index_chars=5000) == stub(body, index_chars=5000)
     assert "index of" not in stub(body)
     out = stub(body, index_chars=5000)
-    assert "index of 3,000 items at $.items, one line each: id, name" in out
-    assert "0 | item 0\n" in out
-    assert 'json_path="$.items[' in out and ':].id") for their id' in out
+    # The ids count up from 0, so they are stated once; 3,000 names do not fit 5,000 chars: the first ones
+    assert "index of 3,000 items at $.items, one line each: name; first" in out
+    assert "\n  id of item k is 0 + k (it counts up in item order)\n  item 0\n  item 1\n" in out
+    assert 'json_path="$.items[' in out and ':].name") for their name' in out
 
 
 def test_index_all_shown_when_it_fits():
@@ -226,8 +231,13 @@ def test_index_all_shown_when_it_fits():
 
 def test_index_python_repr_rows():
     rows = repr([{"id": i, "order_no": f"ORD-2025-{i:05d}", "status": "paid"} for i in range(500)])
+    out = stub(body_of(rows), index_chars=15_000)
+    assert "one line each: order_no; all shown" in out and "id of item k is 0 + k" in out
+    assert all(f"\n  ORD-2025-{i:05d}\n" in out for i in range(500))
+    shuffled = repr([{"id": i, "order_no": f"ORD-2025-{i:05d}", "status": "paid"} for i in range(500, 0, -1)])
+    assert "one line each: id, order_no; all shown" in stub(body_of(shuffled), index_chars=15_000)
     out = stub(body_of(rows), index_chars=3000)
-    assert "one line each: id, order_no" in out and "ORD-2025-00007" in out
+    assert "one line each: order_no; first" in out
     assert (
         'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out
     )  # no JSONPath into a repr
@@ -235,9 +245,65 @@ def test_index_python_repr_rows():
 
 def test_index_git_log_text():
     out = stub(body_of(GIT_LOG), index_chars=3000)
-    assert "index of 3,000 commits, one line each: sha subject (author)" in out
-    assert f"{0:040x} Change 0 (Dev)" in out
+    assert "index of 3,000 commits, one line each: sha; first" in out
+    assert f"\n  {0:040x}\n  {1:040x}\n" in out
     assert "more not shown, from line" in out and 'lines="' in out
+
+
+def git_log_of(count: int) -> str:
+    return "".join(
+        f"commit {i:040x}\nAuthor: Barbara Liskov <b@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n"
+        f"    Refactor the pricing reconciliation job for warehouse {i}\n\n"
+        for i in range(count)
+    )
+
+
+@pytest.mark.parametrize(
+    ("commits", "level"),
+    [
+        (40, "sha subject (author); all shown"),
+        (60, "sha subject (first 32 chars); all shown"),
+        (90, "sha subject (first 16 chars); all shown"),
+        (130, "sha; all shown"),
+        (200, "sha; first"),
+    ],
+)
+def test_index_lists_every_record_at_the_richest_level_that_fits(commits, level):
+    # Which commit an agent will pass on is not known: every sha listed beats subjects for the first few.
+    out = stub(body_of(git_log_of(commits)), index_chars=6000)
+    index = "index of" + out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+    assert len(index) <= 6000
+    assert f"index of {commits} commits, one line each: {level}" in index
+    listed = [i for i in range(commits) if f"  {i:040x}" in index]
+    if "all shown" in level:
+        assert len(listed) == commits
+        if "(author)" not in level:  # the room left goes to the first commits in full
+            assert f"{level}, the first " in index and f"\n  {0:040x} Refactor the pricing" in index
+    else:
+        assert listed == list(range(len(listed))) and len(listed) > 120
+        assert f'lines="{6 * len(listed) + 1}-' in index  # pages from the first commit not listed
+    if "(author)" in level:
+        assert f"{39:040x} Refactor the pricing reconciliation job for warehouse 39 (Barbara Liskov)" in index
+
+
+def test_index_error_lines_by_identifier_when_the_lines_do_not_fit():
+    log = "".join(
+        f"2026-01-05T09:{i // 60 % 60:02d}:{i % 60:02d}Z {'ERROR' if i % 10 == 0 else 'INFO'} [stock] "
+        f"req=r-{i:012x} sync failed for SKU-{1000 + i} at WH-{i % 90 + 10} in {i % 900} ms\n"
+        for i in range(1500)
+    )
+    out = stub(body_of(log), index_chars=6000)
+    # every ERROR line by its identifiers; the room left goes to the first ones in full
+    head = "index of the 150 ERROR lines of 1,500 log lines, one line each: its identifiers; all shown, the first "
+    assert head in out
+    richer = int(out.split(head, 1)[1].split(" ", 1)[0])
+    assert 5 < richer < 150 and f"as the line\n  2026-01-05T09:00:00Z ERROR [stock] req=r-{0:012x} sync" in out
+    assert f"\n  r-{10 * richer:012x} SKU-{1000 + 10 * richer} WH-{(10 * richer) % 90 + 10}\n" in out  # no timestamp
+    assert all(f"r-{i:012x}" in out for i in range(0, 1500, 10))
+    few = log.splitlines(keepends=True)[:200]
+    out = stub(body_of("".join(few)), index_chars=6000)
+    assert "index of the 20 ERROR lines of 200 log lines, one line each: the line; all shown" in out
+    assert f"2026-01-05T09:00:10Z ERROR [stock] req=r-{10:012x} sync failed for SKU-1010 at WH-20 in 10 ms" in out
 
 
 def test_index_of_structured_text_and_bound():
@@ -246,8 +312,8 @@ def test_index_of_structured_text_and_bound():
     )
     body = body_of(log, structured={"content": log})
     out = stub(body, index_chars=2000)
-    assert "index of the 500 ERROR lines of 5,000 log lines" in out
-    assert "req=r-0000000a" in out and "req=r-0000000b" not in out
+    assert "index of the 500 ERROR lines of 5,000 log lines, one line each: its identifiers; first" in out
+    assert "\n  r-0000000a\n" in out and "r-0000000b" not in out
     assert len(out) <= 2000 + 250 * 4 + 1
 
 
@@ -303,3 +369,18 @@ def test_shaper_stub_carries_index_within_client_limit():
 
     assert PolicySettings().stub_index_chars == 6000
     assert PolicySettings(stub_index_chars=0).stub_index_chars == 0
+
+
+def test_index_never_exceeds_its_budget_at_any_level():
+    for commits in range(1, 160, 3):
+        for budget in (1500, 3000):
+            index = new_index_of(git_log_of(commits), budget)
+            assert len(index) <= budget, (commits, budget)
+            if "all shown" in index.split("\n", 1)[0]:
+                assert index.count("\n  ") == commits  # one line per commit, none dropped
+
+
+def new_index_of(text: str, budget: int) -> str:
+    from offload_mcp.policy.index import text_index
+
+    return text_index(text, budget, "trm_0123456789abcdef")

@@ -31,6 +31,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,7 +46,8 @@ from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from .reducers.settings import ReducerSettings
-from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
+from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError, ahead, codec
+from .store.records import canonical_json, trm_id_for
 from .tool_names import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)
@@ -201,6 +203,19 @@ _META_KEEP_CHARS = 2_000
 """A stub keeps the result's `_meta` up to this size; a larger one stays in the ledger only."""
 
 
+_NOT_YET = object()
+"""`_reduce_before_policy`: the reducer floor has not been computed yet (`_prepare_over_bound` did not apply)."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A body's canonical bytes and id, computed before the decision, and its compression under way."""
+
+    body_json: bytes
+    trm_id: str
+    compressing: Future[bytes] | None
+
+
 class ResultShaper:
     """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
 
@@ -259,7 +274,12 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in)
+        prepared, floor = (
+            self._prepare_over_bound(call, result, body, ctx, chars_in)
+            if not (own or multimodal or observe)
+            else (None, _NOT_YET)
+        )
+        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in, floor)
         stash: dict[str, str] = {}
         events: list[ReducerEvent] = []
         for run in runs:
@@ -274,8 +294,26 @@ class ResultShaper:
             candidate = candidate.model_copy(update={"structured_content": None})
         candidate_body = body if candidate is result else dump_result(candidate)
 
+        # The gate prices the stub this result would get (built once, here, and sent if it is offloaded).
+        ahead = not observe and self.ledger is not None  # a record priced here is compressed while the stub is built
+        priced: list[tuple[BodyRecord, str]] = []
+
+        def stub_chars(chars: int) -> int | None:
+            if (
+                own
+                or multimodal
+                or not self.settings.policy.enabled
+                or chars < self.settings.policy.large_threshold_chars
+            ):
+                return None  # the gate is not reached
+            if not priced:
+                record = self._body_record(call, body, prepared, ahead=ahead)
+                priced.append((record, self._stub_text(call, body, record)))
+            return self._stub_visible_chars(call, result, *priced[0])
+
+        chars = visible_chars(candidate_body)
         decision = self.policy.decide(
-            PolicyInput(chars=visible_chars(candidate_body), multimodal=multimodal, own_tool=own)
+            PolicyInput(chars=chars, multimodal=multimodal, own_tool=own, stub_chars=stub_chars(chars))
         )
         limit = self.settings.policy.client_max_result_chars
         if (
@@ -289,8 +327,9 @@ class ResultShaper:
                 candidate_body = dump_result(candidate)
             if sent_chars(candidate_body) > limit:
                 # Both channels together exceed what the client accepts: the client bound decides.
+                chars = sent_chars(candidate_body)
                 decision = self.policy.decide(
-                    PolicyInput(chars=sent_chars(candidate_body), multimodal=multimodal, own_tool=own)
+                    PolicyInput(chars=chars, multimodal=multimodal, own_tool=own, stub_chars=stub_chars(chars))
                 )
         report = ShapeReport(
             verdict="keep",
@@ -310,15 +349,8 @@ class ResultShaper:
         bodies: list[BodyRecord] = []
         commit_stash: dict[str, str] = {}
         if decision.offload:
-            record = BodyRecord.of(
-                body,
-                server=call.server,
-                tool=call.downstream_tool,
-                arguments=call.arguments,
-                session_id=call.session_id,
-                chars=recall_chars(body),
-            )
-            out, bodies = self._stub(call, result, body, record, report), [record]
+            record, stub = priced[0] if priced else (self._body_record(call, body, prepared, ahead=ahead), "")
+            out, bodies = self._stub(call, result, body, record, report, stub), [record]
             report.verdict, report.trm_id = "offload", record.trm_id
         elif candidate is not result:
             out = candidate
@@ -328,6 +360,13 @@ class ResultShaper:
                 report.stash_hashes = sorted(stash)
             if repeat and candidate.structured_content is None:
                 report.structured = "dropped_duplicate"
+        if not decision.offload:  # kept or reduced after all: nothing to store, so stop compressing it
+            for compressing in {
+                prepared.compressing if prepared else None,
+                priced[0][0].compressing if priced else None,
+            }:
+                if compressing is not None:
+                    compressing.cancel()
         report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
@@ -360,8 +399,45 @@ class ResultShaper:
         names = [name for name in reducer_settings.pipeline if name not in ("collapse", "smartcrush")]
         return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
+    def _prepare_over_bound(
+        self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], ctx: ReduceContext, chars_in: int
+    ) -> tuple[_Prepared | None, Any]:
+        """For a result over the client bound (offload near certain): its canonical bytes, sha256 and
+        compression, with the reducer floor (`_offload_before_reducing`) computed on a worker meanwhile.
+
+        sha256 and zstd release the GIL, so while this thread hashes, one worker enters zstd and
+        another runs the floor's pure-Python scan: on a 1 MB result the floor (0.3-0.4 ms) and the
+        compression (0.3-2.4 ms) leave the path to the stub wherever a core is free. Returns (None,
+        _NOT_YET) when it does not apply; the floor's result (or None: the reducers must run) otherwise.
+        When the reducers then bring the result under the bound, the hash was spent for nothing
+        (~0.5 ms/MB beside their 60-100 ms/MB) and the compression is cancelled.
+        """
+        policy = self.settings.policy
+        limit = policy.client_max_result_chars
+        if self.ledger is None or not policy.enabled or not limit or chars_in <= limit:
+            return None, _NOT_YET
+        raw = canonical_json(body)
+        if len(raw) < ahead.MIN_BYTES:
+            return None, _NOT_YET
+        # The floor first: it is what this thread waits for after hashing; zstd is not needed before the commit.
+        floor = (
+            ahead.submit(self._offload_before_reducing, result, ctx, False, chars_in)
+            if self.pipeline_before_collapse is not None and chars_in >= policy.large_threshold_chars
+            else None
+        )
+        compressing = ahead.submit(codec.compress, raw)
+        prepared = _Prepared(raw, trm_id_for(raw), compressing)
+        if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
+            return prepared, _NOT_YET
+        return prepared, floor.result()
+
     def _reduce_before_policy(
-        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
+        self,
+        result: types.CallToolResult,
+        ctx: ReduceContext,
+        multimodal: bool,
+        chars_in: int,
+        floor: Any = None,
     ) -> tuple[list[Any], list[PipelineResult]]:
         """The reduction the policy judges: without collapse when that is offloaded, else the full pipeline.
 
@@ -371,7 +447,7 @@ class ResultShaper:
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
-        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in)
+        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in) if floor is _NOT_YET else floor
         if decided is not None:
             return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
@@ -438,15 +514,48 @@ class ResultShaper:
             blocks.append(block)
         return (blocks if changed else []), runs
 
-    def _index_chars(self) -> int:
-        """The index budget, kept so the whole stub stays far below `client_max_result_chars`."""
-        policy = self.settings.policy
-        chars = policy.stub_index_chars
-        if policy.client_max_result_chars:
-            chars = min(
-                chars, max(0, policy.client_max_result_chars // 2 - int(policy.stub_tokens * policy.chars_per_token))
+    @staticmethod
+    def _body_record(call: CallInfo, body: dict[str, Any], prepared: _Prepared | None, *, ahead: bool) -> BodyRecord:
+        if prepared is not None:  # hashed and serialised already, maybe compressing on a worker
+            return BodyRecord(
+                prepared.trm_id,
+                prepared.body_json,
+                call.server,
+                call.downstream_tool,
+                dict(call.arguments),
+                call.session_id,
+                recall_chars(body),
+                prepared.compressing,
             )
-        return chars
+        return BodyRecord.of(
+            body,
+            server=call.server,
+            tool=call.downstream_tool,
+            arguments=call.arguments,
+            session_id=call.session_id,
+            chars=recall_chars(body),
+            compress_ahead=ahead,
+        )
+
+    def _stub_text(self, call: CallInfo, body: dict[str, Any], record: BodyRecord) -> str:
+        policy = self.settings.policy
+        return build_stub(
+            trm_id=record.trm_id,
+            tool=call.tool,
+            body=body,
+            chars=record.chars,
+            chars_per_token=policy.chars_per_token,
+            budget_tokens=policy.stub_tokens,
+            recall_mode=self.settings.recall.mode,
+            index_chars=self.policy.index_chars(),
+        )
+
+    @staticmethod
+    def _stub_visible_chars(call: CallInfo, result: types.CallToolResult, record: BodyRecord, stub: str) -> int:
+        """What the model reads of the stubbed result (visible_chars: the larger channel)."""
+        if result.structured_content is not None or call.output_schema is not None:
+            return max(len(stub), _json_chars(stub_object(record.trm_id, stub)))
+        return len(stub)
 
     def _stub(
         self,
@@ -455,21 +564,12 @@ class ResultShaper:
         body: dict[str, Any],
         record: BodyRecord,
         report: ShapeReport,
+        stub: str = "",
     ) -> types.CallToolResult:
         """Text: the stub. structuredContent (when the result had one, or the tool promises one): the stub
         object with the same text, so a client that shows only that channel still sees the id, what is
         missing and the call that gets it. `_meta` stays when small."""
-        policy = self.settings.policy
-        stub = build_stub(
-            trm_id=record.trm_id,
-            tool=call.tool,
-            body=body,
-            chars=record.chars,
-            chars_per_token=policy.chars_per_token,
-            budget_tokens=policy.stub_tokens,
-            recall_mode=self.settings.recall.mode,
-            index_chars=self._index_chars(),
-        )
+        stub = stub or self._stub_text(call, body, record)
         update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
         if result.structured_content is not None or call.output_schema is not None:
             update["structured_content"] = stub_object(record.trm_id, stub)

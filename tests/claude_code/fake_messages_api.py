@@ -20,7 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Step = dict[str, Any]
-"""{"tool": name, "input": {...}} for a tool_use turn, or {"text": "..."} for a final answer.
+"""{"tool": name, "input": {...}} for a tool_use turn, {"parallel": [such steps]} for one turn of several
+tool_use blocks (Claude Code runs read-only tools of one turn concurrently), or {"text": "..."} for a final
+answer.
 A callable step gets the tool results recorded so far and returns such a dict (e.g. a recall of
 the id the previous result carried)."""
 
@@ -171,6 +173,11 @@ class FakeMessagesAPI:
 
     @staticmethod
     def _content(step: Step, n: int) -> list[dict[str, Any]]:
+        if "parallel" in step:
+            return [
+                {"type": "tool_use", "id": f"toolu_{n:06d}_{i}", "name": use["tool"], "input": use["input"]}
+                for i, use in enumerate(step["parallel"])
+            ]
         if "tool" in step:
             return [{"type": "tool_use", "id": f"toolu_{n:06d}", "name": step["tool"], "input": step["input"]}]
         return [{"type": "text", "text": step.get("text", "done")}]

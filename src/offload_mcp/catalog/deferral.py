@@ -113,6 +113,15 @@ def max_result_size_chars(offload: Any) -> int | None:
     """The `anthropic/maxResultSizeChars` every downstream tool declares, or None to leave Claude Code's default.
 
     `offload` is the OffloadSettings (mode, policy). See the module docstring for why this value.
+
+    Re-checked against replay --client claude-code (issue 12): with the defaults the largest result
+    the proxy sends inline is 26,645 chars on bench/data/corpus/mcp_servers.jsonl.gz, 28,928 on the
+    shared dev corpus and 9,868 on mcp_dev (the 30K pre-filter and the gate offload the rest; stubs
+    are <= ~8K), so Claude Code's own 50,000 would change nothing there. It matters when the proxy
+    keeps a 50K-100K result inline: with the gate declining (an unpriced model) and reducers off,
+    declaring nothing lets Claude Code file 8 such results on the MCP corpus to disk (2 needed facts
+    behind the file, 98.60% visible) and 1 on dev; declaring client_max_result_chars keeps all of
+    them (100%). Above it Claude Code's MAX_MCP_OUTPUT_TOKENS rejects anyway, so a larger value buys nothing.
     """
     policy = getattr(offload, "policy", None)
     if policy is None or getattr(offload, "mode", "enforce") == "observe" or not policy.enabled:

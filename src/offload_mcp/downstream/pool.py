@@ -33,7 +33,7 @@ from .settings import DownstreamSettings
 logger = logging.getLogger(__name__)
 
 ROOTS_PRIME_S = 2.0
-"""How long a call waits for a server to fetch the roots it could not get at start-up."""
+"""How long a call waits, at each step, for a server to fetch the client's roots."""
 
 
 class DownstreamPool:
@@ -179,23 +179,41 @@ class DownstreamPool:
                 tg.start_soon(server.roots_changed)
 
     async def prime_roots(self, name: str, capabilities: Any) -> None:
-        """Before a call: a server whose roots/list went unanswered asks again, now that a client can answer.
+        """Before a call of a client that declared roots: the server has that client's roots in hand.
 
-        A server asks for roots right after it starts, often before any client
-        is there to answer (always so for 2026-era clients, which cannot be
-        asked outside a call). When a call from a client that declared roots
-        reaches such a server, the proxy sends it notifications/roots/list_changed
-        and holds the call (at most `ROOTS_PRIME_S`) until its roots/list has
-        been answered, so the call already runs with the client's roots.
-        Inert for servers that never asked, or were answered.
+        Three waits, each bounded by `ROOTS_PRIME_S` (relay/roots.py says why
+        each is needed): a server whose roots/list went unanswered (asked at
+        start-up before any client could answer; always so for 2026-era
+        clients, which can be asked only inside a call) is sent
+        notifications/roots/list_changed and the call waits for its answer
+        (that roots/list goes to this call's client even when other calls are
+        in flight on the server: it answers our notification);
+        a roots/list still being relayed is waited for; and a server that was
+        given roots since it last settled is let settle (downstream/settle.py),
+        since servers apply roots asynchronously. Inert for servers that never
+        asked for roots, and for clients without the roots capability.
         """
         server = self.servers.get(name)
-        if name not in self.relay.roots_unanswered or server is None or getattr(capabilities, "roots", None) is None:
+        if server is None or getattr(capabilities, "roots", None) is None:
             return
-        answered = self.relay.roots_answered(name)
-        await server.roots_changed()
-        with anyio.move_on_after(ROOTS_PRIME_S):
-            await answered.wait()
+        roots = self.relay.roots
+        if roots.settled(name):
+            return  # the common case, kept off the call path's clock
+        # One call at a time primes and settles a server: calls made together (Claude Code runs read-only
+        # tools in parallel) wait for the first one's roots instead of racing it.
+        async with roots.priming(name):
+            if name in roots.unanswered:
+                answered = roots.next_answer(name)
+                # The roots/list this provokes belongs to this call, whoever else has calls in flight.
+                with roots.primed_by(name, self.relay.calling()):
+                    await server.roots_changed()
+                    with anyio.move_on_after(ROOTS_PRIME_S):
+                        await answered.wait()
+            if not await roots.wait_quiet(name, ROOTS_PRIME_S):
+                logger.info("server %r: a roots/list is still unanswered; calling it anyway", name)
+            if roots.take_fresh(name):
+                how = await server.settle()
+                self.relay.stats.roots_settled[how] += 1
 
     def ready(self) -> list[DownstreamServer]:
         return [s for s in self.servers.values() if s.state == "ready"]

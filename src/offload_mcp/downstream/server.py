@@ -40,8 +40,10 @@ from pydantic import ValidationError
 
 from ..config import RemoteServer, ServerEntry, StdioServer
 from ..relay.capabilities import DeclaringClientSession
+from ..relay.roots import WatchedReadStream, is_roots_request
 from ..relay.router import Relay
 from .settings import DownstreamSettings
+from .settle import settle
 from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport
 
 logger = logging.getLogger(__name__)
@@ -200,9 +202,16 @@ class DownstreamServer:
         if self.relay is None:
             session = ClientSession(read, write, message_handler=self._on_message)
         else:
+            roots = self.relay.roots
+            roots.reset(self.name)
+
+            def count_roots_requests(item: object) -> None:
+                if is_roots_request(item):
+                    roots.asked(self.name)
+
             # Declares what the upstream clients declared; their requests are relayed (relay/router.py).
             session = DeclaringClientSession(
-                read,
+                WatchedReadStream(read, count_roots_requests),
                 write,
                 message_handler=self._on_message,
                 declared=self.relay.declared,
@@ -323,6 +332,14 @@ class DownstreamServer:
                 await self.session.send_notification(types.RootsListChangedNotification())
             except Exception as err:
                 logger.debug("server %r: roots/list_changed not delivered: %r", self.name, err)
+
+    async def settle(self) -> str:
+        """Wait until the server has digested what it was sent (downstream/settle.py); how that was established."""
+        session = self.session
+        if self.state != "ready" or session is None:
+            return "not_ready"
+        pid = self.record.pid if self.record is not None and isinstance(self.entry, StdioServer) else None
+        return await settle(session, pid, self.settings.call_timeout_s)
 
     def due_for_retry(self) -> bool:
         """A server that failed to start, whose backoff has passed (retried in the background)."""

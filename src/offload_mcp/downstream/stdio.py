@@ -147,12 +147,20 @@ class _Line:
 def _parse_line(line: _Line, limit: int, child_log: logging.Logger) -> SessionMessage | Exception:
     """The line as a JSON-RPC message; a line that cannot be one becomes an error answer when its id is known."""
     if line.data is not None:
-        text = line.data.decode("utf-8", "replace")
         try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+            # The bytes as they came: a decoded str would be re-encoded to UTF-8 for the parser (a 1 MB
+            # non-ASCII result: 7.5 -> 4.7 ms; ASCII: 0.25 -> 0.21 ms).
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line.data, by_name=False))
         except ValueError as exc:
             problem = _first_error(exc)
             error: Exception = exc
+        text = _lenient_text(line.data)
+        if text is not None:  # not UTF-8: the message with U+FFFD for each bad byte, as a text stream reads it
+            try:
+                return SessionMessage(types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+            except ValueError as exc:
+                problem = _first_error(exc)
+                error = exc
     else:
         problem = f"the message is {line.size:,} bytes, over offload.downstream.max_result_bytes={limit:,}"
         error = ValueError(problem)
@@ -167,6 +175,15 @@ def _parse_line(line: _Line, limit: int, child_log: logging.Logger) -> SessionMe
     return SessionMessage(
         types.JSONRPCError(jsonrpc="2.0", id=id_, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message))
     )
+
+
+def _lenient_text(data: bytes) -> str | None:
+    """`data` decoded with U+FFFD for bytes that are not UTF-8, or None when it is UTF-8 already."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
+    return None
 
 
 def _first_error(exc: ValueError) -> str:

@@ -4,13 +4,20 @@ Pure and side-effect free. Offload fires iff
 
     net = carry(T, H) - carry(S, H) - p * recall_hop(R_in, R_out) > 0
 
-with T = output_tokens, S = stub_tokens, H = horizon (a prior of the calls
+with T = output_tokens, S = stub_tokens (the stub as it will be sent, index
+included: the policy passes the built stub's size, or its bound), H = horizon (a prior of the calls
 that will follow the result), p = recall_probability. Every term, the horizon
 and the cached/uncached rates are defined once in policy/economics.py, which
 stats, replay and the demo use too. Uncached this is exactly the seed
 (T * in * H - S * in * H - p * (R_in * in + R_out * out)); cached, an inline
 result is written to the cache once and read on each of the H - 1 later
 requests, and a recalled slice is new content, so it is written to the cache.
+
+Pricing the stub as sent (measured, replay --client claude-code): with the
+defaults it changes no decision on the three corpora (every result that
+reaches the gate is >= 7,500 tokens against a stub of <= ~1,750); with the
+pre-filter lowered to 8K it keeps 21 of 440 dev results and 2 of 31 on the
+MCP corpus inline whose stub would have saved nothing worth a recall.
 
 Conservatism carried over from the seed: below the large pre-filter the gate
 never fires; an unknown model (no price row) cannot prove a saving and does
@@ -99,7 +106,7 @@ def evaluate_offload_gate(inputs: OffloadGateInputs) -> OffloadGateDecision:
     net = terms.net
     reason = (
         f"net=${net:.4f} (saving=${reprefill_saving:.4f} − stub=${stub_carry_cost:.4f} − recall=${expected_recall_hop_cost:.4f}); "
-        f"H={h} p_recall={p_recall:.2f} model={inputs.model_name} {pricing_note}"
+        f"S={inputs.stub_tokens} H={h} p_recall={p_recall:.2f} model={inputs.model_name} {pricing_note}"
     )
     return OffloadGateDecision(
         fire=net > 0.0,

@@ -13,8 +13,16 @@ common prefix of URL fields (which carries owner/repo) instead of every URL.
 What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
 tables: their first column), or per record for text (git log: sha, author, subject; Playwright
 snapshots: ref and row/link name; CSV/TSV: first column; logs: ERROR lines; file listings: paths; other text: its distinct URLs),
-in input order, until `budget` chars; then one line that says how many were left out and the call
-that pages them. Pure and deterministic: same body and budget, same bytes.
+in input order. Each record has levels, richest first (git: sha subject (author), the subject
+shortened, the sha alone; JSON: the chosen fields, then fewer; ERROR lines: the line, without its
+timestamp, its identifiers alone), and the index uses the richest level at which EVERY record fits
+`budget`; when none does, the most compact level for the first records that fit, then one line that
+says how many were left out and the call that pages them. A JSON field that counts up by one in item
+order (a row number) is stated once instead of on every line. Why (replay --client claude-code on
+bench/data/corpus/mcp_servers.jsonl.gz): the needed facts behind a stub were shas from the middle of
+git logs of 220 and 89 commits and ids of a log's 70th ERROR line, while the index spent its budget on
+the first 63, 46 and 57 records in full; listing every record compactly took facts behind a stub from
+5 of 143 to 0, tokens cut 89.38% -> 89.46%. Pure and deterministic: same body and budget, same bytes.
 """
 
 from __future__ import annotations
@@ -74,33 +82,51 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     if found is None or budget <= 0:
         return ""
     path, items = found
+    extra_counters: list[str] = []
+    rows: Iterator[tuple[str, ...]]
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
-        values = [[_scalar(it[0]) if it else ""] for it in items]
-        what = "first column"
+        rows = ((_scalar(it[0]) if it else "",) for it in items)
+        whats: tuple[str, ...] = ("first column",)
     else:
         fields = _choose_fields(items)
         if not fields:
             return ""
-        values = [[_scalar(_get(it, f)) if isinstance(it, dict) else "" for f in fields] for it in items]
-        what = ", ".join(fields)
-    lines = [" | ".join(v) for v in values]
+        counters = [f for f in fields if _counts_up(items, f)]
+        if counters and len(counters) < len(fields):
+            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line.
+            fields = [f for f in fields if f not in counters]
+            extra_counters = [
+                f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters
+            ]
+        # Richest first: every chosen field, then fewer, then the first one alone (the identifier).
+        levels = [fields[:n] for n in range(len(fields), 0, -1)]
+        # Lazily: _render stops reading once even the most compact level is past the budget (1 MB of JSON
+        # items costs what the first few hundred do).
+        rows = (_levels(it, fields, levels) for it in items)
+        whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
-    head = f"index of {len(items):,} items at {path}, one line each: {what}"
+    head = f"index of {len(items):,} items at {path}, one line each: "
     extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
+    extra += extra_counters
     first = fields[0] if fields[0].startswith("[") else "." + fields[0]
 
     def page(k: int) -> str:
         if not json_paths:
             return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
         return (
-            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {what.split(", ")[0]}, '
+            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {whats[0].split(", ")[0]}, '
             f'json_path="{path}[{k}:{k + 20}]" for whole items'
         )
 
     return _render(
-        head, extra, lines, budget, lambda k: f"{len(lines) - k:,} more items not shown: {page(k)}", len(lines)
+        head, whats, extra, rows, budget, lambda k: f"{len(items) - k:,} more items not shown: {page(k)}", len(items)
     )
+
+
+def _levels(item: Any, fields: list[str], levels: list[list[str]]) -> tuple[str, ...]:
+    values = [_scalar(_get(item, f)) if isinstance(item, dict) else "" for f in fields]
+    return tuple(" | ".join(values[: len(level)]) for level in levels)
 
 
 def text_index(text: str, budget: int, trm_id: str) -> str:
@@ -118,10 +144,18 @@ def text_index(text: str, budget: int, trm_id: str) -> str:
     return ""
 
 
-def _text_render(head: str, entries: Iterable[tuple[int, str]], total: int, *, budget: int, trm_id: str) -> str:
+def _text_render(
+    head: str,
+    whats: tuple[str, ...],
+    entries: Iterable[tuple[int, tuple[str, ...]]],
+    total: int,
+    *,
+    budget: int,
+    trm_id: str,
+) -> str:
     starts: list[int] = []
 
-    def lines() -> Iterator[str]:
+    def lines() -> Iterator[tuple[str, ...]]:
         for n, entry in entries:
             starts.append(n)
             yield entry
@@ -133,23 +167,64 @@ def _text_render(head: str, entries: Iterable[tuple[int, str]], total: int, *, b
             f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
         )
 
-    return _render(head, [], lines(), budget, more, total)
+    return _render(head, whats, [], lines(), budget, more, total)
+
+
+_ALL_SHOWN = "; all shown"
+_MORE_RESERVE = 180
+"""Room kept for the "N more ... recall_tool_result(...)" line when not every entry fits."""
 
 
 def _render(
-    head: str, extra: list[str], lines: Iterable[str], budget: int, more: Callable[[int], str], total: int
+    head: str,
+    whats: tuple[str, ...],
+    extra: list[str],
+    entries: Iterable[tuple[str, ...]],
+    budget: int,
+    more: Callable[[int], str],
+    total: int,
 ) -> str:
-    out = [head, *extra]
-    size = sum(len(x) + 1 for x in out)
-    shown = 0
-    for line in lines:
-        entry = "  " + line
-        # Keep room for the "N more" line (~150 chars) unless this is the last entry.
-        reserve = 0 if shown == total - 1 else 180
-        if size + len(entry) + 1 + reserve > budget:
+    """One line per record at the richest level at which EVERY record fits; else the most compact level, in order.
+
+    Each entry is its record rendered at each level, richest first (git: sha subject (author), then a
+    shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
+    record's identifier to its next call, and which record it will pick is not known here, so covering
+    more records beats saying more about the first ones: the measure is needed facts visible
+    (replay --client claude-code on bench/data/corpus/mcp_servers.jsonl.gz: facts behind a stub 5 -> 0
+    when git logs of 89 and 220 commits and a log's 132 ERROR lines are listed by identifier instead of
+    the first 46, 63 and 57 records in full). Entries are consumed lazily and only until even the most
+    compact level is past the budget, so a 4 MB body costs what its first few hundred records do.
+    When every record fits with room to spare, the first records take the richest level in that room
+    (every issue number, and the first ones with their titles).
+    """
+    heads = tuple(head + what for what in whats)
+    levels = len(heads)
+    base = [len(h) + 1 + sum(len(x) + 1 for x in extra) for h in heads]
+    sizes = list(base)
+    kept: list[tuple[str, ...]] = []
+    complete = True
+    for entry in entries:
+        kept.append(entry)
+        for lv in range(levels):
+            sizes[lv] += len(entry[lv]) + 3  # "  " indent and newline
+        if sizes[-1] > budget:
+            complete = False  # not even the most compact level holds them all: stop reading
             break
-        out.append(entry)
-        size += len(entry) + 1
+    if complete:
+        for lv in range(levels):
+            if sizes[lv] + len(_ALL_SHOWN) <= budget:
+                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv])
+    lv = levels - 1
+    out = [heads[lv], *extra]
+    size = base[lv]
+    shown = 0
+    for entry in kept:
+        line = "  " + entry[lv]
+        reserve = 0 if shown == total - 1 else _MORE_RESERVE
+        if size + len(line) + 1 + reserve > budget:
+            break
+        out.append(line)
+        size += len(line) + 1
         shown += 1
     if shown == 0:
         return ""
@@ -159,6 +234,18 @@ def _render(
     else:
         out[0] += "; all shown"
     return "\n".join(out)
+
+
+def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
+    """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
+    richer = 0
+    spare -= len(f"{_ALL_SHOWN}, the first {len(kept):,} as {richest}")  # the head says which ones are richer
+    while lv > 0 and richer < len(kept) and len(kept[richer][0]) - len(kept[richer][lv]) <= spare:
+        spare -= len(kept[richer][0]) - len(kept[richer][lv])
+        richer += 1
+    head += f"{_ALL_SHOWN}, the first {richer:,} as {richest}" if richer else _ALL_SHOWN
+    lines = ("  " + (e[0] if i < richer else e[lv]) for i, e in enumerate(kept))
+    return "\n".join([head, *extra, *lines])
 
 
 # ------------------------------------------------------------------ JSON
@@ -224,6 +311,20 @@ def _choose_fields(items: list[Any]) -> list[str]:
     return chosen
 
 
+def _counts_up(items: list[Any], field: str) -> bool:
+    """The field is an integer that goes up by one from item to item (a row number): derivable from the position."""
+    first, last = (_get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
+    if not isinstance(first, int) or not isinstance(last, int) or last - first != len(items) - 1:
+        return False  # cheap rejection before reading every item
+    previous: int | None = None
+    for it in items:
+        value = _get(it, field) if isinstance(it, dict) else None
+        if not isinstance(value, int) or isinstance(value, bool) or (previous is not None and value != previous + 1):
+            return False
+        previous = value
+    return len(items) >= 3
+
+
 def _is_scalar(v: Any) -> bool:
     return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
 
@@ -268,9 +369,17 @@ _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 _PATH = re.compile(
     r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$"
 )
-_URL_TRAIL = ".,;:!?*_"
+_URL_TRAIL = ".,;:!?*_\\"  # and the backslash of a JSON-escaped quote after a URL in JSON-lines text
 
-Found = tuple[str, Iterator[tuple[int, str]], int]
+_LOG_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s*")
+_TOKEN = re.compile(r"[A-Za-z0-9][\w.:/@#-]*[A-Za-z0-9]")
+_DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}")
+_GIT_SUBJECT_SHORT = (32, 16)
+_ARIA_NAME_SHORT = 24
+_LOG_LINE_SHORT = 80
+
+Found = tuple[str, tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
+"""(head, what each level shows (richest first), (line number, the record at each level) lazily, how many records)."""
 
 
 def _iter_lines(text: str) -> Iterator[tuple[int, str]]:
@@ -307,7 +416,7 @@ def _git_log(text: str) -> Found | None:
         return None
     total = len(_GIT.findall(text))
 
-    def entries() -> Iterator[tuple[int, str]]:
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         for line, m in _matches(_GIT, text):
             sha, author, subject = m.group(1), "", ""
             for follow in text[m.end() : m.end() + 2000].split("\n")[1:12]:
@@ -321,12 +430,13 @@ def _git_log(text: str) -> Found | None:
                     subject = msg.group(1).strip()
                 if author and subject:
                     break
-            yield (
-                line,
-                (f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}"),
-            )
+            full = f"{sha} {_clip(subject, 60)} ({_clip(author, 20)})" if author else f"{sha} {_clip(subject, 60)}"
+            yield line, (full, *(f"{sha} {_clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
 
-    return f"index of {total:,} commits, one line each: sha subject (author)", entries(), total
+    shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
+    whats = ("sha subject (author)", *shortened, "sha")
+    commits = "commit" if total == 1 else "commits"
+    return f"index of {total:,} {commits}, one line each: ", whats, entries(), total
 
 
 def _aria_snapshot(text: str) -> Found | None:
@@ -339,13 +449,12 @@ def _aria_snapshot(text: str) -> Found | None:
         return None
     role = max(counts, key=lambda r: (counts[r], r))
     entries = (
-        (line, f"{m.group(3)} {_clip(m.group(2), 80)}") for line, m in _matches(_ARIA, text) if m.group(1) == role
+        (line, (f"{m.group(3)} {_clip(m.group(2), 80)}", f"{m.group(3)} {_clip(m.group(2), _ARIA_NAME_SHORT)}"))
+        for line, m in _matches(_ARIA, text)
+        if m.group(1) == role
     )
-    return (
-        f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: ref name",
-        entries,
-        counts[role],
-    )
+    head = f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: "
+    return head, ("ref name", "ref name (shortened)"), entries, counts[role]
 
 
 def _table_first_column(text: str) -> Found | None:
@@ -358,16 +467,16 @@ def _table_first_column(text: str) -> Found | None:
             header = sample[0].split(sep)[0].strip()
             rows = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n") - 1
 
-            def entries(sep: str = sep) -> Iterator[tuple[int, str]]:
+            def entries(sep: str = sep) -> Iterator[tuple[int, tuple[str, ...]]]:
                 header_seen = False
                 for n, ln in _iter_lines(text):
                     if not ln.strip():
                         continue
                     if header_seen:
-                        yield n, _clip(ln.split(sep, 1)[0].strip(), _VALUE_CHARS)
+                        yield n, (_clip(ln.split(sep, 1)[0].strip(), _VALUE_CHARS),)
                     header_seen = True
 
-            return f"index of {rows:,} rows, one line each: first column ({_clip(header, 40)})", entries(), rows
+            return f"index of {rows:,} rows, one line each: ", (f"first column ({_clip(header, 40)})",), entries(), rows
     return None
 
 
@@ -389,15 +498,30 @@ def _error_lines(text: str) -> Found | None:
         return None
     lines = text.count("\n") + (0 if text.endswith("\n") else 1)
 
-    def entries() -> Iterator[tuple[int, str]]:
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         line, pos = 1, 0
         for start in starts:
             line += text.count("\n", pos, start)
             pos = start
             end = text.find("\n", start)
-            yield line, _clip(text[start : end if end >= 0 else len(text)].strip())
+            full = text[start : end if end >= 0 else len(text)].strip()
+            yield line, (_clip(full), _clip(_LOG_STAMP.sub("", full), _LOG_LINE_SHORT), _identifiers(full))
 
-    return f"index of the {len(starts):,} ERROR lines of {lines:,} log lines", entries(), len(starts)
+    head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines, one line each: "
+    return head, ("the line", "the line without its timestamp", "its identifiers"), entries(), len(starts)
+
+
+def _identifiers(line: str) -> str:
+    """The id-like tokens of a line (request ids, SKUs, hosts, paths: a digit and 4+ chars; not dates, times or
+    short counts), in order, once each: the values an agent searches or passes on from a log line."""
+    seen: dict[str, None] = {}
+    for token in _TOKEN.findall(line):
+        if len(token) < 4 or not any(c.isdigit() for c in token) or _DATE_OR_TIME.match(token):
+            continue
+        if token.isdigit() and len(token) < 6:
+            continue
+        seen.setdefault(token)
+    return " ".join(seen) if seen else _clip(_LOG_STAMP.sub("", line), 40)
 
 
 def _listing(text: str) -> Found | None:
@@ -405,8 +529,8 @@ def _listing(text: str) -> Found | None:
     if not sample or sum(1 for ln in sample if _PATH.match(ln)) / len(sample) <= 0.7:
         return None
     total = (text.count("\n") + (0 if text.endswith("\n") else 1)) - text.count("\n\n")
-    entries = ((n, _clip(ln.strip())) for n, ln in _iter_lines(text) if ln.strip())
-    return f"index of {total:,} paths, one line each", entries, total
+    entries = ((n, (_clip(ln.strip()),)) for n, ln in _iter_lines(text) if ln.strip())
+    return f"index of {total:,} paths, one line ", ("each",), entries, total
 
 
 def _links(text: str) -> Found | None:
@@ -416,12 +540,12 @@ def _links(text: str) -> Found | None:
     if len(distinct) < 3:
         return None
 
-    def entries() -> Iterator[tuple[int, str]]:
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         seen: set[str] = set()
         for line, m in _matches(_URL, text):
             url = m.group(0).rstrip(_URL_TRAIL)
             if url in distinct and url not in seen:
                 seen.add(url)
-                yield line, url
+                yield line, (url,)
 
-    return f"index of the {len(distinct):,} distinct URLs in the text, one line each", entries(), len(distinct)
+    return f"index of the {len(distinct):,} distinct URLs in the text, one line ", ("each",), entries(), len(distinct)

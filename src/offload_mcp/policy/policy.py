@@ -18,7 +18,14 @@ Branch order is load-bearing and reads top to bottom:
    -7.14%, 6.04%, 99.92% (2 facts behind a stub); 25K: -7.53%, 6.55%, 99.92%;
    20K: facts 98.34% (65 behind stubs); from 8K: -34.8% but 94.04%. 8K-30K
    results stay inline; 30K-100K go to the gate. mcp_dev.jsonl.gz is capped
-   at 10K chars, so unaffected.
+   at 10K chars, so unaffected. Re-measured with the gate pricing the stub
+   it sends (index included) and the index listing every record it can:
+   with the pre-filter at 8K the gate offloads 419 dev results (21 fewer
+   than with a 250-token stub): -34.15% tokens and $17.61 saved net of
+   recall hops, but 94.29% of needed facts visible; on mcp_dev it offloads
+   38 results and loses money net of recall hops (-$0.28 against +$0.14
+   with the 30K pre-filter; 83.19% visible). The gate's prior (p=0.5 of one
+   hop) cannot see which medium results hold facts, so the pre-filter stays.
 6. `over_client_limit` — above `client_max_result_chars` the client rejects
    or cuts the result, so offload whatever the gate says: the alternative is
    losing it.
@@ -33,6 +40,7 @@ and do not exist at the MCP seam (DESIGN.md): a proxy decides once, on arrival.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -65,6 +73,9 @@ class PolicyInput:
     """Model-visible characters of the candidate result (text blocks after reduction)."""
     multimodal: bool = False
     own_tool: bool = False
+    stub_chars: int | None = None
+    """Model-visible characters of the stub that would replace it (the shaper builds it before deciding);
+    None prices the largest stub the settings allow (`ResultPolicy.stub_bound_chars`)."""
 
 
 @dataclass(frozen=True)
@@ -111,15 +122,34 @@ class ResultPolicy:
     def tokens(self, chars: int) -> float:
         return chars / self.settings.chars_per_token
 
-    def gate_inputs(self, chars: int) -> OffloadGateInputs:
+    def index_chars(self) -> int:
+        """The stub's identifier-index budget, kept so the whole stub stays far below `client_max_result_chars`."""
         s = self.settings
+        chars = s.stub_index_chars
+        if s.client_max_result_chars:
+            chars = min(chars, max(0, s.client_max_result_chars // 2 - int(s.stub_tokens * s.chars_per_token)))
+        return chars
+
+    def stub_bound_chars(self) -> int:
+        """The largest stub the settings allow: `stub_tokens` of header, shape, head and recall call plus the index.
+
+        The structuredContent copy of a stub (stub.stub_object) JSON-escapes the same text, which
+        adds a few percent; the 2x headroom under `client_max_result_chars` (index_chars) covers it.
+        """
+        return int(self.settings.stub_tokens * self.settings.chars_per_token) + self.index_chars()
+
+    def gate_inputs(self, chars: int, stub_chars: int | None = None) -> OffloadGateInputs:
+        """What the gate prices. The stub is priced as sent (an indexed stub is up to ~1,750 tokens, not
+        `stub_tokens`' 250), or at `stub_bound_chars` when the caller has not built it."""
+        s = self.settings
+        stub = self.stub_bound_chars() if stub_chars is None else stub_chars
         return OffloadGateInputs(
             output_tokens=self.tokens(chars),
             horizon=s.horizon,
             recall_probability=s.recall_probability,
             model_name=s.model,
             large_offload_threshold_tokens=int(s.large_threshold_chars / s.chars_per_token),
-            stub_tokens=s.stub_tokens,
+            stub_tokens=math.ceil(stub / s.chars_per_token),
             recall_input_tokens=s.recall_input_tokens,
             recall_output_tokens=s.recall_output_tokens,
             prompt_caching=s.prompt_caching,
@@ -145,7 +175,7 @@ class ResultPolicy:
             return keep("small", f"{chars} chars <= small_threshold_chars={s.small_threshold_chars}")
         if chars < s.large_threshold_chars:
             return keep("below_large", f"{chars} chars < large_threshold_chars={s.large_threshold_chars} (pre-filter)")
-        gate, gate_failure = self._run_gate(chars)
+        gate, gate_failure = self._run_gate(chars, item.stub_chars)
         if s.client_max_result_chars and chars > s.client_max_result_chars:
             return Decision(
                 "offload",
@@ -161,11 +191,11 @@ class ResultPolicy:
             return Decision("offload", "gate_fired", gate.reason, chars, tokens, gate)
         return keep("gate_declined", gate.reason, gate)
 
-    def _run_gate(self, chars: int) -> tuple[OffloadGateDecision | None, str]:
+    def _run_gate(self, chars: int, stub_chars: int | None) -> tuple[OffloadGateDecision | None, str]:
         if self._gate is None:
             return None, "no gate configured"
         try:
-            return self._gate(self.gate_inputs(chars)), ""
+            return self._gate(self.gate_inputs(chars, stub_chars)), ""
         except Exception as err:  # a broken gate must never fire offload
             log.warning("net-saving gate raised %s: declining offload", err, exc_info=True)
             return None, f"{type(err).__name__}: {err}"

@@ -63,12 +63,14 @@ class PolicySettings(BaseModel):
         default="5m", description="Which cache-write rate applies when prompt_caching is on."
     )
     stub_tokens: int = Field(
-        default=250, ge=16, description="Token budget of a stub; also the stub's carry cost in the gate."
+        default=250,
+        ge=16,
+        description="Token budget of a stub without its identifier index. The gate prices the stub as built (this plus the index: up to ~1,750 tokens at the defaults), or that bound when it has none.",
     )
     stub_index_chars: int = Field(
         default=6_000,
         ge=0,
-        description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: id, sha, number, name, order_no, login, *_id ...; git log: sha subject (author); Playwright: ref and row name; CSV: first column; logs: ERROR lines; listings: paths; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5, on the shared dev corpus 2 -> 1, tokens cut 91.7% -> 89.4% and 7.08% -> 7.05%.",
+        description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: id, sha, number, name, order_no, login, *_id ...; git log: sha subject (author); Playwright: ref and row name; CSV: first column; logs: ERROR lines; listings: paths; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5 with the first records in full, -> 0 with every record listed at the richest level that fits (index.py); on the shared dev corpus 2 -> 1; tokens cut 91.7% -> 89.5% and 7.08% -> 7.06%.",
     )
     recall_input_tokens: int = Field(
         default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate."

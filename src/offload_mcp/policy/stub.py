@@ -100,20 +100,21 @@ def build_stub(
         header += f" in {len(texts)} text blocks"
     if reason:
         header += f"; {reason}"
+    parsed = [parse_json_text(text) for text in texts[:3]]  # once each: describe and index share it
     index_lines = []
     for i, text in enumerate(texts[:3]):
         label = f"block {i + 1}: " if len(texts) > 1 else ""
-        index_lines.append(f"shape: {label}{describe_text(text)}")
+        index_lines.append(f"shape: {label}{describe_text(text, parsed[i])}")
     if len(texts) > 3:
         index_lines.append(f"shape: +{len(texts) - 3} more text blocks")
     if structured is not None and (not texts or _structured_differs(texts, structured)):
         index_lines.append(f"structuredContent: {describe_json(structured)}")
     preview_source = texts[0] if texts else (orjson.dumps(structured).decode() if structured is not None else "")
-    doc = structured if structured is not None else next((parse_json_text(t) for t in texts[:1]), None)
+    doc = structured if structured is not None else (parsed[0] if parsed else None)
     has_json = doc is not None
     hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))
     budget = int(budget_tokens * chars_per_token)
-    ids = _id_index(texts, structured, doc, index_chars, trm_id)
+    ids = _id_index(texts, doc, index_chars, trm_id, first_is_json=bool(parsed) and parsed[0] is not None)
     if ids:
         header = header.replace(
             "below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines"
@@ -139,7 +140,7 @@ def build_stub(
     return "\n".join([_clip(header, max(80, budget - len(hint) - 1)), hint])
 
 
-def _id_index(texts: list[str], structured: Any, doc: Any, index_chars: int, trm_id: str) -> str:
+def _id_index(texts: list[str], doc: Any, index_chars: int, trm_id: str, *, first_is_json: bool) -> str:
     """The identifier index of the first text block (or structuredContent), within `index_chars`; '' if none."""
     if index_chars <= 0:
         return ""
@@ -147,7 +148,7 @@ def _id_index(texts: list[str], structured: Any, doc: Any, index_chars: int, trm
     if doc is None and texts:
         doc = python_literal(texts[0])
     index = json_index(doc, index_chars, trm_id, json_paths=json_paths) if doc is not None else ""
-    if not index and texts and parse_json_text(texts[0]) is None:
+    if not index and texts and not first_is_json:
         # e.g. structuredContent {content: "<the text>"}: index the text the block holds
         index = text_index(texts[0], index_chars, trm_id)
     return index

@@ -17,6 +17,10 @@ on that server when it arrives:
   channel), if there is exactly one; otherwise refused with the reason
   (several HTTP clients share this proxy, or no client is connected).
 
+One exception: a roots/list that answers the roots/list_changed a call sent
+to prime the server (relay/roots.py) goes to that call's client, whatever
+else is in flight: that call caused it.
+
 The chosen client must have declared the capability the request needs
 (sampling and its tools/context sub-capabilities, elicitation form/URL,
 roots); otherwise the server gets an error naming the missing capability.
@@ -36,6 +40,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +51,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 from .capabilities import lacks, relayed_part, union
+from .roots import RootsTracker
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +117,12 @@ class RelayStats:
     logs_forwarded: int = 0
     logs_dropped: int = 0
     redeclared: int = 0
+    roots_settled: Counter[str] = field(default_factory=Counter)
+    """Calls held until their server digested fresh roots, by how that was established (downstream/settle.py)."""
 
+
+_calling: ContextVar[Upstream | None] = ContextVar("offload_mcp_relay_calling", default=None)
+"""The upstream of the downstream call the current task is making (set by `Relay.in_flight`)."""
 
 MAX_CONNECTED = 64
 """Handshake-era connections remembered for requests outside a call (more than one means: refuse)."""
@@ -133,9 +144,8 @@ class Relay:
         self.stats = RelayStats()
         self._in_flight: dict[str, list[Upstream]] = {}
         self._last_observed: types.ClientCapabilities | None = None
-        self.roots_unanswered: set[str] = set()
-        """Servers whose last roots/list no client answered (asked at start-up before any client could)."""
-        self._roots_answered: dict[str, anyio.Event] = {}
+        self.roots = RootsTracker()
+        """Which servers still wait for, or are still digesting, the client's roots (relay/roots.py)."""
         # Bounded, newest last: a session holds its connection, so weak keys would never be freed, and a
         # closed HTTP session has no flag to read. Stale entries only ever make routing refuse, never misdeliver.
         self._connected: dict[Any, Any] = {}
@@ -171,14 +181,16 @@ class Relay:
     def in_flight(self, server: str, upstream: Upstream) -> Iterator[None]:
         calls = self._in_flight.setdefault(server, [])
         calls.append(upstream)
+        token = _calling.set(upstream)
         try:
             yield
         finally:
+            _calling.reset(token)
             calls.remove(upstream)
 
-    def roots_answered(self, server: str) -> anyio.Event:
-        """Set when `server` next gets an answer to roots/list."""
-        return self._roots_answered.setdefault(server, anyio.Event())
+    def calling(self) -> Upstream | None:
+        """The upstream of the call this task is making (inside `in_flight`), else None."""
+        return _calling.get()
 
     # ---- routing ---------------------------------------------------------
 
@@ -186,13 +198,16 @@ class Relay:
         """The client to send `method` to, or the sentence saying why there is none."""
         calls = self._in_flight.get(server, [])
         origins = {id(u.origin) for u in calls}
-        if len(origins) > 1:
+        primer = self.roots.primer.get(server) if method == "roots/list" else None
+        if primer is not None:
+            target = primer  # the server answers the list_changed this call's priming sent (relay/roots.py)
+        elif len(origins) > 1:
             self.stats.refused[REFUSED_AMBIGUOUS] += 1
             return (
                 f"offload-mcp did not relay {method} from server '{server}': calls of {len(origins)} clients are in "
                 "flight on it and it cannot tell which one caused this request, so it goes to none of them"
             )
-        if calls:
+        elif calls:
             target = calls[-1]
         else:
             clients = self.standalone()
@@ -317,12 +332,11 @@ class Relay:
             return await self.relay(server, types.ElicitRequest(params=params), types.ElicitResult)
 
         async def list_roots(context: ClientRequestContext) -> Any:
-            result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
-            if isinstance(result, types.ErrorData):
-                self.roots_unanswered.add(server)
-            else:
-                self.roots_unanswered.discard(server)
-                self._roots_answered.pop(server, anyio.Event()).set()
+            result: Any = types.ErrorData(code=types.INTERNAL_ERROR, message="offload-mcp could not relay roots/list")
+            try:
+                result = await self.relay(server, types.ListRootsRequest(), types.ListRootsResult)
+            finally:
+                self.roots.answered(server, ok=not isinstance(result, types.ErrorData))
             return result
 
         async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
@@ -345,4 +359,5 @@ class Relay:
             "logs_forwarded": self.stats.logs_forwarded,
             "logs_dropped": self.stats.logs_dropped,
             "redeclared": self.stats.redeclared,
+            "roots_settled": dict(self.stats.roots_settled),
         }

@@ -212,7 +212,7 @@ class Ledger:
         now = time.time()
         body_rows = []
         for b in bodies:
-            packed = codec.compress(b.body_json)
+            packed = b.packed()
             body_rows.append(
                 BodyRow(
                     b.trm_id,

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from . import ahead, codec
 
 TRM_PREFIX = "trm_"
 
@@ -38,6 +41,8 @@ class BodyRecord:
     session_id: str
     chars: int
     """Characters of model-visible text in the body (the size the stub reports)."""
+    compressing: Future[bytes] | None = field(default=None, compare=False, repr=False)
+    """`body_json` being compressed on a worker thread (`of(..., compress_ahead=True)`), or None."""
 
     @classmethod
     def of(
@@ -49,9 +54,25 @@ class BodyRecord:
         arguments: Mapping[str, Any],
         session_id: str,
         chars: int,
+        compress_ahead: bool = False,
     ) -> BodyRecord:
+        """`compress_ahead`: for a record that will be committed, start compressing a large body on a
+        worker thread (store/ahead.py) before hashing it here; the commit then takes the result (`packed`).
+        The worker enters zstd while this thread hashes (both release the GIL), and compresses on while
+        the caller goes on in Python (the stub)."""
         raw = canonical_json(body)
-        return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars)
+        compressing = ahead.submit(codec.compress, raw) if compress_ahead and len(raw) >= ahead.MIN_BYTES else None
+        return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars, compressing)
+
+    def packed(self) -> bytes:
+        """`body_json` compressed by `codec`: the worker thread's result when it was started ahead, else (no
+        worker has taken it yet: they are busy with other calls' work) compressed here, never waited for."""
+        if self.compressing is not None and not self.compressing.cancel():
+            try:
+                return self.compressing.result()
+            except Exception:  # compressed again here, where a real error reaches the commit
+                pass
+        return codec.compress(self.body_json)
 
 
 @dataclass(frozen=True)

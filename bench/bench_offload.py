@@ -3,6 +3,7 @@
     python bench/bench_offload.py                 # 1 MB and 10 MB, 5 repeats
     python bench/bench_offload.py --sizes 1 4      # the issue-12 target sizes
     python bench/bench_offload.py --sizes 1 4 10 --repeat 9
+    python bench/bench_offload.py --sizes 1 4 --baseline /work/main/.venv/bin/offload-mcp   # before/after
 
 End to end over stdio with the Python SDK client, the same real downstream
 server both ways, sessions warmed up first:
@@ -22,7 +23,9 @@ the given size (it also returns structuredContent and declares an
 outputSchema, so the client validates it), and the test fixture server's
 `make_text`. Bodies are varied log-like lines so compression does real work.
 The three paths take turns call by call, so the machine's load weighs on each alike.
-Reports the median per path and the ratio to direct. Target: ratio <= 1.0
+With `--baseline OFFLOAD_MCP` a fourth path, `baseline`, runs the default configuration through
+another installed offload-mcp (e.g. main's), taking turns with the others: a change measured before
+and after in one run, under the same load. Reports the median per path and the ratio to direct. Target: ratio <= 1.0
 at 1 MB and up (the client parses a 1 KB stub instead of the whole result).
 """
 
@@ -93,7 +96,7 @@ async def timed(sessions: dict[str, Any], tool: str, args: dict[str, Any], repea
     return {name: (statistics.median(times[name]), sizes[name]) for name in names}
 
 
-async def run(sizes_mb: list[float], repeat: int) -> None:
+async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-offload-"))
     data = tmp / "data"
     data.mkdir()
@@ -115,6 +118,7 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
         (data / f"{mb}.txt").write_text(log_text(int(mb * 1_000_000)))
 
     rows = []
+    base_rows: dict[tuple[str, float], float] = {}
     for label, (command, args, tool, make_args) in servers.items():
         configs = {}
         for mode, offload in (("offload", {"reducers": {"pipeline": []}}), ("default", {})):
@@ -129,9 +133,15 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
                 )
                 for mode, cfg in configs.items()
             }
+            if baseline:
+                proxies["baseline"] = await open_session(
+                    stack, baseline, ["serve", "-c", str(configs["default"]), "--ledger", str(tmp / "baseline.db")]
+                )
             for mb in sizes_mb:
                 got = await timed({"direct": direct, **proxies}, tool, make_args(mb), repeat)
                 rows.append((label, mb, *got["direct"], *got["offload"], *got["default"]))
+                if baseline:
+                    base_rows[(label, mb)] = got["baseline"][0]
 
     print(f"median of {repeat} calls each; client = Python SDK ClientSession over stdio\n")
     print(
@@ -141,6 +151,14 @@ async def run(sizes_mb: list[float], repeat: int) -> None:
         print(
             f"{label:28} {mb:5g}M {d * 1e3:7.1f}ms {o * 1e3:9.1f}ms {o / d:5.2f}x {f * 1e3:12.1f}ms {f / d:5.2f}x  {ds:,} / {os_:,} / {fs:,}"
         )
+    if baseline:
+        print(f"\nbaseline: the default configuration through {baseline}, in turn with the paths above")
+        print(
+            f"{'server/tool':28} {'size':>6} {'baseline':>9} {'ratio':>6} {'default':>9} {'ratio':>6}  default/baseline"
+        )
+        for label, mb, d, _, _, _, f, _ in rows:
+            b = base_rows[(label, mb)]
+            print(f"{label:28} {mb:5g}M {b * 1e3:7.1f}ms {b / d:5.2f}x {f * 1e3:7.1f}ms {f / d:5.2f}x  {f / b:5.2f}")
     ratios = [max(o, f) / d for _, mb, d, _, o, _, f, _ in rows if mb >= 1]
     if not ratios:
         print("\ntarget applies at >= 1 MB: no such size was run")
@@ -156,8 +174,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 10], help="result sizes in MB (10^6 chars)")
     parser.add_argument("--repeat", type=int, default=5, help="timed calls per path and size")
+    parser.add_argument(
+        "--baseline",
+        metavar="OFFLOAD_MCP",
+        help="another offload-mcp executable (e.g. main's) run with the default config as a fourth path",
+    )
     args = parser.parse_args()
-    anyio.run(run, args.sizes, args.repeat)
+    anyio.run(run, args.sizes, args.repeat, args.baseline)
 
 
 if __name__ == "__main__":

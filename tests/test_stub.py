@@ -384,3 +384,15 @@ def new_index_of(text: str, budget: int) -> str:
     from offload_mcp.policy.index import text_index
 
     return text_index(text, budget, "trm_0123456789abcdef")
+
+
+def test_error_words_are_found_beside_letters_the_rest_of_the_log_lacks():
+    """index._find_all skips a word only when the text lacks one of its letters: each word is still
+    found in a log that otherwise has none of its capitals (the skip is a shortcut, not a filter)."""
+    from offload_mcp.policy.index import _ERROR_WORDS, _find_all
+
+    quiet = "".join(f"2026-11-29T16:00:{i % 60:02d}Z info request ok id={i:06d}\n" for i in range(300))
+    assert list(_find_all(quiet, _ERROR_WORDS)) == []
+    for word in _ERROR_WORDS:
+        noisy = quiet + f"2026-11-29T16:01:00Z {word} in handler id=999999\n" + quiet
+        assert list(_find_all(noisy, _ERROR_WORDS)) == [len(quiet) + 21]

@@ -124,19 +124,35 @@ def test_max_result_size_follows_the_policy_bound():
     assert deferral.max_result_size_chars(None) is None
 
 
-def test_hint_mode_marks_cold_and_hot_without_double_marking():
-    cat = catalog(CatalogSettings(hot_tools=["git_status", "github/get_me"]))
-    shown = present(
-        cat.entries,
-        OWN,
-        CatalogSettings(hot_tools=["git_status", "github/get_me"]),
-        session_id="s1",
-        offload=OffloadSettings(),
+ZOD_DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
+def as_zod_writes(tool: types.Tool) -> types.Tool:
+    """The definition as zod-based servers (server-everything, server-filesystem) write it: `$schema`, the default execution."""
+    return tool.model_copy(
+        update={
+            "input_schema": {"$schema": ZOD_DRAFT_07, **tool.input_schema},
+            "execution": types.ToolExecution(task_support="forbidden"),
+        }
     )
+
+
+def off_and_hint(cat, settings: CatalogSettings):
+    off = present(cat.entries, OWN, settings.model_copy(update={"deferral": "off"}), session_id="s")
+    hint = present(cat.entries, OWN, settings, session_id="s", offload=OffloadSettings())
+    return deferral.listing_bytes(off.tools), deferral.listing_bytes(hint.tools, hint.wire_extras), hint
+
+
+def test_hint_mode_marks_cold_and_hot_without_double_marking():
+    # Definitions as real servers write them: hint mode pays for its marks with what they imply (catalog/compact.py).
+    settings = CatalogSettings(hot_tools=["git_status"])
+    cat = build_catalog({"git": [as_zod_writes(t) for t in git_like()]}, settings, [t.name for t in OWN])
+    off_bytes, hint_bytes, shown = off_and_hint(cat, settings)
+    assert hint_bytes <= off_bytes
     by_name = {t.name: t for t in shown.tools}
     assert len(shown.tools) == len(cat.entries) + len(OWN)
     # hot: alwaysLoad, no defer_loading
-    for name in ("git_status", "get_me", "marked", RECALL, EXPAND):
+    for name in ("git_status", "marked", RECALL, EXPAND):
         assert by_name[name].meta[deferral.ALWAYS_LOAD] is True, name
         assert name not in shown.wire_extras
         assert deferral.SEARCH_HINT not in (by_name[name].meta or {})
@@ -154,7 +170,37 @@ def test_hint_mode_marks_cold_and_hot_without_double_marking():
     assert deferral.MAX_RESULT_SIZE not in by_name[RECALL].meta
     # the downstream definitions themselves were not mutated
     assert cat.by_name["git_log"].tool.meta is None
+    assert cat.by_name["git_log"].tool.input_schema["$schema"] == ZOD_DRAFT_07
+    assert "$schema" not in by_name["git_log"].input_schema and by_name["git_log"].execution is None
     assert tool_search.TOOL.name not in by_name and invoke.TOOL.name not in by_name
+
+
+def test_hint_mode_is_never_larger_than_off_and_spends_its_budget_in_order():
+    """Hand-written definitions imply nothing: the marks that fit go own tools first, then by what they change."""
+    settings = CatalogSettings(hot_tools=["git_status", "github/get_me"])
+    off_bytes, hint_bytes, shown = off_and_hint(catalog(settings), settings)
+    # Little to trim (a few `readOnlyHint: false`): spent in order until it runs out, and not left over.
+    assert off_bytes - 40 < hint_bytes <= off_bytes
+    cat = catalog(settings)
+    by_name = {t.name: t for t in shown.tools}
+    assert all(by_name[n].meta[deferral.ALWAYS_LOAD] is True for n in (RECALL, EXPAND, "git_status", "get_me"))
+    assert all(by_name[n].meta[deferral.MAX_RESULT_SIZE] == 100_000 for n in ("git_status", "get_me"))
+    cold = [e.name for e in cat.entries if e.name not in shown.hot]
+    deferred = [name for name in cold if name in shown.wire_extras]
+    assert 0 < len(deferred) < len(cold) and deferred == cold[: len(deferred)]  # in listing order
+    assert not any(deferral.MAX_RESULT_SIZE in (by_name[n].meta or {}) for n in cold)  # that step came later
+    # A catalog with room: the same tools with zod's `$schema` and default execution carry every mark.
+    roomy = build_catalog(
+        {"git": [as_zod_writes(t) for t in git_like()], "github": [as_zod_writes(t) for t in github_tools()]},
+        settings,
+        [t.name for t in OWN],
+    )
+    off_bytes, hint_bytes, shown = off_and_hint(roomy, settings)
+    assert hint_bytes <= off_bytes, (hint_bytes, off_bytes)
+    by_name = {t.name: t for t in shown.tools}
+    assert all(by_name[n].meta[deferral.ALWAYS_LOAD] is True for n in ("git_status", "get_me", RECALL, EXPAND))
+    assert all(by_name[e.name].meta[deferral.MAX_RESULT_SIZE] == 100_000 for e in roomy.entries)
+    assert len(shown.wire_extras) == len(roomy.entries) - 3  # every cold tool deferred
 
 
 def test_off_mode_lists_tools_exactly_as_given():
@@ -287,3 +333,93 @@ def test_hot_set_learned_from_a_real_ledger(tmp_path):
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="unknown deferral mode"):
         deferral.apply("lazy", [], [], decide_hot_set([], CatalogSettings(), own_tools=[]), max_result_chars=None)
+
+
+def test_trims_remove_only_what_the_protocol_implies():
+    from offload_mcp.catalog import compact
+
+    draft07 = {
+        "$schema": ZOD_DRAFT_07,
+        "type": "object",
+        "properties": {
+            "repo_path": {"type": "string", "title": "Repo Path"},
+            "mode": {"type": "string", "title": "How to read", "enum": ["a", "b"]},
+            "edits": {"type": "array", "items": {"type": "object", "properties": {"old_text": {"title": "Old Text"}}}},
+        },
+        "required": ["repo_path"],
+    }
+    trimmed = compact.schema(draft07)
+    assert trimmed == {
+        "type": "object",
+        "properties": {
+            "repo_path": {"type": "string"},  # the title restated the name
+            "mode": {"type": "string", "title": "How to read", "enum": ["a", "b"]},  # this one says more: kept
+            "edits": {"type": "array", "items": {"type": "object", "properties": {"old_text": {}}}},
+        },
+        "required": ["repo_path"],
+    }
+    # Keywords draft-07 and 2020-12 read differently keep the dialect named.
+    for different in (
+        {"$ref": "#/definitions/x", "definitions": {"x": {"type": "string"}}},
+        {"type": "array", "items": [{"type": "string"}, {"type": "number"}]},
+        {"type": "object", "dependencies": {"a": ["b"]}},
+    ):
+        assert compact.schema({"$schema": ZOD_DRAFT_07, **different})["$schema"] == ZOD_DRAFT_07
+    assert compact.schema({"$schema": "http://example.com/my-dialect", "type": "object"})["$schema"]
+    annotations = types.ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+    tool = types.Tool(
+        name="t",
+        input_schema={"type": "object"},
+        annotations=annotations,
+        execution=types.ToolExecution(task_support="forbidden"),
+    )
+    kept = compact.tool(tool)
+    assert kept.execution is None
+    assert kept.annotations.model_dump(by_alias=True, exclude_none=True) == {
+        "readOnlyHint": True,
+        "openWorldHint": False,  # the spec defaults it to true, Claude Code to false: only the given value is safe
+    }
+    required = tool.model_copy(update={"execution": types.ToolExecution(task_support="required"), "annotations": None})
+    assert compact.tool(required) is required  # nothing implied: the same object
+
+
+def test_the_budget_counts_bytes_not_characters():
+    """A hint copies the description's first words: non-ASCII ones cost their UTF-8 bytes."""
+    settings = CatalogSettings()
+    tools = [
+        as_zod_writes(
+            types.Tool(
+                name=f"outil_{i}",
+                description="Lit le contenu complet d’un fichier — en entier, déjà décodé. Ensuite rien.",
+                input_schema={"type": "object", "properties": {"chemin": {"type": "string"}}},
+            )
+        )
+        for i in range(40)
+    ]
+    cat = build_catalog({"fr": tools}, settings, [t.name for t in OWN])
+    off, hint = (
+        present(cat.entries, OWN, settings.model_copy(update={"deferral": mode}), offload=OffloadSettings())
+        for mode in ("off", "hint")
+    )
+    encoded = {name: wire(p) for name, p in (("off", off), ("hint", hint))}
+    compact_json = {
+        name: json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
+        for name, data in encoded.items()
+    }
+    assert len(compact_json["hint"]) <= len(compact_json["off"])
+    assert deferral.listing_bytes(hint.tools, hint.wire_extras) == len(
+        json.dumps(json.loads(encoded["hint"])["tools"], ensure_ascii=False, separators=(",", ":")).encode()
+    )
+    assert any(deferral.SEARCH_HINT in (t.meta or {}) and "’" in t.meta[deferral.SEARCH_HINT] for t in hint.tools)
+
+
+def test_docstring_indentation_is_trimmed_and_every_word_kept():
+    from offload_mcp.catalog import compact
+
+    docstring = "Do a thing.\n\n    Args:\n        a: the number\n          (continued)\n    "
+    assert compact.description(docstring) == "Do a thing.\n\nArgs:\n    a: the number\n      (continued)"
+    assert compact.description("  Tidy already.") == "Tidy already."
+    tidy = types.Tool(name="t", description="One line.", input_schema={"type": "object"})
+    assert compact.tool(tidy) is tidy

@@ -135,14 +135,19 @@ def test_tools_list_on_the_wire_is_marked_per_mode_and_byte_stable(tmp_path, mod
         assert len(tools) == 12 + 91 + 2
         cold = by_name["git_log"]
         assert cold["defer_loading"] is True
-        assert cold["_meta"]["anthropic/searchHint"] == "Shows the commit logs"
-        assert cold["_meta"]["anthropic/maxResultSizeChars"] == 100_000
         for hot in ("git_status", "get_me", "recall_tool_result", "context_guru_expand"):
             assert "defer_loading" not in by_name[hot]
             assert by_name[hot]["_meta"]["anthropic/alwaysLoad"] is True
             assert "anthropic/searchHint" not in by_name[hot]["_meta"]
-        deferred = [t["name"] for t in tools if t.get("defer_loading")]
-        assert len(deferred) == len(tools) - 4
+        assert by_name["git_status"]["_meta"]["anthropic/maxResultSizeChars"] == 100_000
+        assert by_name["get_me"]["_meta"]["anthropic/maxResultSizeChars"] == 100_000
+        # Hint mode is never larger than off (issue 13 #8): these definitions imply little that can be trimmed
+        # (mcp-server-git's derived titles), so the budget runs out after defer_loading, before the cold tools'
+        # result bound and hints (catalog/deferral.py hint_listing); every mark: test_hint_listing.py.
+        deferred = [t for t in tools if t.get("defer_loading")]
+        assert len(tools) - 4 > len(deferred) > 90
+        assert all("anthropic/alwaysLoad" not in (t.get("_meta") or {}) for t in deferred)
+        assert "title" not in cold["inputSchema"]["properties"]["repo_path"]  # "Repo Path" restates the name
     elif mode == "search":
         assert [t["name"] for t in tools] == [
             "git_status",

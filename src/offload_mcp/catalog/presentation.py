@@ -8,7 +8,9 @@ after the downstream tools, never deferred.
 
 Modes (`catalog.deferral`, see catalog/deferral.py): `hint` marks cold tools
 for deferred loading, `search` lists the hot tools plus `search_tools` and
-`invoke_tool`, `off` lists every tool as given.
+`invoke_tool`, `off` lists every tool exactly as given (no marks, not even
+`anthropic/maxResultSizeChars`: it is the pass-through, and the byte bound
+hint mode is held to).
 
 Context the server passes: `optional_tools` (name -> Tool: the search-mode
 tools), `ledger` (call history for hot-tool learning), `session_id` (the hot

@@ -10,8 +10,9 @@ alwaysLoad, `hot_tools` globs, tools learned from the ledger), and prints
 for each mode the estimated tokens of the tools/list JSON the client
 receives (chars / `policy.chars_per_token`), per server, plus the hot set
 with the reason each tool is hot. For `hint` it prints two numbers: what is
-listed (every definition, with its marks) and what a client that honours
-the marks loads eagerly (the hot tools only; Claude Code does this).
+listed (every definition, with its marks; never more than `off`) and what a
+client that honours `defer_loading` loads eagerly (the hot tools, plus any
+cold tool the listing's byte budget left unmarked: catalog/deferral.py).
 """
 
 from __future__ import annotations

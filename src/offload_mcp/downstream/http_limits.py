@@ -13,17 +13,34 @@ with a clear isError result instead of waiting for its timeout. A
 Why: the limit applied to stdio only; 200 MB from a remote server took 1 GB of
 RSS and 67 s (issue 13 #5). When it is inert: stdio servers (downstream/stdio.py
 applies the same limit per line).
+
+Parsing off the event loop: the SDK turns each message into a model on the
+loop (SSE line splitting, then `validate_json`), and a 40 MB answer stalled an
+unrelated session's echo for about a second. So a message over
+`PARSE_OFF_LOOP_BYTES` is parsed here, in a worker thread, with the SDK's own
+adapter (the same model the SDK would have made), and the SDK is handed a
+small placeholder response with the same id instead; `ParsedMessages.wrap`
+puts the parsed message back in its place on the session's read stream.
+When it is inert: smaller messages (most), messages that are not responses,
+and ones the worker cannot parse (the SDK then parses them and reports the
+error as before).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import secrets
+from collections import OrderedDict
 from collections.abc import AsyncIterator
+from itertools import count
 from typing import Any
 
+import anyio.to_thread
 import httpx2
+import mcp_types as types
 import orjson
+from mcp.shared.message import SessionMessage
 
 from .stdio import UNUSABLE_ANSWER
 
@@ -82,13 +99,157 @@ def _request_id(request: httpx2.Request) -> Any:
     return body.get("id") if isinstance(body, dict) else None
 
 
+PARSE_OFF_LOOP_BYTES = 256 * 1024
+"""Messages larger than this are parsed in a worker thread (a 256 KiB parse takes a few ms on the loop)."""
+PLACEHOLDER_KEY = "offload-mcp/parsed-off-loop"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _parse_response(data: bytes) -> types.JSONRPCResponse | None:
+    """The JSON-RPC response in `data`, as the SDK would parse it; None if it is anything else (worker thread)."""
+    try:
+        # orjson, then the SDK's model over the Python value: the same message, and the JSON scan (which holds
+        # the GIL, so the loop waits for it) is the fastest there is.
+        message = types.jsonrpc_message_adapter.validate_python(orjson.loads(data), by_name=False)
+    except ValueError:  # orjson's and pydantic's errors included: the SDK parses it again and says why
+        return None
+    return message if isinstance(message, types.JSONRPCResponse) else None
+
+
+def _event_data(event: bytes) -> tuple[list[bytes], bytes] | None:
+    """An SSE event's other field lines and its data (the data lines joined), or None without data (worker thread)."""
+    fields: list[bytes] = []
+    data: list[bytes] = []
+    # Split at LF (a memchr scan; a regex over 60 MB held the GIL for ~0.3 s); a lone CR (also a line end
+    # in SSE) is rare enough to take the slower split.
+    lines = [line.removesuffix(b"\r") for line in event.split(b"\n")]
+    if any(b"\r" in line for line in lines):
+        lines = _LINE_END.split(event)
+    for line in lines:
+        if line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+        elif line:
+            fields.append(line)
+    return (fields, b"\n".join(data)) if data else None
+
+
+class ParsedMessages:
+    """Large responses parsed off the loop, waiting to replace the placeholders the SDK was handed.
+
+    One per remote session. Each placeholder carries a token with a per-session random prefix, so a
+    server cannot name another placeholder's message; a held message is taken once, and at most
+    `max_held` wait (the read stream hands each placeholder on as soon as the SDK has parsed it).
+    """
+
+    def __init__(self, max_held: int = 16) -> None:
+        self.max_held = max_held
+        self._held: OrderedDict[str, types.JSONRPCResponse] = OrderedDict()
+        self._prefix = secrets.token_hex(8)
+        self._next = count(1)
+
+    def _hold(self, message: types.JSONRPCResponse) -> bytes:
+        token = f"{self._prefix}-{next(self._next)}"
+        self._held[token] = message
+        while len(self._held) > self.max_held:
+            lost, _ = self._held.popitem(last=False)
+            logger.warning("a remote answer parsed off the loop was never read (%s); it is dropped", lost)
+        return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": {"_meta": {PLACEHOLDER_KEY: token}}})
+
+    async def body(self, data: bytes) -> bytes:
+        """A JSON response body, or its placeholder when it is large."""
+        if len(data) <= PARSE_OFF_LOOP_BYTES:
+            return data
+        message = await anyio.to_thread.run_sync(_parse_response, data)
+        return data if message is None else self._hold(message)
+
+    async def events(self, data: bytes) -> bytes:
+        """Whole SSE events, each large one replaced by an event with the same fields and a placeholder."""
+        if len(data) <= PARSE_OFF_LOOP_BYTES:
+            return data
+        out: list[bytes] = []
+        while data:
+            end = _first_event_end(data)
+            event, data = (data, b"") if end < 0 else (data[:end], data[end:])
+            if len(event) > PARSE_OFF_LOOP_BYTES:
+                event = await self._event(event)
+            out.append(event)
+        return b"".join(out)
+
+    async def _event(self, event: bytes) -> bytes:
+        def parse() -> tuple[list[bytes], types.JSONRPCResponse] | None:
+            found = _event_data(event)
+            message = _parse_response(found[1]) if found else None
+            return (found[0], message) if found and message else None
+
+        parsed = await anyio.to_thread.run_sync(parse)
+        if parsed is None:
+            return event
+        fields, message = parsed
+        return b"\n".join([*fields, b"data: " + self._hold(message)]) + b"\n\n"
+
+    def swap(self, item: Any) -> Any:
+        """The message a placeholder stands for (with the id the SDK gave the placeholder); anything else as is."""
+        if not isinstance(item, SessionMessage) or not isinstance(item.message, types.JSONRPCResponse):
+            return item
+        result = item.message.result
+        meta = result.get("_meta") if isinstance(result, dict) and len(result) == 1 else None
+        token = meta.get(PLACEHOLDER_KEY) if isinstance(meta, dict) and len(meta) == 1 else None
+        if not isinstance(token, str) or not token.startswith(self._prefix):
+            return item
+        message = self._held.pop(token, None)
+        if message is None:
+            error = types.ErrorData(
+                code=types.INTERNAL_ERROR, message="a large remote answer was lost before it was read"
+            )
+            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error), item.metadata)
+        message.id = item.message.id  # the SDK may have given it the original request's id (resumption)
+        return SessionMessage(message, item.metadata)
+
+    def wrap(self, streams: Any) -> Any:
+        """The transport's streams with the read stream swapping placeholders back."""
+        return (_SwappingReadStream(streams[0], self), *streams[1:])
+
+
+class _SwappingReadStream:
+    """A read stream (the SDK's ReadStream protocol) handing on each item through `ParsedMessages.swap`."""
+
+    def __init__(self, inner: Any, parsed: ParsedMessages) -> None:
+        self.inner = inner
+        self.parsed = parsed
+
+    async def receive(self) -> Any:
+        return self.parsed.swap(await self.inner.receive())
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> _SwappingReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        return self.parsed.swap(await self.inner.__anext__())  # the inner stream's end-of-stream behaviour as is
+
+    async def __aenter__(self) -> _SwappingReadStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # e.g. `last_context`, which the dispatcher reads if present
+        return getattr(self.inner, name)
+
+
 class _BoundedBody(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, *, limit: int, sse: bool, request_id: Any, url: str) -> None:
+    def __init__(
+        self, inner: Any, *, limit: int, sse: bool, request_id: Any, url: str, parsed: ParsedMessages | None = None
+    ) -> None:
         self.inner = inner
         self.limit = limit
         self.sse = sse
         self.request_id = request_id
         self.url = url
+        self.parsed = parsed
 
     def _refuse(self, size: int | None, request_id: Any = None) -> bytes:
         request_id = self.request_id if request_id is None else request_id
@@ -108,7 +269,7 @@ class _BoundedBody(httpx2.AsyncByteStream):
                         return
             finally:
                 await self.aclose()
-            yield bytes(body)
+            yield await self.parsed.body(bytes(body)) if self.parsed else bytes(body)
             return
         # SSE: whole events pass on; one over the limit is dropped as it streams and answered with an error.
         pending = bytearray()
@@ -131,8 +292,9 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     pending += chunk
                 last = _last_event_end(pending, searched_from)
                 if last > 0:
-                    yield bytes(pending[:last])
+                    events = bytes(pending[:last])
                     del pending[:last]
+                    yield await self.parsed.events(events) if self.parsed else events
                 if len(pending) > self.limit:
                     dropping, dropped_id, carry = True, _event_id(bytes(pending[:512])), bytes(pending[-2:])
                     pending.clear()
@@ -150,16 +312,24 @@ class _BoundedBody(httpx2.AsyncByteStream):
 class BoundedTransport(httpx2.AsyncBaseTransport):
     """An httpx transport whose response messages are at most `limit` bytes each (see the module doc)."""
 
-    def __init__(self, limit: int, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self, limit: int, inner: httpx2.AsyncBaseTransport | None = None, parsed: ParsedMessages | None = None
+    ) -> None:
         self.limit = limit
         self.inner = inner or httpx2.AsyncHTTPTransport()
+        self.parsed = parsed
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
         sse = "text/event-stream" in response.headers.get("content-type", "")
         headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-length"]
         body = _BoundedBody(
-            response.stream, limit=self.limit, sse=sse, request_id=_request_id(request), url=str(request.url)
+            response.stream,
+            limit=self.limit,
+            sse=sse,
+            request_id=_request_id(request),
+            url=str(request.url),
+            parsed=self.parsed,
         )
         declared = response.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit and not sse:
@@ -174,8 +344,11 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def bounded_client_factory(limit: int) -> Any:
-    """An `McpHttpClientFactory` (what the SDK's sse_client takes) whose clients use `BoundedTransport`."""
+def bounded_client_factory(limit: int, parsed: ParsedMessages | None = None) -> Any:
+    """An `McpHttpClientFactory` (what the SDK's sse_client takes) whose clients use `BoundedTransport`.
+
+    With `parsed`, large answers are parsed off the loop: wrap the session's streams with `parsed.wrap`.
+    """
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     def factory(
@@ -185,7 +358,7 @@ def bounded_client_factory(limit: int) -> Any:
             headers=headers,
             timeout=timeout or httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
             auth=auth,
-            transport=BoundedTransport(limit),
+            transport=BoundedTransport(limit, parsed=parsed),
         )
 
     return factory

@@ -538,25 +538,26 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 @asynccontextmanager
 async def _remote_transport(entry: RemoteServer, max_result_bytes: int) -> AsyncIterator[Any]:
-    from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, bounded_client_factory
+    from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
 
+    parsed = ParsedMessages()  # large answers are parsed off the event loop (http_limits.py)
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 
         # The SDK's SSE client drops the whole connection past 1 MiB per event: refuse first, clearly.
-        factory = bounded_client_factory(min(max_result_bytes, LEGACY_SSE_EVENT_LIMIT))
+        factory = bounded_client_factory(min(max_result_bytes, LEGACY_SSE_EVENT_LIMIT), parsed)
         async with sse_client(entry.url, headers=entry.headers or None, httpx_client_factory=factory) as streams:
-            yield streams
+            yield parsed.wrap(streams)
         return
     from mcp.client.streamable_http import streamable_http_client
 
-    factory = bounded_client_factory(max_result_bytes)
+    factory = bounded_client_factory(max_result_bytes, parsed)
     async with factory(headers=entry.headers or None) as http_client:
         # Our transport bounds each event at max_result_bytes; the SDK's own 1 MiB cap would kill the call instead.
         async with streamable_http_client(
             entry.url, http_client=http_client, max_sse_event_size=max_result_bytes + SSE_FRAMING
         ) as streams:
-            yield streams
+            yield parsed.wrap(streams)
 
 
 def _explain(err: BaseException) -> str:

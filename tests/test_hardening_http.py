@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -99,6 +100,13 @@ def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_
             assert anonymous.status_code == 200 and anonymous.json() == {"status": "degraded"}
             wrong = http.get("/healthz", headers={"authorization": "Bearer nope"})
             assert wrong.json() == {"status": "degraded"}
+            # Servers start in the background: wait (bounded) until the good one has left "starting".
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                states = http.get("/healthz", headers={"authorization": f"Bearer {TOKEN}"}).json()["servers"]
+                if all(s["state"] != "starting" for s in states):
+                    break
+                time.sleep(0.1)
             # The scheme is case-insensitive (RFC 7235): lowercase `bearer` is accepted everywhere.
             for scheme in ("Bearer", "bearer", "BEARER"):
                 detailed = http.get("/healthz", headers={"authorization": f"{scheme} {TOKEN}"})

@@ -27,6 +27,7 @@ import anyio.abc
 
 from ..config import ServerEntry
 from ..relay.router import Relay
+from .changes import DownstreamChange, Joined
 from .server import DownstreamServer
 from .settings import DownstreamSettings
 
@@ -54,16 +55,16 @@ class DownstreamPool:
             for name, entry in servers.items()
         }
         self._redeclaring = anyio.Lock()
-        self._listeners: list[Callable[[str, str], Awaitable[None]]] = []
+        self._listeners: list[Callable[[str, DownstreamChange], Awaitable[None]]] = []
         self._task_group: anyio.abc.TaskGroup | None = None
 
-    def on_change(self, listener: Callable[[str, str], Awaitable[None]]) -> None:
-        """Register `listener(server_name, kind)` for downstream list changes (and restarts)."""
+    def on_change(self, listener: Callable[[str, DownstreamChange], Awaitable[None]]) -> None:
+        """Register `listener(server_name, change)` for downstream list changes (and restarts)."""
         self._listeners.append(listener)
 
-    async def _changed(self, server: DownstreamServer, kind: str) -> None:
+    async def _changed(self, server: DownstreamServer, change: DownstreamChange) -> None:
         for listener in list(self._listeners):
-            await listener(server.name, kind)
+            await listener(server.name, change)
 
     async def __aenter__(self) -> DownstreamPool:
         self._task_group = anyio.create_task_group()
@@ -89,7 +90,7 @@ class DownstreamPool:
                 # A client's declaration arrived while this server was connecting (relay/capabilities.py).
                 ok = await server.redeclare()
             if ok and self.background:
-                await self._changed(server, "joined")
+                await self._changed(server, Joined())
 
         try:
             async with anyio.create_task_group() as starting:

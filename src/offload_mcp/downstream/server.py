@@ -42,6 +42,7 @@ from ..config import RemoteServer, ServerEntry, StdioServer
 from ..relay.capabilities import DeclaringClientSession
 from ..relay.roots import WatchedReadStream, is_roots_request
 from ..relay.router import Relay
+from .changes import DownstreamChange, ListChanged, ListKind, ResourceUpdated, Restarted
 from .settings import DownstreamSettings
 from .settle import settle
 from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport
@@ -51,7 +52,7 @@ logger = logging.getLogger(__name__)
 MAX_LIST_PAGES = 1000
 """A paginator that never ends cannot hang start-up."""
 
-ChangeCallback = Callable[["DownstreamServer", str], Awaitable[None]]
+ChangeCallback = Callable[["DownstreamServer", DownstreamChange], Awaitable[None]]
 """Called with (server, kind) when a listing changed: kind is tools, resources or prompts."""
 
 
@@ -275,7 +276,7 @@ class DownstreamServer:
             self._backoff = min(max(self._backoff * 2, 0.05), self.settings.restart_backoff_max_s)
             if not ok or self.session is None:
                 raise DownstreamDown(f"server '{self.name}' is down and could not be restarted: {self.failure}")
-            await self._notify("restart")
+            await self._notify(Restarted())
             return self.session
 
     async def redeclare(self) -> bool:
@@ -297,7 +298,7 @@ class DownstreamServer:
                 await ended.wait()
             ok = await self.start(self._task_group)
         if ok:
-            await self._notify("tools")
+            await self._notify(ListChanged("tools"))
         return ok
 
     def declares(self) -> types.ClientCapabilities | None:
@@ -360,7 +361,7 @@ class DownstreamServer:
             self._backoff = min(max(self._backoff * 2, 0.05), self.settings.restart_backoff_max_s)
             if ok:
                 logger.info("server %r started on retry", self.name)
-                await self._notify("restart")
+                await self._notify(Restarted())
 
     def _is_exiting(self) -> bool:
         return (
@@ -390,14 +391,14 @@ class DownstreamServer:
         if isinstance(message, Exception):
             logger.debug("server %r transport reported %r", self.name, message)
             return
-        kinds: dict[type[Any], str] = {
+        kinds: dict[type[Any], ListKind] = {
             types.ToolListChangedNotification: "tools",
             types.ResourceListChangedNotification: "resources",
             types.PromptListChangedNotification: "prompts",
         }
         kind = kinds.get(type(message))
         if isinstance(message, types.ResourceUpdatedNotification) and self._task_group is not None:
-            self._task_group.start_soon(self._notify, f"updated:{message.params.uri}")
+            self._task_group.start_soon(self._notify, ResourceUpdated(str(message.params.uri)))
             return
         if kind is not None and self._task_group is not None:
             # Not awaited here: a listing request from inside the notification path could stall the reader.
@@ -411,7 +412,7 @@ class DownstreamServer:
         elif isinstance(message, types.LoggingMessageNotification):
             logger.info("server %r log [%s]: %s", self.name, message.params.level, message.params.data)
 
-    async def _refresh_and_notify(self, kind: str) -> None:
+    async def _refresh_and_notify(self, kind: ListKind) -> None:
         session = self.session
         if session is None:
             return
@@ -420,12 +421,12 @@ class DownstreamServer:
         except Exception as err:
             logger.warning("server %r: refreshing %s after list_changed failed: %s", self.name, kind, _explain(err))
             return
-        await self._notify(kind)
+        await self._notify(ListChanged(kind))
 
-    async def _notify(self, kind: str) -> None:
+    async def _notify(self, change: DownstreamChange) -> None:
         if self.on_change is not None:
             try:
-                await self.on_change(self, kind)
+                await self.on_change(self, change)
             except Exception:
                 logger.exception("list_changed callback failed")
 

@@ -31,6 +31,7 @@ import mcp_types as types
 from ..catalog.catalog import Catalog, build_catalog
 from ..catalog.presentation import Presentation, present
 from ..config import OffloadSettings
+from ..downstream.changes import DownstreamChange, Joined, ListChanged, ListKind, ResourceUpdated, Restarted
 from ..downstream.pool import DownstreamPool
 from ..store import Ledger
 from ..tools.registry import OwnTool
@@ -46,7 +47,7 @@ _presentation: ContextVar[Presentation | None] = ContextVar("offload_presentatio
 class ListChanges(Protocol):
     """Who hears that a list changed downstream (server/upstream.py)."""
 
-    async def notify_upstream(self, kind: str) -> None: ...
+    async def notify_upstream(self, kind: ListKind) -> None: ...
 
     async def notify_resource_updated(self, uri: str) -> None: ...
 
@@ -107,15 +108,15 @@ class CatalogView:
         finally:
             _presentation.reset(token)
 
-    async def downstream_changed(self, server: str, kind: str, changes: ListChanges) -> None:
-        if kind.startswith("updated:"):
-            await changes.notify_resource_updated(kind.removeprefix("updated:"))
+    async def downstream_changed(self, server: str, change: DownstreamChange, changes: ListChanges) -> None:
+        if isinstance(change, ResourceUpdated):
+            await changes.notify_resource_updated(change.uri)
             return
-        if kind == "restart":
+        if isinstance(change, Restarted):
             if self.metrics is not None:
                 self.metrics.observe_restart(server)
-            kind = "tools"
-        if kind == "joined":
+            change = ListChanged("tools")
+        if isinstance(change, Joined):
             # A server that finished starting after the proxy was serving: every list may have grown.
             self.rebuild()
             joined = self.pool.servers.get(server)
@@ -126,15 +127,15 @@ class CatalogView:
             if caps is not None and caps.prompts is not None:
                 await changes.notify_upstream("prompts")
             return
-        if kind in ("tools", "prompts"):
+        if change.kind in ("tools", "prompts"):
             self.rebuild()
-        await changes.notify_upstream(kind)
+        await changes.notify_upstream(change.kind)
 
     def follow(self, changes: ListChanges) -> None:
         """Rebuild on every change the pool reports, and pass it on to `changes`."""
 
-        async def changed(server: str, kind: str) -> None:
-            await self.downstream_changed(server, kind, changes)
+        async def changed(server: str, change: DownstreamChange) -> None:
+            await self.downstream_changed(server, change, changes)
 
         self.pool.on_change(changed)
 

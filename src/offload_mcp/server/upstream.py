@@ -42,6 +42,7 @@ from mcp.server.subscriptions import (
 )
 
 from ..config import OffloadSettings
+from ..downstream.changes import ListKind
 from ..downstream.pool import DownstreamPool
 from ..relay.router import SessionUpstream
 from .identity import connection_key, owner_key, principal_of, scope_key
@@ -107,7 +108,7 @@ class UpstreamSessions:
         """The caller's ledger ownership key: the one place a request's identity becomes the ledger's."""
         return owner_key(self.settings.ledger.scope, principal=principal_of(ctx), session_id=session_id)
 
-    async def notify_upstream(self, kind: str) -> None:
+    async def notify_upstream(self, kind: ListKind) -> None:
         """Pass a list change on: handshake-era sessions by notification, 2026-era by listen streams."""
         sends: dict[str, Callable[[ServerSession], Awaitable[None]]] = {
             "tools": ServerSession.send_tool_list_changed,

@@ -483,7 +483,7 @@ def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
     gate = rep.decision.gate
     assert gate is not None and not gate.fire
     built = shaper._stub_text(
-        CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text)), None, ahead=False)
+        CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text)), ahead=False)
     )
     assert len(built) >= len(text) and f"S={-(-len(built) // 4)} " in gate.reason
     padded = orjson.dumps([{**it, "message": "x" * 200} for it in items]).decode()

@@ -31,7 +31,6 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,7 +46,7 @@ from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from .reducers.settings import ReducerSettings
 from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError, ahead, codec
-from .store.records import canonical_json, trm_id_for
+from .store.records import canonical_json
 from .tool_names import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)
@@ -211,15 +210,6 @@ _NOT_YET = object()
 """`_reduce_before_policy`: the reducer floor has not been computed yet (`_prepare_over_bound` did not apply)."""
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """A body's canonical bytes and id, computed before the decision, and its compression under way."""
-
-    body_json: bytes
-    trm_id: str
-    compressing: Future[bytes] | None
-
-
 class ResultShaper:
     """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
 
@@ -332,7 +322,7 @@ class ResultShaper:
             ):
                 return None  # the gate is not reached
             if not priced:
-                record = self._body_record(call, body, prepared, ahead=ahead)
+                record = prepared or self._body_record(call, body, ahead=ahead)
                 priced.append((record, self._stub_text(call, body, record)))
             return self._stub_visible_chars(call, result, *priced[0])
 
@@ -374,7 +364,7 @@ class ResultShaper:
         bodies: list[BodyRecord] = []
         commit_stash: dict[str, str] = {}
         if decision.offload:
-            record, stub = priced[0] if priced else (self._body_record(call, body, prepared, ahead=ahead), "")
+            record, stub = priced[0] if priced else (prepared or self._body_record(call, body, ahead=ahead), "")
             out, bodies = self._stub(call, result, body, record, report, stub), [record]
             report.verdict, report.trm_id = "offload", record.trm_id
         elif candidate is not result:
@@ -386,12 +376,9 @@ class ResultShaper:
             if repeat and candidate.structured_content is None:
                 report.structured = "dropped_duplicate"
         if not decision.offload:  # kept or reduced after all: nothing to store, so stop compressing it
-            for compressing in {
-                prepared.compressing if prepared else None,
-                priced[0][0].compressing if priced else None,
-            }:
-                if compressing is not None:
-                    compressing.cancel()
+            for unsent in (prepared, priced[0][0] if priced else None):  # the same record when both are set
+                if unsent is not None and unsent.compressing is not None:
+                    unsent.compressing.cancel()
         report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
@@ -428,9 +415,9 @@ class ResultShaper:
 
     def _prepare_over_bound(
         self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], ctx: ReduceContext, chars_in: int
-    ) -> tuple[_Prepared | None, Any]:
-        """For a result over the client bound (offload near certain): its canonical bytes, sha256 and
-        compression, with the reducer floor (`_offload_before_reducing`) computed on a worker meanwhile.
+    ) -> tuple[BodyRecord | None, Any]:
+        """For a result over the client bound (offload near certain): its body record (canonical bytes,
+        sha256) with the compression under way, with the reducer floor (`_offload_before_reducing`) computed on a worker meanwhile.
 
         sha256 and zstd release the GIL, so while this thread hashes, one worker enters zstd and
         another runs the floor's pure-Python scan: on a 1 MB result the floor (0.3-0.4 ms) and the
@@ -453,7 +440,15 @@ class ResultShaper:
             else None
         )
         compressing = ahead.submit(codec.compress, raw)
-        prepared = _Prepared(raw, trm_id_for(raw), compressing)
+        prepared = BodyRecord.of_json(
+            raw,
+            server=call.server,
+            tool=call.downstream_tool,
+            arguments=call.arguments,
+            session_id=call.session_id,
+            chars=recall_chars(body),
+            compressing=compressing,
+        )
         if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
             return prepared, _NOT_YET
         return prepared, floor.result()
@@ -542,18 +537,7 @@ class ResultShaper:
         return (blocks if changed else []), runs
 
     @staticmethod
-    def _body_record(call: CallInfo, body: dict[str, Any], prepared: _Prepared | None, *, ahead: bool) -> BodyRecord:
-        if prepared is not None:  # hashed and serialised already, maybe compressing on a worker
-            return BodyRecord(
-                prepared.trm_id,
-                prepared.body_json,
-                call.server,
-                call.downstream_tool,
-                dict(call.arguments),
-                call.session_id,
-                recall_chars(body),
-                prepared.compressing,
-            )
+    def _body_record(call: CallInfo, body: dict[str, Any], *, ahead: bool) -> BodyRecord:
         return BodyRecord.of(
             body,
             server=call.server,

@@ -62,6 +62,30 @@ class BodyRecord:
         the caller goes on in Python (the stub)."""
         raw = canonical_json(body)
         compressing = ahead.submit(codec.compress, raw) if compress_ahead and len(raw) >= ahead.MIN_BYTES else None
+        return cls.of_json(
+            raw,
+            server=server,
+            tool=tool,
+            arguments=arguments,
+            session_id=session_id,
+            chars=chars,
+            compressing=compressing,
+        )
+
+    @classmethod
+    def of_json(
+        cls,
+        raw: bytes,
+        *,
+        server: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        session_id: str,
+        chars: int,
+        compressing: Future[bytes] | None = None,
+    ) -> BodyRecord:
+        """A record for a body its caller already serialised with `canonical_json` (and may be compressing
+        on a worker): hashed here, so the caller can schedule the hash beside its own workers' work."""
         return cls(trm_id_for(raw), raw, server, tool, dict(arguments), session_id, chars, compressing)
 
     def packed(self) -> bytes:

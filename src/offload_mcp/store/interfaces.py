@@ -10,7 +10,7 @@ live in `Ledger` and `retention`, beside it, so SQLite and PostgreSQL behave the
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -96,8 +96,16 @@ class Stored:
     codec: str
 
 
+class _Row:
+    """A table row whose fields are its columns, in the order the INSERT statements (store/queries.py) list them.
+    Subclasses are dataclasses; `fields` of the base itself is what mypy cannot see."""
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
-class BodyRow:
+class BodyRow(_Row):
     id: str
     server: str
     tool: str
@@ -113,7 +121,7 @@ class BodyRow:
 
 
 @dataclass(frozen=True)
-class StashRow:
+class StashRow(_Row):
     hash: str
     original: bytes
     codec: str
@@ -123,7 +131,7 @@ class StashRow:
 
 
 @dataclass(frozen=True)
-class CallRow:
+class CallRow(_Row):
     trm_id: str
     session_id: str
     server: str
@@ -132,7 +140,7 @@ class CallRow:
 
 
 @dataclass(frozen=True)
-class EventRow:
+class EventRow(_Row):
     at: float
     kind: str
     session_id: str
@@ -145,13 +153,6 @@ class EventRow:
     chars_out: int
     detail: str
     """Canonical JSON of the event's detail, or "" when it has none."""
-
-    def values(self) -> tuple[float, str, str, str, str, str, str, str, int, int, str]:
-        """The row in column order (both backends' INSERT statements list the columns so)."""
-        return (
-            self.at, self.kind, self.session_id, self.server, self.tool, self.verdict, self.reason, self.ref_id,
-            self.chars_in, self.chars_out, self.detail,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)

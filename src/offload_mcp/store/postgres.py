@@ -25,7 +25,7 @@ from typing import Any, Literal
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .location import redact
-from .queries import TABLES, SqlReads
+from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import migrate_postgres
 from .settings import LedgerSettings
 
@@ -119,33 +119,9 @@ class PostgresBackend(SqlReads):
         with self._transaction() as conn:
             cur = conn.cursor()
             if bodies:
-                cur.executemany(
-                    "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    [
-                        (
-                            b.id,
-                            b.server,
-                            b.tool,
-                            b.arguments,
-                            b.session_id,
-                            b.body,
-                            b.codec,
-                            b.raw_bytes,
-                            b.stored_bytes,
-                            b.chars,
-                            b.created_at,
-                            b.last_used_at,
-                        )
-                        for b in bodies
-                    ],
-                )
+                cur.executemany(_pg(INSERT_BODY), [b.values() for b in bodies])
             if stash:
-                cur.executemany(
-                    "INSERT INTO stash (hash, original, codec, chars, created_at, last_used_at) VALUES (%s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT (hash) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    [(s.hash, s.original, s.codec, s.chars, s.created_at, s.last_used_at) for s in stash],
-                )
+                cur.executemany(_pg(INSERT_STASH), [s.values() for s in stash])
             if revived:
                 cur.execute("DELETE FROM tombstones WHERE id = ANY(%s)", (revived,))
             calls = sorted(
@@ -154,7 +130,7 @@ class PostgresBackend(SqlReads):
             if calls:
                 cur.executemany(
                     "INSERT INTO calls (trm_id, session_id, server, tool, at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    [(c.trm_id, c.session_id, c.server, c.tool, c.at) for c in calls],
+                    [c.values() for c in calls],
                 )
             owners = sorted(set(rows.stash_owners))
             if owners:
@@ -162,11 +138,7 @@ class PostgresBackend(SqlReads):
                     "INSERT INTO stash_owners (hash, session_id) VALUES (%s, %s) ON CONFLICT DO NOTHING", owners
                 )
             if rows.events:
-                cur.executemany(
-                    "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [e.values() for e in rows.events],
-                )
+                cur.executemany(_pg(INSERT_EVENT), [e.values() for e in rows.events])
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
         removed: list[str] = []
@@ -309,5 +281,5 @@ class _Checkout:
 
 
 def _pg(sql: str) -> str:
-    """The shared reads (store/queries.py) use `?` placeholders; psycopg's are `%s`."""
+    """The shared queries (store/queries.py) use `?` placeholders; psycopg's are `%s`."""
     return sql.replace("?", "%s")

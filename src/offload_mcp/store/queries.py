@@ -1,4 +1,4 @@
-"""The ledger's read queries, written once for both SQL backends.
+"""The ledger's queries, written once for both SQL backends: the reads, and the writes both share.
 
 The SQLite and PostgreSQL schemas are the same tables and columns (store/schema.py), so every
 read is the same SQL; only the parameter style differs. The queries here use SQLite's `?`;
@@ -16,6 +16,25 @@ import orjson
 
 from .interfaces import Counts, Entry, EntryKind, Stored, Tombstone
 from .records import BodyInfo
+
+INSERT_BODY = (
+    "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars,"
+    " created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET last_used_at = excluded.last_used_at"
+)
+"""A `BodyRow` (its `values()`); a body stored again only refreshes its last use."""
+
+INSERT_STASH = (
+    "INSERT INTO stash (hash, original, codec, chars, created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (hash) DO UPDATE SET last_used_at = excluded.last_used_at"
+)
+"""A `StashRow` (its `values()`); an original stashed again only refreshes its last use."""
+
+INSERT_EVENT = (
+    "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+"""An `EventRow` (its `values()`)."""
 
 TABLES: dict[EntryKind, tuple[str, str]] = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
 """Each entry kind's table and key column."""

@@ -29,7 +29,7 @@ import sqlite_utils
 from . import decision_v1
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
-from .queries import TABLES, SqlReads
+from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import create_sqlite_schema
 from .settings import LedgerSettings
 
@@ -111,44 +111,19 @@ class SqliteBackend(SqlReads):
             return
         with self._write() as conn:
             for b in rows.bodies:
-                conn.execute(
-                    "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars, created_at, last_used_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    (
-                        b.id,
-                        b.server,
-                        b.tool,
-                        b.arguments,
-                        b.session_id,
-                        b.body,
-                        b.codec,
-                        b.raw_bytes,
-                        b.stored_bytes,
-                        b.chars,
-                        b.created_at,
-                        b.last_used_at,
-                    ),
-                )
+                conn.execute(INSERT_BODY, b.values())
                 conn.execute("DELETE FROM tombstones WHERE id = ?", (b.id,))
             for s in rows.stash:
-                conn.execute(
-                    "INSERT INTO stash (hash, original, codec, chars, created_at, last_used_at) VALUES (?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT(hash) DO UPDATE SET last_used_at = excluded.last_used_at",
-                    (s.hash, s.original, s.codec, s.chars, s.created_at, s.last_used_at),
-                )
+                conn.execute(INSERT_STASH, s.values())
                 conn.execute("DELETE FROM tombstones WHERE id = ?", (s.hash,))
             conn.executemany(
                 "INSERT OR IGNORE INTO calls (trm_id, session_id, server, tool, at) VALUES (?, ?, ?, ?, ?)",
-                [(c.trm_id, c.session_id, c.server, c.tool, c.at) for c in rows.calls],
+                [c.values() for c in rows.calls],
             )
             conn.executemany(
                 "INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", list(rows.stash_owners)
             )
-            conn.executemany(
-                "INSERT INTO events (at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [e.values() for e in rows.events],
-            )
+            conn.executemany(INSERT_EVENT, [e.values() for e in rows.events])
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
         removed: list[str] = []

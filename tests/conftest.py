@@ -178,6 +178,20 @@ def running_proxy(
         reader.join(5)
 
 
+def initialize_request(protocol_version: str, *, id_: Any = 1, client: str = "t") -> dict[str, Any]:
+    """A raw JSON-RPC `initialize` from a client that declares no capabilities, for tests that speak the wire."""
+    return {
+        "jsonrpc": "2.0",
+        "id": id_,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "0"},
+        },
+    }
+
+
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 

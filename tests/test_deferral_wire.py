@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, proxy_http, write_config
+from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, proxy_http, write_config
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 
@@ -283,18 +283,7 @@ def http_tools_list(url: str) -> bytes:
         with urllib.request.urlopen(request, timeout=30) as response:
             return {k.lower(): v for k, v in response.headers.items()}, response.read()
 
-    got, _ = post(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        }
-    )
+    got, _ = post(initialize_request("2025-11-25", client="raw"))
     if "mcp-session-id" in got:
         headers["Mcp-Session-Id"] = got["mcp-session-id"]
     headers["MCP-Protocol-Version"] = "2025-11-25"

@@ -15,7 +15,7 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, running_proxy
+from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, running_proxy
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.store import Ledger
@@ -50,18 +50,7 @@ def test_pathological_results_are_shaped_in_bounded_time(tmp_path: Path, name: s
 
 
 def _initialize(id_: Any) -> bytes:
-    return json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": id_,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        }
-    ).encode()
+    return json.dumps(initialize_request("2025-11-25", id_=id_)).encode()
 
 
 def _call(id_: Any, text: str) -> bytes:

@@ -24,7 +24,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import ROOT, running_proxy, text_of, write_config
+from conftest import ROOT, initialize_request, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -147,16 +147,7 @@ async def test_tools_list_is_paginated_under_the_clients_message_limit(tmp_path:
         # Raw pages: each under the budget (512 KiB of tools), the same bytes every time.
         with httpx2.Client(timeout=30) as http:
             headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
+            init = initialize_request("2025-06-18")
             opened = http.post(proxy.url, json=init, headers=headers)
             headers["mcp-session-id"] = opened.headers["mcp-session-id"]
             http.post(proxy.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)

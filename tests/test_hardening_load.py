@@ -21,7 +21,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import RunningProxy, running_proxy, text_of, write_config
+from conftest import RunningProxy, initialize_request, running_proxy, text_of, write_config
 from test_load_http import HOSTILE, TRM
 from test_proxy_http import fixture_over_http
 
@@ -246,16 +246,7 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
             rss_before = proxy.status("VmRSS")
             probe = TimedProbe(victim)
             statuses: list[int] = []
-            init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "flood", "version": "1"},
-                },
-            }
+            init = initialize_request("2025-06-18", client="flood")
             headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
             async with httpx2.AsyncClient(timeout=10) as flood, anyio.create_task_group() as tg:
                 tg.start_soon(probe.run)

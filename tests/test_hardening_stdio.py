@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, proxy_session, text_of
+from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, proxy_session, text_of
 from test_load_http import HOSTILE, TRM
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -75,16 +75,7 @@ def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:
     replies: queue.Queue[bytes] = queue.Queue()
     threading.Thread(target=lambda: [replies.put(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
     try:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize_request("2025-06-18")
         assert "result" in _rpc(proc, replies, json.dumps(init).encode())
         assert proc.stdin is not None
         proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')

@@ -24,7 +24,7 @@ from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from conftest import fixture_entry, recall_whole, text_of
+from conftest import fixture_entry, initialize_request, recall_whole, text_of
 from offload_mcp.config import Config, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.catalog_view import STATUS_TOOL, CatalogView
@@ -239,12 +239,7 @@ async def test_a_2026_client_on_a_stream_keeps_one_session_and_no_standing_conne
 
 # ---- per-peer session caps (streamable HTTP), from our own book of sessions ------------------------
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
+INIT = initialize_request("2025-06-18")
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 

@@ -16,15 +16,10 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env, proxy_http, text_of
+from conftest import OFFLOAD_MCP, fixture_cmd, initialize_request, proxy_env, proxy_http, text_of
 
 TOKEN = "s3cret-token-for-tests"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
+INIT = initialize_request("2025-11-25")
 MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 

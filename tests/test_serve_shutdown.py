@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, fixture_cmd, proxy_env
+from conftest import OFFLOAD_MCP, ROOT, fixture_cmd, initialize_request, proxy_env
 
 
 def _send(proc: subprocess.Popen[bytes], message: dict) -> None:
@@ -39,19 +39,7 @@ def test_terminate_prints_the_summary_and_writes_queued_events(tmp_path, signum)
         cwd=str(ROOT),
     )
     try:
-        _send(
-            proc,
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            },
-        )
+        _send(proc, initialize_request("2025-11-25"))
         assert "result" in _answer(proc, 1)
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _send(

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import orjson
 
@@ -260,34 +260,28 @@ class Ledger:
     def record_recall(
         self, session_id: str, trm_id: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
     ) -> None:
-        self.commit(
-            events=[
-                LedgerEvent(
-                    "recall",
-                    session_id=session_id,
-                    verdict="ok" if ok else "error",
-                    ref_id=trm_id,
-                    chars_out=chars_out,
-                    detail=detail or {},
-                )
-            ]
-        )
+        self._record_retrieval("recall", session_id, trm_id, ok=ok, chars_out=chars_out, detail=detail)
 
     def record_expand(
         self, session_id: str, cg_hash: str, *, ok: bool, chars_out: int = 0, detail: Mapping[str, Any] | None = None
     ) -> None:
-        self.commit(
-            events=[
-                LedgerEvent(
-                    "expand",
-                    session_id=session_id,
-                    verdict="ok" if ok else "error",
-                    ref_id=cg_hash,
-                    chars_out=chars_out,
-                    detail=detail or {},
-                )
-            ]
+        self._record_retrieval("expand", session_id, cg_hash, ok=ok, chars_out=chars_out, detail=detail)
+
+    def _record_retrieval(
+        self,
+        kind: Literal["recall", "expand"],
+        session_id: str,
+        ref_id: str,
+        *,
+        ok: bool,
+        chars_out: int,
+        detail: Mapping[str, Any] | None,
+    ) -> None:
+        verdict = "ok" if ok else "error"
+        event = LedgerEvent(
+            kind, session_id=session_id, verdict=verdict, ref_id=ref_id, chars_out=chars_out, detail=detail or {}
         )
+        self.commit(events=[event])
 
     # ---------------------------------------------------------------- reading
 

@@ -12,11 +12,15 @@ and its time relative to the whole pipeline. Best of `--repeat` runs (2 noisy
 cores: the minimum is the least disturbed measurement).
 
 `--shapes MB...` adds one table per size over generated outputs of the shapes
-a proxy meets at that size (a varied log, a git log, a JSON array of records,
-a pretty-printed JSON document): MB/s of each reducer alone and of the whole
-pipeline side by side, plus `floor` — the shaper's decide-first bound
-(Pipeline.floor_chars up to the client limit), the only work the default path
-spends on a result whose floor is offloaded anyway.
+a proxy meets at that size (numbered lines like the test fixture's make_text, a
+varied log, a git log, a JSON array of records, a pretty-printed JSON document,
+one huge line): MB/s of each reducer alone and of the whole pipeline side by
+side, plus `floor` — the shaper's decide-first bound (Pipeline.floor_chars up
+to the client limit), the only work the default path spends on a result whose
+floor is offloaded anyway — and `stub`, building the stub text of the result
+offloaded whole (policy/stub.py build_stub with the default settings: shape
+line, identifier index, head), with its time in ms: the rest of what the
+shaper spends on it before the ledger write.
 """
 
 from __future__ import annotations
@@ -107,12 +111,42 @@ def shapes(mb: float) -> list[tuple[str, str, str]]:
         {"id": i, "name": f"item {i}", "price": round(rng.random() * 100, 2), "status": rng.choice(words)}
         for i in range(size // 70)
     ]
+    numbered, total = [], 0
+    while total < size:  # tests/fixtures/fixture_server.py make_text
+        numbered.append(f"line {len(numbered)}: " + "x" * 60 + "\n")
+        total += len(numbered[-1])
     return [
+        ("numbered", "make_text", "".join(numbered)[:size]),
         ("log", "read_text_file", "\n".join(log)[:size]),
         ("git log", "git_log", "\n".join(git)[:size]),
         ("json array", "query", json.dumps(rows)),
         ("json pretty", "get", json.dumps({"total": len(rows), "results": rows}, indent=2)),
+        ("one line", "get", " ".join(words[i % len(words)] for i in range(size))[:size]),
     ]
+
+
+def stub_seconds(text: str, tool: str, repeat: int) -> float:
+    """Best time of build_stub on `text` as the shaper calls it with the default settings."""
+    from offload_mcp.policy.policy import ResultPolicy
+    from offload_mcp.policy.settings import PolicySettings
+    from offload_mcp.policy.stub import build_stub
+
+    settings = PolicySettings()
+    body = {"content": [{"type": "text", "text": text}]}
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        build_stub(
+            trm_id="trm_0123456789abcdef",
+            tool=tool,
+            body=body,
+            chars=len(text),
+            chars_per_token=settings.chars_per_token,
+            budget_tokens=settings.stub_tokens,
+            index_chars=ResultPolicy(settings).index_chars(),
+        )
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def shapes_table(mb: float, repeat: int) -> None:
@@ -124,8 +158,8 @@ def shapes_table(mb: float, repeat: int) -> None:
         ReducerSettings(pipeline=[n for n in default if n not in ("collapse", "smartcrush")])
     )  # type: ignore[misc]
     print(f"\nMB/s per reducer alone, pipeline and decide-first floor, on ~{mb:g} MB outputs (best of {repeat})")
-    columns = [*default, "pipeline", "floor"]
-    print(f"{'shape':<12} {'MB':>5} " + " ".join(f"{c:>10}" for c in columns))
+    columns = [*default, "pipeline", "floor", "stub"]
+    print(f"{'shape':<12} {'MB':>5} " + " ".join(f"{c:>10}" for c in columns) + f" {'stub ms':>8}")
     for label, tool, text in shapes(mb):
         rows = [("", tool, text)]
         speeds = []
@@ -139,11 +173,16 @@ def shapes_table(mb: float, repeat: int) -> None:
                     best = min(best, time.perf_counter() - start)
                 speeds.append(f"{len(text) / 1e6 / best:>9.0f}" + ("-" if bound is None else " "))
                 continue
+            if name == "stub":
+                secs = stub_seconds(text, tool, repeat)
+                speeds.append(f"{len(text) / 1e6 / secs:>10.0f} {secs * 1e3:>8.2f}")
+                continue
             order = default if name == "pipeline" else [name]
             secs, _acted, _removed = measure(order, rows, repeat)
             speeds.append(f"{len(text) / 1e6 / secs:>10.1f}")
         print(f"{label:<12} {len(text) / 1e6:>5.2f} " + " ".join(speeds))
     print("floor: a trailing `-` means no bound (noise shapes or JSON present): the reducers run.")
+    print("stub: build_stub on the whole result (shape line, identifier index, head), MB/s and ms.")
 
 
 def main() -> None:

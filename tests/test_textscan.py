@@ -229,6 +229,13 @@ def test_a_line_a_pattern_matches_starts_with_a_char_its_guard_admits(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(describe._LISTING))
+def test_a_listing_line_starts_as_one_or_holds_a_slash_or_a_dot(line: str) -> None:
+    if describe._LISTING.match(line):
+        assert describe._may_start(first_chars([line]), describe._LISTING_FIRST) or "/" in line or "." in line
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.from_regex(index._LOG_LINE))
 def test_a_log_line_passes_the_log_guard(line: str) -> None:
     if index._LOG_LINE.search(line):
@@ -285,6 +292,17 @@ def test_counts_up_matches_its_loop(items: list[Any]) -> None:
 def test_counts_up_matches_its_loop_on_any_values(values: list[Any]) -> None:
     items = [{"id": v} for v in values]
     assert _counts_up(items, "id") == counts_up_reference(items, "id")
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_error_words_are_all_found(text: str) -> None:
+    plain = []
+    for word in index._ERROR_WORDS:
+        pos = text.find(word)
+        while pos >= 0:
+            plain.append(pos)
+            pos = text.find(word, pos + len(word))
+    assert list(index._find_all(text, index._ERROR_WORDS)) == plain
 
 
 def test_python_literal_after_blanks() -> None:

@@ -109,7 +109,7 @@ def build_stub(
         index_lines.append(f"shape: {label}{describe_text(text, parsed[i], scans[i])}")
     if len(texts) > 3:
         index_lines.append(f"shape: +{len(texts) - 3} more text blocks")
-    if structured is not None and (not texts or _structured_differs(texts, structured)):
+    if structured is not None and (not texts or _structured_differs(texts, structured, parsed[0])):
         index_lines.append(f"structuredContent: {describe_json(structured)}")
     preview_source = texts[0] if texts else (orjson.dumps(structured).decode() if structured is not None else "")
     doc = structured if structured is not None else (parsed[0] if parsed else None)
@@ -156,10 +156,12 @@ def _id_index(scans: list[TextScan], doc: Any, index_chars: int, trm_id: str, *,
     return index
 
 
-def _structured_differs(texts: list[str], structured: Any) -> bool:
+def _structured_differs(texts: list[str], structured: Any, parsed: Any) -> bool:
     # Many servers put the same data in both places; describe it once.
     if len(texts) != 1:
         return True
+    if parsed is not None:  # the text's JSON, parsed once for describe and the index: not a second time here
+        return bool(parsed != structured)
     try:
         return bool(orjson.loads(texts[0]) != structured)
     except orjson.JSONDecodeError:

@@ -3,8 +3,11 @@
 JSON: the top-level type, keys with their value types, array lengths and the
 keys of array items. Text: line count and what it looks like (git log, test
 log, diff, file listing, CSV/table, source code, log lines, JSON lines, prose).
-Pure and deterministic: the same text always gives the same words, and only
-the first lines are sampled, so a 10 MB body costs no more than a 100 KB one.
+Pure and deterministic: the same text always gives the same words. Only the
+first 200 lines are sampled (textscan.TextScan.head, without copying the rest),
+so beyond them a body costs one line-count pass (str.count, 0.28-0.6 ms/MB) and,
+for a git log, one commit-count pass (~2 ms/MB); on bench_reducers' 1 MB shapes
+describe_text takes 0.03-0.06 ms (no line break) to 0.6 ms (log), 2.9 ms (git log).
 """
 
 from __future__ import annotations

@@ -1,0 +1,178 @@
+"""structured_repeats_text decides without parsing the text when it can; its decisions are the parse's.
+
+The reference is the definition: `parse_json_text(text) == structuredContent` (or the one-value object
+wrapping the text). Every case is judged both ways, on the body dump_result makes (whose serialised
+structuredContent is kept and trusted) and on a plain dict (never trusted: no orjson round trip).
+"""
+
+import json
+import math
+
+import mcp_types as t
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from offload_mcp.policy.describe import parse_json_text
+from offload_mcp.shaping import (
+    _structured_json,
+    dump_result,
+    recall_chars,
+    sent_chars,
+    structured_repeats_text,
+    visible_chars,
+)
+
+RECORDS = [{"id": i, "name": f"item-{i}", "price": i * 1.5, "tags": ["a", "é"], "none": None} for i in range(50)]
+DOC = {"meta": {"count": 2, "ok": True}, "data": RECORDS, "empty": {}, "nothing": []}
+
+
+def reference(text, structured):
+    if isinstance(structured, dict) and len(structured) == 1 and next(iter(structured.values())) == text:
+        return True
+    return bool(parse_json_text(text) == structured)
+
+
+def decide(text, structured):
+    dumped = dump_result(t.CallToolResult(content=[t.TextContent(text=text)], structured_content=structured))
+    plain = dict(dumped)
+    got = structured_repeats_text(dumped)
+    assert structured_repeats_text(plain) == got == reference(text, dumped["structuredContent"])
+    return got
+
+
+def deep_change(value):
+    """DOC with one value deep inside changed, same spelling length."""
+    changed = json.loads(json.dumps(value))
+    changed["data"][37]["name"] = "item-38"
+    return changed
+
+
+CASES = [
+    # spellings of the same value
+    ("orjson compact (JSON.stringify)", lambda v: orjson.dumps(v).decode(), DOC, True),
+    (
+        "2-space indent (JSON.stringify(x, null, 2))",
+        lambda v: orjson.dumps(v, option=orjson.OPT_INDENT_2).decode(),
+        DOC,
+        True,
+    ),
+    ("Python json.dumps", json.dumps, DOC, True),
+    ("Python json.dumps indent=2, ensure_ascii", lambda v: json.dumps(v, indent=2), DOC, True),
+    ("indent 4", lambda v: json.dumps(v, indent=4, ensure_ascii=False), DOC, True),
+    ("keys in another order", lambda v: json.dumps(v, sort_keys=True), {"b": 1, "a": [2, {"d": 3, "c": 4}]}, True),
+    ("blanks around", lambda v: "\n\t " + orjson.dumps(v).decode() + " \r\n", DOC, True),
+    (
+        "blank lines around, indented",
+        lambda v: "\n" + orjson.dumps(v, option=orjson.OPT_INDENT_2).decode() + "\n",
+        DOC,
+        True,
+    ),
+    ("1.0 for 1", lambda v: '{"n": 1.0, "m": [2.0]}', {"n": 1, "m": [2]}, True),
+    ("1 for 1.0", lambda v: '{"n":1,"m":[2]}', {"n": 1.0, "m": [2.0]}, True),
+    ("1e2 for 100.0", lambda v: '{"n":1e2}', {"n": 100.0}, True),
+    ("\\u escapes for é and a control char", lambda v: '{"s":"\\u00e9\\u001f\\/"}', {"s": "é\x1f/"}, True),
+    ("duplicate key, the last wins", lambda v: '{"a":1,"a":2}', {"a": 2}, True),
+    ("empty object", lambda v: "{}", {}, True),
+    ("empty array", lambda v: "[]", [], True),
+    ("an array of records", lambda v: json.dumps(v), RECORDS, True),
+    ("NaN (dumped as null)", lambda v: '{"a":null}', {"a": math.nan}, True),
+    # not the same value
+    ("one value deep inside differs (compact)", lambda v: orjson.dumps(deep_change(v)).decode(), DOC, False),
+    (
+        "one value deep inside differs (indented)",
+        lambda v: orjson.dumps(deep_change(v), option=orjson.OPT_INDENT_2).decode(),
+        DOC,
+        False,
+    ),
+    ("one value deep inside differs (json.dumps)", lambda v: json.dumps(deep_change(v)), DOC, False),
+    ("true for 1", lambda v: '{"n":true}', {"n": 1}, True),  # Python: True == 1, as the parse compares
+    ("a string for a number", lambda v: '{"n":"1"}', {"n": 1}, False),
+    ("an extra key", lambda v: '{"a":1,"b":2}', {"a": 1}, False),
+    ("an array for an object", lambda v: orjson.dumps(list(v.values())).decode(), {"a": 1, "b": 2}, False),
+    ("an object for an array", lambda v: '{"0":1}', [1], False),
+    ("trailing garbage", lambda v: orjson.dumps(v).decode() + "x", DOC, False),
+    ("a byte-order mark before", lambda v: "\ufeff" + orjson.dumps(v).decode(), DOC, False),
+    ("a no-break space before", lambda v: "\u00a0" + orjson.dumps(v).decode(), DOC, False),
+    ("a lone surrogate escape", lambda v: '["\\ud800"]', ["\ud800"], False),
+    ("not JSON", lambda v: "3 records: a, b, c", DOC, False),
+    ("a scalar structuredContent", lambda v: "[1]", 1, False),
+    ("a string structuredContent", lambda v: '["x"]', "x", False),
+]
+
+
+@pytest.mark.parametrize(("spell", "value", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_decision_is_the_parse_s(spell, value, expected):
+    assert decide(spell(value), value) is expected
+
+
+def test_wrapped_text_repeats_it():
+    text = "line one\nline two\n"
+    assert decide(text, {"content": text}) is True
+    assert decide(text, {"content": text + " "}) is False
+    assert decide(text, {"content": text, "more": 1}) is False
+
+
+def test_tuple_in_a_plain_body_is_not_trusted():
+    # dump_result turns a tuple into a list; a plain dict is judged by the parse alone (a list is not a tuple)
+    plain = {"content": [{"type": "text", "text": '{"b":[1,2]}'}], "structuredContent": {"b": (1, 2)}}
+    assert structured_repeats_text(plain) is False
+    assert structured_repeats_text(dump_result(t.CallToolResult(content=[], structured_content={"b": (1, 2)}))) is False
+
+
+def test_two_text_blocks_never_repeat():
+    body = dump_result(
+        t.CallToolResult(content=[t.TextContent(text="[1]"), t.TextContent(text="[1]")], structured_content=[1])
+    )
+    assert structured_repeats_text(body) is False
+
+
+def test_structured_json_is_serialised_once_per_body_and_anew_when_replaced():
+    body = dump_result(t.CallToolResult(content=[t.TextContent(text="x")], structured_content=DOC))
+    first = _structured_json(body)
+    assert first == orjson.dumps(DOC) and _structured_json(body) is first
+    assert sent_chars(body) == 1 + len(first) and visible_chars(body) == len(first)
+    body["structuredContent"] = {"a": 1}
+    assert _structured_json(body) == b'{"a":1}' and sent_chars(body) == 1 + 7
+    assert body == dict(body) and orjson.dumps(body) == orjson.dumps(dict(body))
+
+
+def test_sizes_of_a_dumped_body_are_a_plain_dict_s():
+    for result in (
+        t.CallToolResult(content=[], structured_content=DOC),
+        t.CallToolResult(content=[t.TextContent(text="é" * 10)], structured_content={"s": "é"}, _meta={"k": "v"}),
+        t.CallToolResult(content=[t.TextContent(text="a"), t.TextContent(text="bc")]),
+    ):
+        dumped = dump_result(result)
+        plain = orjson.loads(orjson.dumps(dumped))
+        for size in (sent_chars, visible_chars, recall_chars):
+            assert size(dumped) == size(plain)
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+_spellings = st.sampled_from(
+    [
+        lambda v: orjson.dumps(v).decode(),
+        lambda v: orjson.dumps(v, option=orjson.OPT_INDENT_2).decode(),
+        lambda v: orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode(),
+        json.dumps,
+        lambda v: json.dumps(v, indent=2, ensure_ascii=False),
+        lambda v: json.dumps(v, separators=(",", ":"), ensure_ascii=False) + "\n",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(max_size=4), _json, max_size=5) | st.lists(_json, max_size=5), _json, _spellings)
+def test_any_spelling_of_any_value_decides_as_the_parse(structured, other, spell):
+    decide(spell(structured), structured)
+    decide(spell(other), structured)  # mostly a different value, sometimes an equal one

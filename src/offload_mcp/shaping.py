@@ -27,6 +27,7 @@ reduced or offloaded.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -374,9 +375,13 @@ class ResultShaper:
         # A structuredContent that only repeats the text goes when the text is cut (the text then carries
         # the data, with markers) or when the pair would not fit the client: one decision for both channels.
         # With an outputSchema it must stay (validating clients require it), so the policy judges it instead.
-        repeat = not own and not multimodal and call.output_schema is None and structured_repeats_text(body)
+        # Asked only when it matters (a cut text, or a result kept over the client bound): an offloaded
+        # 1 MB JSON text is then not parsed here at all (build_stub parses it once for the index).
+        repeat = functools.cache(
+            lambda: not own and not multimodal and call.output_schema is None and structured_repeats_text(body)
+        )
         candidate = result.model_copy(update={"content": reduced}) if reduced and stash else result
-        if repeat and candidate is not result:
+        if candidate is not result and repeat():
             candidate = candidate.model_copy(update={"structured_content": None})
         candidate_body = body if candidate is result else dump_result(candidate)
 
@@ -408,7 +413,7 @@ class ResultShaper:
             and limit
             and sent_chars(candidate_body) > limit
         ):
-            if repeat and candidate.structured_content is not None:
+            if candidate.structured_content is not None and repeat():
                 candidate = candidate.model_copy(update={"structured_content": None})
                 candidate_body = dump_result(candidate)
             if sent_chars(candidate_body) > limit:
@@ -444,7 +449,7 @@ class ResultShaper:
                 commit_stash = stash
                 report.verdict = "reduce"
                 report.stash_hashes = sorted(stash)
-            if repeat and candidate.structured_content is None:
+            if candidate.structured_content is None and repeat():
                 report.structured = "dropped_duplicate"
         if not decision.offload:  # kept or reduced after all: nothing to store, so stop compressing it
             for unsent in (prepared, priced[0][0] if priced else None):  # the same record when both are set

@@ -21,7 +21,10 @@ server both ways, sessions warmed up first:
 Servers: @modelcontextprotocol/server-filesystem `read_text_file` on a file of
 the given size (it also returns structuredContent and declares an
 outputSchema, so the client validates it), and the test fixture server's
-`make_text`. Bodies are varied log-like lines so compression does real work.
+`make_text`. Bodies are varied log-like lines so compression does real work. The fixture's
+`json_records` is a JSON API server's result: N records as 2-space indented JSON text plus the same
+value as structuredContent, no outputSchema (the structured channel priced, and dropped as a duplicate
+when the text is cut).
 The three paths take turns call by call, so the machine's load weighs on each alike.
 With `--baseline OFFLOAD_MCP` a fourth path, `baseline`, runs the default configuration through
 another installed offload-mcp (e.g. main's), taking turns with the others: a change measured before
@@ -64,6 +67,18 @@ def log_text(chars: int, seed: int = 3) -> str:
         total += len(line)
         n += 1
     return "".join(out)[:chars]
+
+
+def records_for(chars: int) -> int:
+    """How many of the fixture's `json_records` make a text of about `chars` (~150 chars each, indented)."""
+    sample = 1000
+    one = len(json.dumps({"records": [_record(i) for i in range(sample)]}, indent=2)) / sample
+    return max(1, int(chars / one))
+
+
+def _record(i: int) -> dict[str, Any]:
+    # the fixture server's json_records item (tests/fixtures/fixture_server.py)
+    return {"id": i, "name": f"item-{i}", "status": "ok", "price": i * 1.25, "tags": ["a", "b"]}
 
 
 async def open_session(stack: AsyncExitStack, command: str, args: list[str]) -> Any:
@@ -113,6 +128,12 @@ async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -
         [str(FIXTURE)],
         "make_text",
         lambda mb: {"size": int(mb * 1_000_000)},
+    )
+    servers["fixture json_records"] = (
+        sys.executable,
+        [str(FIXTURE)],
+        "json_records",
+        lambda mb: {"count": records_for(int(mb * 1_000_000))},
     )
     for mb in sizes_mb:
         (data / f"{mb}.txt").write_text(log_text(int(mb * 1_000_000)))

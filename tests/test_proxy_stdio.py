@@ -13,6 +13,7 @@ FIXTURE_TOOLS = [
     "echo",
     "make_text",
     "json_array",
+    "json_records",
     "image",
     "audio",
     "resources_mix",

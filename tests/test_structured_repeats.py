@@ -176,3 +176,22 @@ _spellings = st.sampled_from(
 def test_any_spelling_of_any_value_decides_as_the_parse(structured, other, spell):
     decide(spell(structured), structured)
     decide(spell(other), structured)  # mostly a different value, sometimes an equal one
+
+
+async def test_json_api_result_through_the_proxy(tmp_path):
+    """The fixture's json_records over stdio: a cut text takes its repeated structuredContent with it;
+    a 1 MB one is offloaded, both channels the stub, and the stored body is the server's result."""
+    from conftest import fixture_cmd, proxy_session
+
+    async with proxy_session(["--ledger", str(tmp_path / "l.db"), "--", *fixture_cmd()]) as s:
+        small = await s.call_tool("json_records", {"count": 3, "spelling": "python"})  # kept whole
+        assert (
+            small.structured_content == json.loads(small.content[0].text)
+            and len(small.structured_content["records"]) == 3
+        )
+        for spelling in ("indent2", "python"):
+            cut = await s.call_tool("json_records", {"count": 100, "spelling": spelling})
+            assert cut.structured_content is None and len(cut.content[0].text) < 8_000
+        big = await s.call_tool("json_records", {"count": 7_000})
+        summary = big.structured_content["offloaded_result"]["summary"]
+        assert summary == big.content[0].text and len(summary) < 10_000 and "7,000" in summary

@@ -5,8 +5,13 @@ wrapping the text). Every case is judged both ways, on the body dump_result make
 structuredContent is kept and trusted) and on a plain dict (never trusted: no orjson round trip).
 """
 
+import dataclasses
+import datetime
+import decimal
+import enum
 import json
 import math
+import uuid
 
 import mcp_types as t
 import orjson
@@ -16,7 +21,7 @@ from hypothesis import strategies as st
 
 from offload_mcp.policy.describe import parse_json_text
 from offload_mcp.shaping import (
-    _structured_json,
+    _structured_chars,
     dump_result,
     recall_chars,
     sent_chars,
@@ -128,13 +133,13 @@ def test_two_text_blocks_never_repeat():
     assert structured_repeats_text(body) is False
 
 
-def test_structured_json_is_serialised_once_per_body_and_anew_when_replaced():
+def test_structured_size_is_measured_once_per_body_and_anew_when_replaced():
     body = dump_result(t.CallToolResult(content=[t.TextContent(text="x")], structured_content=DOC))
-    first = _structured_json(body)
-    assert first == orjson.dumps(DOC) and _structured_json(body) is first
-    assert sent_chars(body) == 1 + len(first) and visible_chars(body) == len(first)
+    size = len(orjson.dumps(DOC))
+    assert _structured_chars(body) == size and body._structured_chars == (body["structuredContent"], size)
+    assert sent_chars(body) == 1 + size and visible_chars(body) == size
     body["structuredContent"] = {"a": 1}
-    assert _structured_json(body) == b'{"a":1}' and sent_chars(body) == 1 + 7
+    assert _structured_chars(body) == 7 and sent_chars(body) == 1 + 7
     assert body == dict(body) and orjson.dumps(body) == orjson.dumps(dict(body))
 
 
@@ -195,3 +200,121 @@ async def test_json_api_result_through_the_proxy(tmp_path):
         big = await s.call_tool("json_records", {"count": 7_000})
         summary = big.structured_content["offloaded_result"]["summary"]
         assert summary == big.content[0].text and len(summary) < 10_000 and "7,000" in summary
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+class Tag(str):
+    pass
+
+
+class Counts(dict):
+    pass
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: tuple[int, int] = (1, 2)
+
+
+def _nested(depth):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+ODD_VALUES = [
+    {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "zero": -0.0, "tiny": 5e-324, "huge": 1e308},
+    {"tuple": (1, (2, 3)), "empty": ()},
+    {"ints": [2**63 - 1, -(2**63), 2**64 - 1, 0, True, False, None]},
+    {"big": 2**70},
+    {"when": datetime.datetime(2026, 12, 1, 10, 0, tzinfo=datetime.UTC), "day": datetime.date(2026, 12, 1)},
+    {"id": uuid.UUID(int=7), "money": decimal.Decimal("1.10"), "raw": b"\x00\x01", "set": {3}},
+    {"enum": Colour.RED, "int_enum": Level.HIGH},
+    {"point": Point(1)},
+    {"model": t.TextContent(text="inner")},
+    {1: "int key"},
+    {Tag("sub"): Tag("class"), "counts": Counts(a=1), "items": ["é", "\u2028", "\x00"]},
+    {"lone": "\ud800"},
+    {"deep": _nested(300)},
+    ["an", "array", {"of": [1.0, 1, 1.5]}],
+    # nested, so the orjson round trip applies (a flat object is pydantic's)
+    {"floats": [math.nan, math.inf, -0.0, 1.0, 2]},
+    {"odd": [Colour.RED, Level.HIGH, uuid.UUID(int=7), (1, 2), True]},
+    {"odd": [datetime.date(2026, 12, 1)]},
+    {"odd": [decimal.Decimal("1.10")]},
+    {"odd": [Tag("sub")]},
+    {"odd": [{1: "int key"}]},
+    {"big": [2**70]},
+    {"one long string": ["x" * 10_000]},
+    "a string",
+    12,
+    {},
+]
+
+
+def _reference_dump(result):
+    body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    for block, dumped in zip(result.content, body.get("content") or [], strict=True):
+        dumped.setdefault("type", block.type)
+    return body
+
+
+def _same_dump(result):
+    try:
+        expected = _reference_dump(result)
+    except Exception as err:  # pydantic cannot dump it: neither can dump_result
+        with pytest.raises(type(err)):
+            dump_result(result)
+        return
+    got = dump_result(result)
+    assert list(got) == list(expected) and got == expected
+    assert repr(dict(got)) == repr(expected)  # the same types inside: 1 stays 1, 1.0 stays 1.0, no tuple
+    if got.get("structuredContent") is not None:
+        try:
+            raw = orjson.dumps(expected["structuredContent"])
+        except orjson.JSONEncodeError:  # 2**70, a lone surrogate: the sizes raise as they did
+            with pytest.raises(orjson.JSONEncodeError):
+                _structured_chars(got)
+        else:
+            assert _structured_chars(got) == len(raw)
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=range(len(ODD_VALUES)))
+def test_dump_result_is_pydantic_s_dump(value):
+    """The orjson round trip copies what pydantic would, key order and types included; anything else
+    (dates, Decimal, bytes, sets, models, dataclasses, subclasses, int keys, 2**70, depth 300) is pydantic's."""
+    for result in (
+        t.CallToolResult(content=[t.TextContent(text="x")], structured_content=value),
+        t.CallToolResult(content=[], structured_content=value, isError=True, _meta={"k": 1}),
+        t.CallToolResult(content=[t.TextContent(text="x")]).model_copy(update={"structured_content": value}),
+    ):
+        _same_dump(result)
+
+
+def test_dump_result_without_or_with_a_null_structured_content():
+    _same_dump(t.CallToolResult(content=[t.TextContent(text="x")]))
+    _same_dump(t.CallToolResult(content=[t.TextContent(text="x")], structured_content=None))
+    _same_dump(
+        t.CallToolResult(content=[t.TextContent(text="x")], structured_content=DOC).model_copy(
+            update={"structured_content": None}
+        )
+    )
+    unset = t.CallToolResult.model_construct(content=[t.TextContent(text="x")])
+    unset.structured_content = DOC  # set, but not among the fields set: exclude_unset leaves it out
+    object.__setattr__(unset, "__pydantic_fields_set__", {"content"})
+    _same_dump(unset)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(max_size=4), _json, max_size=5) | st.lists(_json, max_size=5))
+def test_dump_result_of_any_json_value_is_pydantic_s(value):
+    _same_dump(t.CallToolResult(content=[t.TextContent(text="x")], structured_content=value))

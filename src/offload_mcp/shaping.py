@@ -139,26 +139,76 @@ def _load_pipeline(reducer_settings: ReducerSettings) -> Pipeline | None:
 
 class DumpedBody(dict[str, Any]):
     """A result as `dump_result` dumped it: JSON-native values only (mode="json": no tuple, NaN or
-    infinity), read and never changed in place by the shaper. It keeps the compact JSON of its
-    structuredContent once serialised, so pricing one result serialises a large structuredContent
-    once (sent_chars, visible_chars, recall_chars and structured_repeats_text share it: ~1.3 ms per MB
-    of records per serialisation saved), and that JSON-native guarantee lets structured_repeats_text
-    trust an orjson round trip. Inert for a result without structuredContent (nothing to keep)."""
+    infinity), read and never changed in place by the shaper. It keeps the length of its
+    structuredContent's compact JSON once measured, so pricing one result serialises a large
+    structuredContent once (sent_chars, visible_chars and recall_chars share it: ~1.3 ms per MB of
+    records per serialisation saved; none at all when dump_result's orjson round trip measured it),
+    and that JSON-native guarantee lets structured_repeats_text trust an orjson round trip. Inert for a
+    result without structuredContent (nothing to keep)."""
 
-    __slots__ = ("_structured_json",)
+    __slots__ = ("_structured_chars",)
 
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
-        self._structured_json: tuple[Any, bytes] | None = None
+        self._structured_chars: tuple[Any, int] | None = None
+
+
+_NATIVE_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+"""orjson raises on what pydantic's mode="json" would convert its own way (dates, dataclasses, subclasses
+of str/int/dict/list; and, with no option, sets, bytes, Decimal, models, non-str keys, ints over 64 bits)."""
+
+
+_STRING_HEAVY_BYTES = 256
+"""Mean bytes of JSON per object or array over which pydantic dumps a structuredContent: it hands strings
+over by reference (a 4 MB `{"content": text}` in ~0.05 ms), where an orjson round trip copies them."""
 
 
 def dump_result(result: types.CallToolResult) -> DumpedBody:
-    """The result as the downstream sent it: wire names, only the fields it set (plus each block's `type`)."""
-    body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    """The result as the downstream sent it: wire names, only the fields it set (plus each block's `type`).
+
+    pydantic's mode="json" dump visits every value of structuredContent in Python (~15 ms per MB of
+    records). A structuredContent of JSON values only (always so from the wire), with objects or arrays
+    nested in it, is copied by an orjson round trip instead: the same values pydantic gives (a tuple a
+    list, NaN and infinities None), ~5 ms per MB of records, and its JSON's length is kept (DumpedBody).
+    Inert, and pydantic dumps it as before, when orjson would spell it differently (it raises), when
+    its top level holds no object or array (`{"content": text}`), or when strings outweigh structure
+    (over _STRING_HEAVY_BYTES per object/array): pydantic hands those strings over without a copy.
+    """
+    structured = result.structured_content
+    raw = None
+    if (
+        isinstance(structured, (dict, list))
+        and "structured_content" in result.model_fields_set
+        and any(isinstance(value, (dict, list, tuple)) for value in _top_values(structured))
+    ):
+        try:
+            raw = orjson.dumps(structured, option=_NATIVE_ONLY)
+        except orjson.JSONEncodeError:
+            raw = None
+        if raw is not None and len(raw) > _STRING_HEAVY_BYTES * (raw.count(b"{") + raw.count(b"[")):
+            raw = None
+    if raw is None:
+        body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    else:
+        rest = result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"})
+        copy = orjson.loads(raw)
+        body = {}
+        for key, value in rest.items():  # the fields' order: _meta, content, structuredContent, isError, ...
+            body[key] = value
+            if key == "content":
+                body["structuredContent"] = copy
+        body.setdefault("structuredContent", copy)
     # `content` is a required field, so the dump always carries one entry per block
     for block, dumped in zip(result.content, body.get("content") or [], strict=True):
         dumped.setdefault("type", block.type)  # a default when built in code, always on the wire
-    return DumpedBody(body)
+    out = DumpedBody(body)
+    if raw is not None:
+        out._structured_chars = (body["structuredContent"], len(raw))
+    return out
+
+
+def _top_values(value: dict[str, Any] | list[Any]) -> Any:
+    return value.values() if isinstance(value, dict) else value
 
 
 def is_multimodal(result: types.CallToolResult) -> bool:
@@ -174,24 +224,20 @@ def _json_chars(value: Any) -> int:
     return 0 if value is None else len(orjson.dumps(value))
 
 
-def _structured_json(body: dict[str, Any]) -> bytes | None:
-    """orjson.dumps of the body's structuredContent (None when it has none), serialised once per
-    DumpedBody: the key's value is checked by identity, so a structuredContent put in its place is
-    serialised anew."""
+def _structured_chars(body: dict[str, Any]) -> int:
+    """len(orjson.dumps(structuredContent)) (0 without one), serialised once per DumpedBody: the key's value
+    is checked by identity, so a structuredContent put in its place is measured anew. The length, not
+    the bytes, is kept: a 4 MB bytes object kept alive through the shaping cost ~5 ms more in page faults
+    of the allocations after it (canonical JSON, compression) than serialising twice."""
     value = body.get("structuredContent")
     if value is None:
-        return None
+        return 0
     if not isinstance(body, DumpedBody):
-        return orjson.dumps(value)
-    kept = body._structured_json
+        return len(orjson.dumps(value))
+    kept = body._structured_chars
     if kept is None or kept[0] is not value:
-        kept = body._structured_json = (value, orjson.dumps(value))
+        kept = body._structured_chars = (value, len(orjson.dumps(value)))
     return kept[1]
-
-
-def _structured_chars(body: dict[str, Any]) -> int:
-    raw = _structured_json(body)
-    return 0 if raw is None else len(raw)
 
 
 def visible_chars(body: dict[str, Any]) -> int:
@@ -258,14 +304,10 @@ def _spelled_by_orjson(body: DumpedBody, text: str, *, indented: bool) -> bool:
     """The text, but for blanks around it, is orjson's compact (or 2-space indented) serialisation of
     the body's structuredContent. False also when it cannot be serialised (the parse decides)."""
     try:
-        raw = (
-            orjson.dumps(body.get("structuredContent"), option=orjson.OPT_INDENT_2)
-            if indented
-            else _structured_json(body)
-        )
+        raw = orjson.dumps(body.get("structuredContent"), option=orjson.OPT_INDENT_2 if indented else None)
     except orjson.JSONEncodeError:
         return False
-    if raw is None or (text.isascii() and len(text) < len(raw)):
+    if text.isascii() and len(text) < len(raw):
         return False
     # surrogatepass: a lone surrogate encodes to bytes valid UTF-8 never holds, so it cannot match
     return text.encode("utf-8", "surrogatepass").strip(_JSON_BLANKS) == raw

@@ -30,8 +30,28 @@ def test_seed_example_names_the_producing_command():
     assert second.events[0].acted and second.events[0].chars_after == len(second.text)
 
 
+def seen_once(text: str, producer: str) -> SessionMemory:
+    session = SessionMemory()
+    session.remember(cg_hash(text), len(text), producer)
+    return session
+
+
+def test_a_text_of_no_seen_length_is_declined_before_it_is_hashed(monkeypatch):
+    """The length check stands in for the hash only where it is certain: a same-length text is still hashed."""
+    from offload_mcp.reducers import dedup
+
+    hashed: list[str] = []
+    monkeypatch.setattr(dedup, "cg_hash", lambda text: hashed.append(text) or cg_hash(text))
+    session = seen_once(CONFIG, "`cat`")
+    assert Dedup(DedupSettings()).reduce(CONFIG + " ", ctx(session=session)) == Declined("no_earlier_copy")
+    assert hashed == []
+    same_length = CONFIG[:-1] + "!"
+    assert Dedup(DedupSettings()).reduce(same_length, ctx(session=session)) == Declined("no_earlier_copy")
+    assert hashed == [same_length]
+
+
 def test_pointer_never_carries_a_position_and_is_stable():
-    session = SessionMemory(seen={cg_hash(CONFIG): "`git_status`"})
+    session = seen_once(CONFIG, "`git_status`")
     d = Dedup(DedupSettings())
     a = d.reduce(CONFIG, ctx(session=session))
     b = d.reduce(CONFIG, ctx(tool="x", session=session))
@@ -49,23 +69,23 @@ def test_unknown_producer_falls_back_to_unqualified_note():
 
 
 def test_exact_bytes_only_whitespace_difference_is_not_a_repeat():
-    session = SessionMemory(seen={cg_hash(CONFIG): "`cat`"})
+    session = seen_once(CONFIG, "`cat`")
     reindented = CONFIG.replace("  port", "    port")
     assert Dedup(DedupSettings()).reduce(reindented, ctx(session=session)) == Declined("no_earlier_copy")
 
 
 def test_declines_small_and_marked():
     d = Dedup(DedupSettings())
-    session = SessionMemory(seen={cg_hash("tiny"): "`x`"})
+    session = seen_once("tiny", "`x`")
     assert d.reduce("tiny", ctx(session=session)) == Declined("below_min_tokens")
     marked = CONFIG + marker("0" * 16)
-    session.seen[cg_hash(marked)] = "`x`"
+    session.remember(cg_hash(marked), len(marked), "`x`")
     assert d.reduce(marked, ctx(session=session)) == Declined("already_marked")
 
 
 def test_marker_no_win_when_pointer_is_not_shorter():
     text = "y" * 60
-    session = SessionMemory(seen={cg_hash(text): "`" + "t" * 80 + "`"})
+    session = seen_once(text, "`" + "t" * 80 + "`")
     assert Dedup(DedupSettings(min_tokens=0)).reduce(text, ctx(session=session)) == Declined("marker_no_win")
 
 

@@ -73,46 +73,6 @@ def test_same_result_same_bytes_across_shapers(tmp_path):
     assert orjson.dumps(dump_result(a)) == orjson.dumps(dump_result(b))
 
 
-def test_body_compressed_ahead_is_the_body_compressed_in_line(tmp_path, monkeypatch):
-    """A result over the client bound is hashed while workers compress it and compute the reducer floor
-    (store/ahead.py): the id, the stub and the stored row are those of the in-line path, byte for byte."""
-    from offload_mcp.store import ahead
-
-    structured = result(BIG, structured_content={"content": BIG})
-    ahead_shaper = build_shaper(settings(), tmp_path / "a.db")
-    out_a, rep_a = ahead_shaper.shape_with_report(CALL, structured)
-    monkeypatch.setattr(ahead, "MIN_BYTES", 10**12)  # nothing compressed ahead
-    inline_shaper = build_shaper(settings(), tmp_path / "b.db")
-    out_b, rep_b = inline_shaper.shape_with_report(CALL, structured)
-    assert rep_a.verdict == rep_b.verdict == "offload" and rep_a.trm_id == rep_b.trm_id
-    assert orjson.dumps(dump_result(out_a)) == orjson.dumps(dump_result(out_b))
-    assert ahead_shaper.ledger.get_body(rep_a.trm_id) == dump_result(structured)
-    a, b = ahead_shaper.ledger.body_info(rep_a.trm_id), inline_shaper.ledger.body_info(rep_b.trm_id)
-    assert (a.raw_bytes, a.stored_bytes, a.chars) == (b.raw_bytes, b.stored_bytes, b.chars)
-
-
-def test_busy_workers_are_never_waited_for(tmp_path):
-    """With every worker of store/ahead.py held by other work, a large result is still shaped at once:
-    its floor and compression, not yet taken by a worker, are done in line (cancelled on the pool)."""
-    import threading
-    import time
-
-    from offload_mcp.store import ahead
-
-    release = threading.Event()
-    blockers = [ahead.submit(release.wait, 15) for _ in range(8)]
-    try:
-        shaper = build_shaper(settings(), tmp_path / "l.db")
-        started = time.perf_counter()
-        out, rep = shaper.shape_with_report(CALL, result(BIG))
-        assert time.perf_counter() - started < 8  # not the 15 s the workers are held for
-    finally:
-        release.set()
-    assert [b.result(timeout=10) for b in blockers] == [True] * 8
-    assert rep.verdict == "offload" and {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
-    assert shaper.ledger.get_body(rep.trm_id) == dump_result(result(BIG))
-
-
 def test_result_the_reducers_bring_under_the_bound_stores_nothing(tmp_path):
     """Over the client bound, so prepared for storing at once, but its repeats fold under the bound:
     the reducers run, the result is reduced, and no body is committed."""
@@ -482,9 +442,7 @@ def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
     assert rep.verdict == "keep" and rep.reason == "gate_declined" and out.content[0].text == text
     gate = rep.decision.gate
     assert gate is not None and not gate.fire
-    built = shaper._stub_text(
-        CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text)), ahead=False)
-    )
+    built = shaper._stub_text(CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text))))
     assert len(built) >= len(text) and f"S={-(-len(built) // 4)} " in gate.reason
     padded = orjson.dumps([{**it, "message": "x" * 200} for it in items]).decode()
     out, rep = shaper.shape_with_report(CALL, result(padded))

@@ -47,8 +47,7 @@ from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from .reducers.settings import ReducerSettings
-from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError, ahead, codec
-from .store.records import canonical_json
+from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
 from .tool_names import ALWAYS_LISTED
 
 log = logging.getLogger(__name__)
@@ -320,10 +319,6 @@ _META_KEEP_CHARS = 2_000
 """A stub keeps the result's `_meta` up to this size; a larger one stays in the ledger only."""
 
 
-_NOT_YET = object()
-"""`_reduce_before_policy`: the reducer floor has not been computed yet (`_prepare_over_bound` did not apply)."""
-
-
 class ResultShaper:
     """Reducers -> policy -> ledger -> bytes for the client. Sync; thread-safe."""
 
@@ -403,12 +398,7 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        prepared, floor = (
-            self._prepare_over_bound(call, result, body, ctx, chars_in)
-            if not (own or multimodal or observe)
-            else (None, _NOT_YET)
-        )
-        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in, floor)
+        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in)
         stash: dict[str, str] = {}
         events: list[ReducerEvent] = []
         for run in runs:
@@ -428,7 +418,6 @@ class ResultShaper:
         candidate_body = body if candidate is result else dump_result(candidate)
 
         # The gate prices the stub this result would get (built once, here, and sent if it is offloaded).
-        ahead = not observe and self.ledger is not None  # a record priced here is compressed while the stub is built
         priced: list[tuple[BodyRecord, str]] = []
 
         def stub_chars(chars: int) -> int | None:
@@ -440,7 +429,7 @@ class ResultShaper:
             ):
                 return None  # the gate is not reached
             if not priced:
-                record = prepared or self._body_record(call, body, ahead=ahead)
+                record = self._body_record(call, body)
                 priced.append((record, self._stub_text(call, body, record)))
             return self._stub_visible_chars(call, result, *priced[0])
 
@@ -482,7 +471,7 @@ class ResultShaper:
         bodies: list[BodyRecord] = []
         commit_stash: dict[str, str] = {}
         if decision.offload:
-            record, stub = priced[0] if priced else (prepared or self._body_record(call, body, ahead=ahead), "")
+            record, stub = priced[0] if priced else (self._body_record(call, body), "")
             out, bodies = self._stub(call, result, body, record, report, stub), [record]
             report.verdict, report.trm_id = "offload", record.trm_id
         elif candidate is not result:
@@ -493,10 +482,6 @@ class ResultShaper:
                 report.stash_hashes = sorted(stash)
             if candidate.structured_content is None and repeat():
                 report.structured = "dropped_duplicate"
-        if not decision.offload:  # kept or reduced after all: nothing to store, so stop compressing it
-            for unsent in (prepared, priced[0][0] if priced else None):  # the same record when both are set
-                if unsent is not None and unsent.compressing is not None:
-                    unsent.compressing.cancel()
         report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
@@ -531,53 +516,12 @@ class ResultShaper:
         names = [name for name in reducer_settings.pipeline if name not in ("collapse", "smartcrush")]
         return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
-    def _prepare_over_bound(
-        self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], ctx: ReduceContext, chars_in: int
-    ) -> tuple[BodyRecord | None, Any]:
-        """For a result over the client bound (offload near certain): its body record (canonical bytes,
-        sha256) with the compression under way, with the reducer floor (`_offload_before_reducing`) computed on a worker meanwhile.
-
-        sha256 and zstd release the GIL, so while this thread hashes, one worker enters zstd and
-        another runs the floor's pure-Python scan: on a 1 MB result the floor (0.3-0.4 ms) and the
-        compression (0.3-2.4 ms) leave the path to the stub wherever a core is free. Returns (None,
-        _NOT_YET) when it does not apply; the floor's result (or None: the reducers must run) otherwise.
-        When the reducers then bring the result under the bound, the hash was spent for nothing
-        (~0.5 ms/MB beside their 60-100 ms/MB) and the compression is cancelled.
-        """
-        policy = self.settings.policy
-        limit = policy.client_max_result_chars
-        if self.ledger is None or not policy.enabled or not limit or chars_in <= limit:
-            return None, _NOT_YET
-        raw = canonical_json(body)
-        if len(raw) < ahead.MIN_BYTES:
-            return None, _NOT_YET
-        # The floor first: it is what this thread waits for after hashing; zstd is not needed before the commit.
-        floor = (
-            ahead.submit(self._offload_before_reducing, result, ctx, False, chars_in)
-            if self.pipeline_before_collapse is not None and chars_in >= policy.large_threshold_chars
-            else None
-        )
-        compressing = ahead.submit(codec.compress, raw)
-        prepared = BodyRecord.of_json(
-            raw,
-            server=call.server,
-            tool=call.downstream_tool,
-            arguments=call.arguments,
-            session_id=call.session_id,
-            chars=recall_chars(body),
-            compressing=compressing,
-        )
-        if floor is None or floor.cancel():  # cancelled: no worker was free (other calls' work): floor in line
-            return prepared, _NOT_YET
-        return prepared, floor.result()
-
     def _reduce_before_policy(
         self,
         result: types.CallToolResult,
         ctx: ReduceContext,
         multimodal: bool,
         chars_in: int,
-        floor: Any = None,
     ) -> tuple[list[Any], list[PipelineResult]]:
         """The reduction the policy judges: without collapse when that is offloaded, else the full pipeline.
 
@@ -587,7 +531,7 @@ class ResultShaper:
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
-        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in) if floor is _NOT_YET else floor
+        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in)
         if decided is not None:
             return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
@@ -655,7 +599,7 @@ class ResultShaper:
         return (blocks if changed else []), runs
 
     @staticmethod
-    def _body_record(call: CallInfo, body: dict[str, Any], *, ahead: bool) -> BodyRecord:
+    def _body_record(call: CallInfo, body: dict[str, Any]) -> BodyRecord:
         return BodyRecord.of(
             body,
             server=call.server,
@@ -663,7 +607,6 @@ class ResultShaper:
             arguments=call.arguments,
             session_id=call.session_id,
             chars=recall_chars(body),
-            compress_ahead=ahead,
         )
 
     def _stub_text(self, call: CallInfo, body: dict[str, Any], record: BodyRecord) -> str:

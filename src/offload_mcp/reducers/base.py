@@ -51,6 +51,18 @@ class SessionMemory:
     seen: dict[str, str] = field(default_factory=dict)
     expanded: set[str] = field(default_factory=set)
     """cg hashes the model expanded in this session: their content is kept verbatim if it arrives again."""
+    seen_lengths: set[int] = field(default_factory=set)
+    """Lengths of the outputs in `seen`: a text of another length is no repeat, known without hashing it
+    (sha256 ~0.5 ms/MB, paid on every large output of a session that has seen anything)."""
+
+    def remember(self, hash_: str, chars: int, producer: str) -> None:
+        """An output of `chars` characters with cg hash `hash_` reached the model; the first producer keeps the name."""
+        self.seen.setdefault(hash_, producer)
+        self.seen_lengths.add(chars)
+
+    def may_repeat(self, text: str) -> bool:
+        """False when `text` is certainly no repeat of a seen output (no seen output has its length)."""
+        return len(text) in self.seen_lengths
 
 
 @dataclass(frozen=True)

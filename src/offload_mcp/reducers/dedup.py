@@ -70,6 +70,8 @@ class Dedup:
             return Declined("below_min_tokens")
         if has_marker(text):
             return Declined("already_marked")
+        if not ctx.session.may_repeat(text):
+            return Declined("no_earlier_copy")
         hash_ = cg_hash(text)
         if hash_ not in ctx.session.seen:
             return Declined("no_earlier_copy")
@@ -82,4 +84,4 @@ class Dedup:
         """Record an output the model received (by hash); the first producer keeps the name."""
         if chars / ctx.chars_per_token <= self.settings.min_tokens:
             return  # could never be deduplicated: not worth the memory
-        ctx.session.seen.setdefault(hash_, describe_call(ctx.tool, ctx.arguments))
+        ctx.session.remember(hash_, chars, describe_call(ctx.tool, ctx.arguments))

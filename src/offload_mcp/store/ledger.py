@@ -1,7 +1,7 @@
 """The ledger: where every offloaded body and reducer cut waits for recall, on any backend.
 
 How it works: bodies are the whole CallToolResult JSON exactly as the downstream returned it
-(canonical bytes, `records`), compressed (`codec`), keyed by `trm_` + 16 hex of sha256 of those
+(canonical bytes, `records`), compressed (`codec`), keyed by `trm_` + 16 hex of the BLAKE3 hash of those
 bytes, so the same body always gets the same id. Reducer cuts live in the stash, keyed by their
 `cg` hash. `commit()` writes bodies, stash entries and events in one transaction; the shaper shows
 a stub or marker only after it returns. Any failure raises `LedgerWriteError` naming the cause,

@@ -418,6 +418,30 @@ def test_a_small_kept_result_is_shaped_on_the_callers_thread_as_a_worker_would(t
     assert inline.session_memory("s1").seen == threaded.session_memory("s1").seen
 
 
+def test_a_large_structured_result_is_left_to_the_worker_before_it_is_dumped(tmp_path, monkeypatch):
+    """Told by its text's length or structuredContent's orjson length, never by dump_result on the loop;
+    a small structured result is still shaped in line, exactly as the worker would."""
+    import offload_mcp.shaping as shaping
+
+    shaper = build_shaper(settings(), tmp_path / "l.db")
+    records = {"records": [{"id": i, "name": f"item-{i}", "tags": ["a", "b"]} for i in range(200)]}
+    dumped: list[object] = []
+    real_dump = shaping.dump_result
+    monkeypatch.setattr(shaping, "dump_result", lambda r: dumped.append(r) or real_dump(r))
+    text_and_structured = t.CallToolResult(
+        content=[t.TextContent(text=orjson.dumps(records).decode())], structured_content=records
+    )
+    structured_only = t.CallToolResult(content=[], structured_content=records)
+    assert shaper.shape_without_blocking(CALL, text_and_structured) is None
+    assert shaper.shape_without_blocking(CALL, structured_only) is None
+    assert dumped == []
+    small = t.CallToolResult(content=[t.TextContent(text='{"value": 1}')], structured_content={"value": 1})
+    shaped = shaper.shape_without_blocking(CALL, small)
+    assert shaped is not None and shaped[0] is small and dumped == [small]
+    out, rep = shaper.shape_with_report(CALL, structured_only)
+    assert rep.chars_in == len(orjson.dumps(records))
+
+
 def test_a_result_to_commit_or_a_large_one_is_left_to_the_worker_with_nothing_done(tmp_path):
     limits = {"client_max_result_chars": 300, "large_threshold_chars": 300, "small_threshold_chars": 100}
     shaper = build_shaper(settings(policy=limits), tmp_path / "l.db")

@@ -14,8 +14,8 @@ serialised and written in the task that sends it (`_ChildStdin`), an answer is
 read and parsed by the session's own reading task (`_ChildStdout`): no writer
 or reader task, no hand-over streams and no asyncio subprocess protocol in
 between. Per small call through the proxy that is 5 event-loop turns fewer
-(median 14 -> 9; 7 with server/stdio_pipes.serve_connection) and ~15% fewer Python
-function calls (1,926 -> 1,641 per call under cProfile). The stdout pipe is
+(median 14 -> 9) and ~15% fewer Python function calls (1,926 -> 1,641 per call
+under cProfile). The stdout pipe is
 widened to 1 MiB (Linux), so a 1 MB answer is written in one go rather than in
 16 rounds of the child blocking on a full 64 KiB pipe and us waking to drain
 it: a 1 MB call through the proxy turns the loop ~10 times instead of ~56.

@@ -362,7 +362,7 @@ class _StreamIn:
             await self._stream.aclose()
 
 
-class _ChildStdin:
+class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
     """The session's write stream: `send()` serialises as the SDK's stdio client does and writes to the
     child's stdin at once, in the sender's task (no writer task, no hand-over stream).
 
@@ -398,14 +398,8 @@ class _ChildStdin:
     async def aclose(self) -> None:
         self.close()
 
-    async def __aenter__(self) -> _ChildStdin:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class _ChildStdout:
+class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The session's read stream: each `receive()` reads the child's stdout and parses the next line in
     the SDK's own reading task (no reader task, no hand-over stream).
 
@@ -464,21 +458,6 @@ class _ChildStdout:
         return was_open
 
     async def aclose(self) -> None:
-        self.close()
-
-    def __aiter__(self) -> _ChildStdout:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _ChildStdout:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
@@ -134,7 +134,7 @@ def is_roots_request(item: object) -> bool:
     )
 
 
-class WatchedReadStream:
+class WatchedReadStream(anyio.abc.ObjectReceiveStream[Any]):
     """A session's read stream that shows each message to `seen` before the SDK dispatches it.
 
     The SDK handles an incoming request in a task of its own, so a request the
@@ -157,21 +157,3 @@ class WatchedReadStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:  # as anyio's own streams end an `async for`
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool | None:
-        await self.aclose()
-        return None

@@ -36,6 +36,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppres
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -129,7 +130,7 @@ def _release(fd: int, private: int, blocking: bool) -> None:
         os.close(private)
 
 
-class PipeMessages:
+class PipeMessages(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     """The stdin message stream: each `receive()` reads the next line and parses it exactly as the SDK's
     stdio reader does (a line that is no JSON-RPC message comes out as the exception). Pulled by the
     server's own reading task: no reader task and no hand-over stream in between."""
@@ -162,23 +163,8 @@ class PipeMessages:
     async def aclose(self) -> None:
         self.close()
 
-    def __aiter__(self) -> PipeMessages:
-        return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> PipeMessages:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class PipeMessageWriter:
+class PipeMessageWriter(anyio.abc.ObjectSendStream[SessionMessage]):
     """The stdout message stream: `send()` serialises as the SDK's stdio writer does and writes at once,
     one message at a time (a lock keeps two senders' partial writes from interleaving). A broken wire
     (the client closed its end) ends the reading side too, so the server stops as at end of input."""
@@ -207,12 +193,6 @@ class PipeMessageWriter:
 
     async def aclose(self) -> None:
         self.close()
-
-    async def __aenter__(self) -> PipeMessageWriter:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager

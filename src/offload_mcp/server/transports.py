@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 import anyio
+import anyio.abc
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -51,7 +52,7 @@ async def serve_stdio(server: Server[Any]) -> None:
 _ID_PREFIX = re.compile(r'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
 
 
-class AnswerUnparseableLines:
+class AnswerUnparseableLines(anyio.abc.ObjectReceiveStream[Any]):
     """The stdin message stream, answering a line that is not a JSON-RPC message (bad JSON, 1M-deep nesting) with an error.
 
     The SDK's stdio reader hands such a line over as an exception, which its
@@ -91,21 +92,6 @@ class AnswerUnparseableLines:
 
     async def aclose(self) -> None:
         await self._read.aclose()
-
-    def __aiter__(self) -> AnswerUnparseableLines:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> AnswerUnparseableLines:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 def _describe_bad_line(exc: Exception) -> tuple[str, str, int | str | None]:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
@@ -62,10 +63,10 @@ async def test_lines_are_the_sdk_readers_lines_however_the_bytes_arrive() -> Non
         assert await _read_through_pipe(data, cuts) == expected, (data, cuts)
 
 
-async def test_a_write_larger_than_the_pipe_buffer_arrives_whole() -> None:
+async def _drained(write: Callable[[int, int], Awaitable[None]]) -> bytes:
+    """What `write(read_fd, write_fd)` wrote into a non-blocking pipe, read by a thread to the end of file."""
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    text = json.dumps({"payload": "x€" * 400_000}) + "\n"  # ~1.6 MB: many times a pipe's 64 KiB
     received = bytearray()
 
     def drain() -> None:
@@ -76,37 +77,34 @@ async def test_a_write_larger_than_the_pipe_buffer_arrives_whole() -> None:
     async with anyio.create_task_group() as tg:
         tg.start_soon(anyio.to_thread.run_sync, drain)
         try:
-            writer = PipeWriter(write_fd)
-            assert await writer.write(text) == len(text)
+            await write(read_fd, write_fd)
         finally:
             os.close(write_fd)  # the drain thread ends at end of file, however the write ended
-    assert bytes(received) == text.encode("utf-8")
+    return bytes(received)
+
+
+async def test_a_write_larger_than_the_pipe_buffer_arrives_whole() -> None:
+    text = json.dumps({"payload": "x€" * 400_000}) + "\n"  # ~1.6 MB: many times a pipe's 64 KiB
+
+    async def write(read_fd: int, write_fd: int) -> None:
+        assert await PipeWriter(write_fd).write(text) == len(text)
+
+    assert await _drained(write) == text.encode("utf-8")
 
 
 async def test_concurrent_large_answers_are_written_whole_one_after_the_other() -> None:
     # Two handlers answer at once with messages far over a pipe's buffer: each reaches the client as one
     # unbroken line (the writer writes one message at a time), parsed as the SDK's reader parses it.
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(write_fd, False)
-    writer = PipeMessageWriter(write_fd, PipeMessages(read_fd))
     payloads = {7: "a" * 300_000, 8: "€" * 300_000}
-    received = bytearray()
 
-    def drain() -> None:
-        with os.fdopen(read_fd, "rb") as pipe:
-            while chunk := pipe.read(65536):
-                received.extend(chunk)
+    async def write(read_fd: int, write_fd: int) -> None:
+        writer = PipeMessageWriter(write_fd, PipeMessages(read_fd))
+        async with anyio.create_task_group() as senders:
+            for request_id, text in payloads.items():
+                answer = JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"text": text})
+                senders.start_soon(writer.send, SessionMessage(answer))
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(anyio.to_thread.run_sync, drain)
-        try:
-            async with anyio.create_task_group() as senders:
-                for request_id, text in payloads.items():
-                    answer = JSONRPCResponse(jsonrpc="2.0", id=request_id, result={"text": text})
-                    senders.start_soon(writer.send, SessionMessage(answer))
-        finally:
-            os.close(write_fd)  # the drain thread ends at end of file, however the senders ended
-    lines = bytes(received).decode().splitlines()
+    lines = (await _drained(write)).decode().splitlines()
     answers = {m.id: m.result["text"] for m in (jsonrpc_message_adapter.validate_json(line) for line in lines)}
     assert answers == payloads
 

@@ -60,9 +60,13 @@ class SessionMemory:
         self.seen.setdefault(hash_, producer)
         self.seen_lengths.add(chars)
 
-    def may_repeat(self, text: str) -> bool:
-        """False when `text` is certainly no repeat of a seen output (no seen output has its length)."""
-        return len(text) in self.seen_lengths
+    def seen_hash(self, text: str) -> str | None:
+        """The cg hash of `text` when it repeats a seen output, else None; hashed only when some seen
+        output has its length."""
+        if len(text) not in self.seen_lengths:
+            return None
+        hash_ = cg_hash(text)
+        return hash_ if hash_ in self.seen else None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .base import Acted, Declined, Outcome, ReduceContext, cg_hash, estimate_tokens, has_marker, marker
+from .base import Acted, Declined, Outcome, ReduceContext, estimate_tokens, has_marker, marker
 from .settings import DedupSettings
 
 MAX_SUMMARY_CHARS = 48
@@ -70,10 +70,8 @@ class Dedup:
             return Declined("below_min_tokens")
         if has_marker(text):
             return Declined("already_marked")
-        if not ctx.session.may_repeat(text):
-            return Declined("no_earlier_copy")
-        hash_ = cg_hash(text)
-        if hash_ not in ctx.session.seen:
+        hash_ = ctx.session.seen_hash(text)
+        if hash_ is None:
             return Declined("no_earlier_copy")
         reduced = pointer(hash_, ctx.session.seen[hash_])
         if len(reduced) >= len(text):

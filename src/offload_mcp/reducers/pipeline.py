@@ -144,7 +144,7 @@ class Pipeline:
         json_records = True
         for reducer in self.reducers:
             if isinstance(reducer, Dedup):
-                if ctx.session.may_repeat(text) and cg_hash(text) in ctx.session.seen:
+                if ctx.session.seen_hash(text) is not None:
                     return None
             elif isinstance(reducer, Extract):
                 if has_terminal_noise(text):

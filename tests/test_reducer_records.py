@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
-from offload_mcp.reducers.linecap import Linecap
+from offload_mcp.reducers.linecap import Linecap, is_record_line
 from offload_mcp.reducers.pipeline import build_pipeline
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
 from offload_mcp.shaping import CallInfo, build_shaper
@@ -147,6 +147,36 @@ def test_floor_never_exceeds_what_the_reducers_leave(lines: list[str]) -> None:
     floor = pipeline.floor_chars(text, ctx(), len(text) + 1)
     if floor is not None:
         assert floor <= len(pipeline.run(text, ctx()).text)
+
+
+def _floor_by_lines(text: str, cap: int, enough: int) -> int:
+    """Pipeline.floor_chars's scan as its plain definition: line by line, in order, 64K chunks."""
+    distinct: set[str] = set()
+    floor, start, step = 0, 0, 65_536
+    while start < len(text):
+        chunk = text[start : start + step]
+        if start + step < len(text):
+            if chunk.rfind("\n") < 0:
+                step *= 2
+                continue
+            chunk = chunk[: chunk.rfind("\n")]
+        start += len(chunk) + 1
+        for line in chunk.split("\n"):
+            if line not in distinct and line.strip():
+                distinct.add(line)
+                floor += (len(line) if len(line) <= cap or is_record_line(line) else cap) + 1
+        if floor > enough:
+            break
+    return max(floor - 1, 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(LINES, st.integers(min_value=1, max_value=40), st.sampled_from([100, 5_000, 10**9]))
+def test_floor_is_the_line_by_line_sum(lines: list[str], copies: int, enough: int) -> None:
+    text = "\n".join(lines * copies) + "\n" + "\u2028 \t\n" * 3 + "Author: Dev 1\n" * 5_000  # over one 64K chunk
+    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "linecap"]))
+    cap = LinecapSettings().max_line_chars
+    assert pipeline.floor_chars(text, ctx(), enough) == _floor_by_lines(text, cap, enough)
 
 
 def test_one_megabyte_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:

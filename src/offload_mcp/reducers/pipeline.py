@@ -170,11 +170,20 @@ class Pipeline:
                     continue
                 chunk = chunk[:last_break]
             start += len(chunk) + 1
-            for line in chunk.split("\n"):
-                if line not in distinct and line.strip():  # a blank line may go in a blank run
-                    distinct.add(line)
-                    kept = len(line) if not cap or len(line) <= cap or is_record_line(line, json_records) else cap
-                    floor += kept + 1
+            # The chunk's new lines by set operations, summed by map: the same sum as a loop over its lines
+            # (their order within a chunk cannot matter), in C but for the rare blank or over-long line
+            # (1 MB of indented JSON records: 3.6 -> 2.2 ms).
+            fresh = set(chunk.split("\n"))
+            fresh -= distinct
+            distinct |= fresh
+            fresh.discard("")
+            floor += sum(map(len, fresh)) + len(fresh)
+            for line in filter(str.isspace, fresh):  # a blank line may go in a blank run
+                floor -= len(line) + 1
+            if cap and max(map(len, fresh), default=0) > cap:
+                for line in fresh:
+                    if len(line) > cap and not line.isspace() and not is_record_line(line, json_records):
+                        floor -= len(line) - cap
             if floor > enough:
                 break
         return max(floor - 1, 0)

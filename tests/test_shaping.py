@@ -427,7 +427,7 @@ def test_a_large_structured_result_is_left_to_the_worker_before_it_is_dumped(tmp
     records = {"records": [{"id": i, "name": f"item-{i}", "tags": ["a", "b"]} for i in range(200)]}
     dumped: list[object] = []
     real_dump = shaping.dump_result
-    monkeypatch.setattr(shaping, "dump_result", lambda r: dumped.append(r) or real_dump(r))
+    monkeypatch.setattr(shaping, "dump_result", lambda r, **kw: dumped.append(r) or real_dump(r, **kw))
     text_and_structured = t.CallToolResult(
         content=[t.TextContent(text=orjson.dumps(records).decode())], structured_content=records
     )

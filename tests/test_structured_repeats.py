@@ -15,6 +15,7 @@ import uuid
 
 import mcp_types as t
 import orjson
+import pydantic_core
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -318,3 +319,68 @@ def test_dump_result_without_or_with_a_null_structured_content():
 @given(st.dictionaries(st.text(max_size=4), _json, max_size=5) | st.lists(_json, max_size=5))
 def test_dump_result_of_any_json_value_is_pydantic_s(value):
     _same_dump(t.CallToolResult(content=[t.TextContent(text="x")], structured_content=value))
+
+
+# ---- a structuredContent parsed from JSON is read without a copy; the stub reads it instead of the text ----
+
+
+def _from_wire(value, text="x"):
+    """A result as the proxy gets it from a downstream server: parsed from the JSON it sent."""
+    wire = orjson.dumps({"content": [{"type": "text", "text": text}], "structuredContent": value})
+    return t.CallToolResult.model_validate(pydantic_core.from_json(wire), by_name=False)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(max_size=4), _json, max_size=5))
+def test_a_structured_content_from_json_is_the_dump_without_a_copy(value):
+    result = _from_wire(value)
+    got = dump_result(result, structured_from_json=True)
+    expected = _reference_dump(result)
+    assert list(got) == list(expected) and repr(dict(got)) == repr(expected)
+    assert got["structuredContent"] is result.structured_content  # read as it is
+    assert sent_chars(got) == sent_chars(expected) and visible_chars(got) == visible_chars(expected)
+
+
+def test_a_nan_from_json_stays_a_float_and_is_serialised_null():
+    result = _from_wire({"rows": [{"v": 1.5}]})
+    result.structured_content["rows"][0]["v"] = math.nan  # what the SDK's parser makes of a NaN on the wire
+    got = dump_result(result, structured_from_json=True)
+    assert math.isnan(got["structuredContent"]["rows"][0]["v"])
+    assert orjson.dumps(got) == orjson.dumps(_reference_dump(result))  # the ledger's bytes: null either way
+
+
+@pytest.mark.parametrize(
+    ("spell", "spelled"),
+    [
+        (lambda v: orjson.dumps(v).decode(), True),
+        (lambda v: "\n" + orjson.dumps(v, option=orjson.OPT_INDENT_2).decode() + "\n", True),
+        (json.dumps, False),  # ", " separators: the stub parses the text
+        (lambda v: json.dumps(v, indent=2), False),  # é escaped: parsed
+    ],
+    ids=["compact", "indent2", "python", "python-indent2"],
+)
+def test_the_stub_from_the_spelled_structured_content_is_the_stub_from_the_parse(tmp_path, spell, spelled):
+    from offload_mcp.config import OffloadSettings
+    from offload_mcp.policy.stub import build_stub
+    from offload_mcp.shaping import CallInfo, build_shaper, text_spells_structured
+
+    doc = {"records": [{**r, "id": 10_000 + i} for i, r in enumerate(RECORDS * 60)]}
+    text = spell(doc)
+    shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
+    call = CallInfo("s", "list", "list", {}, structured_from_json=True)
+    body = dump_result(_from_wire(doc, text), structured_from_json=True)
+    record = shaper._body_record(call, body)
+    assert text_spells_structured(body) is spelled
+    policy = shaper.settings.policy
+    parsed_stub = build_stub(
+        trm_id=record.trm_id,
+        tool=call.tool,
+        body=dict(body),
+        chars=record.chars,
+        chars_per_token=policy.chars_per_token,
+        budget_tokens=policy.stub_tokens,
+        recall_mode=shaper.settings.recall.mode,
+        index_chars=shaper.policy.index_chars(),
+    )
+    assert shaper._stub_text(call, body, record) == parsed_stub
+    assert "10000" in parsed_stub and "records" in parsed_stub

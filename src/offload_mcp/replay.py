@@ -293,6 +293,7 @@ def replay(
                     downstream_tool=record.tool,
                     arguments=call_arguments(record.call),
                     session_id=record.traj,
+                    structured_from_json=True,  # read from the file's JSON, as the proxy reads a server's answer
                 )
                 result = types.CallToolResult(
                     content=[types.TextContent(text=record.output)],

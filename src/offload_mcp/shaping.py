@@ -72,6 +72,9 @@ class CallInfo:
     output_schema: dict[str, Any] | None = None
     owner: str | None = None
     """The ledger ownership key of the caller (server/identity.py); None: the session id."""
+    structured_from_json: bool = False
+    """The result's structuredContent was parsed from JSON (a downstream server's answer), so its values
+    are JSON's own and the shaper reads it without a copy (dump_result)."""
 
 
 @dataclass
@@ -138,18 +141,21 @@ def _load_pipeline(reducer_settings: ReducerSettings) -> Pipeline | None:
 
 class DumpedBody(dict[str, Any]):
     """A result as `dump_result` dumped it: JSON-native values only (mode="json": no tuple, NaN or
-    infinity), read and never changed in place by the shaper. It keeps the length of its
-    structuredContent's compact JSON once measured, so pricing one result serialises a large
-    structuredContent once (sent_chars, visible_chars and recall_chars share it: ~1.3 ms per MB of
-    records per serialisation saved; none at all when dump_result's orjson round trip measured it),
-    and that JSON-native guarantee lets structured_repeats_text trust an orjson round trip. Inert for a
-    result without structuredContent (nothing to keep)."""
+    infinity; a structuredContent parsed from JSON may hold a NaN, see dump_result), read and never
+    changed in place by the shaper. It keeps the length of its structuredContent's compact JSON once
+    measured, so pricing one result serialises a large structuredContent once (sent_chars,
+    visible_chars and recall_chars share it: ~1.3 ms per MB of records per serialisation saved; none
+    at all when dump_result's orjson round trip measured it), and whether its text spells that
+    structuredContent (text_spells_structured, asked by the policy and the stub). The JSON-native
+    guarantee lets structured_repeats_text trust an orjson round trip. Inert for a result without
+    structuredContent (nothing to keep)."""
 
-    __slots__ = ("_structured_chars",)
+    __slots__ = ("_structured_chars", "_text_spells_structured")
 
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
         self._structured_chars: tuple[Any, int] | None = None
+        self._text_spells_structured: bool | None = None
 
 
 _NATIVE_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -162,7 +168,7 @@ _STRING_HEAVY_BYTES = 256
 over by reference (a 4 MB `{"content": text}` in ~0.05 ms), where an orjson round trip copies them."""
 
 
-def dump_result(result: types.CallToolResult) -> DumpedBody:
+def dump_result(result: types.CallToolResult, *, structured_from_json: bool = False) -> DumpedBody:
     """The result as the downstream sent it: wire names, only the fields it set (plus each block's `type`).
 
     pydantic's mode="json" dump visits every value of structuredContent in Python (~15 ms per MB of
@@ -172,8 +178,25 @@ def dump_result(result: types.CallToolResult) -> DumpedBody:
     Inert, and pydantic dumps it as before, when orjson would spell it differently (it raises), when
     its top level holds no object or array (`{"content": text}`), or when strings outweigh structure
     (over _STRING_HEAVY_BYTES per object/array): pydantic hands those strings over without a copy.
+
+    `structured_from_json` (CallInfo.structured_from_json: a downstream answer's structuredContent, parsed
+    from JSON) skips the copy: those values are JSON's own already, and the shaper never changes a body
+    in place, so the body holds the result's own object (1 MB of records: ~5 ms of orjson.loads saved,
+    ~20 ms at 4 MB). The one value JSON's parse can give that the dump would not is a NaN or infinity
+    (non-standard, accepted by the SDK's parser): it stays a float, where the dump gives None; each
+    serialisation of the body (the ledger's canonical bytes, the sizes) still spells it null.
     """
     structured = result.structured_content
+    if (
+        structured_from_json
+        and isinstance(structured, (dict, list))
+        and "structured_content" in result.model_fields_set
+    ):
+        return _with_structured(
+            result,
+            result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"}),
+            structured,
+        )
     raw = None
     if (
         isinstance(structured, (dict, list))
@@ -187,23 +210,29 @@ def dump_result(result: types.CallToolResult) -> DumpedBody:
         if raw is not None and len(raw) > _STRING_HEAVY_BYTES * (raw.count(b"{") + raw.count(b"[")):
             raw = None
     if raw is None:
-        body = result.model_dump(by_alias=True, mode="json", exclude_unset=True)
-    else:
-        rest = result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"})
-        copy = orjson.loads(raw)
-        body = {}
-        for key, value in rest.items():  # the fields' order: _meta, content, structuredContent, isError, ...
-            body[key] = value
-            if key == "content":
-                body["structuredContent"] = copy
-        body.setdefault("structuredContent", copy)
+        return _with_types(result, DumpedBody(result.model_dump(by_alias=True, mode="json", exclude_unset=True)))
+    rest = result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"})
+    out = _with_structured(result, rest, orjson.loads(raw))
+    out._structured_chars = (out["structuredContent"], len(raw))
+    return out
+
+
+def _with_structured(result: types.CallToolResult, rest: dict[str, Any], structured: Any) -> DumpedBody:
+    """The dump of the other fields with structuredContent put back in its place."""
+    body = DumpedBody({})
+    for key, value in rest.items():  # the fields' order: _meta, content, structuredContent, isError, ...
+        body[key] = value
+        if key == "content":
+            body["structuredContent"] = structured
+    body.setdefault("structuredContent", structured)
+    return _with_types(result, body)
+
+
+def _with_types(result: types.CallToolResult, body: DumpedBody) -> DumpedBody:
     # `content` is a required field, so the dump always carries one entry per block
     for block, dumped in zip(result.content, body.get("content") or [], strict=True):
         dumped.setdefault("type", block.type)  # a default when built in code, always on the wire
-    out = DumpedBody(body)
-    if raw is not None:
-        out._structured_chars = (body["structuredContent"], len(raw))
-    return out
+    return body
 
 
 def _top_values(value: dict[str, Any] | list[Any]) -> Any:
@@ -308,17 +337,31 @@ def structured_repeats_text(body: dict[str, Any]) -> bool:
     # parse_json_text returns an object for a text opening with "{", an array for "[", else None
     if not isinstance(structured, (dict, list)):
         return False
-    head = lstripped_head(text, 2)
-    if head[:1] != ("{" if isinstance(structured, dict) else "["):
+    if lstripped_head(text, 1) != ("{" if isinstance(structured, dict) else "["):
         return False
-    if isinstance(body, DumpedBody) and _spelled_by_orjson(body, text, indented=head[1:] == "\n"):
+    if isinstance(body, DumpedBody) and text_spells_structured(body):
         return True
     return bool(parse_json_text(text) == structured)
 
 
+def text_spells_structured(body: DumpedBody) -> bool:
+    """The body's one text block is, but for blanks around it, orjson's compact or 2-space indented
+    serialisation of its structuredContent (an object or array): then `parse_json_text(text)` equals
+    the structuredContent, and the stub reads that instead of parsing the text (policy/stub.py: 1 MB
+    of records, ~8 ms of parse for ~2 ms of this). False also when it cannot be serialised or the text
+    is spelled another way (a parse decides). Decided once per body."""
+    if body._text_spells_structured is None:
+        structured = body.get("structuredContent")
+        texts = text_blocks(body)
+        body._text_spells_structured = False
+        if isinstance(structured, (dict, list)) and len(texts) == 1:
+            head = lstripped_head(texts[0], 2)
+            if head[:1] == ("{" if isinstance(structured, dict) else "["):
+                body._text_spells_structured = _spelled_by_orjson(body, texts[0], indented=head[1:] == "\n")
+    return body._text_spells_structured
+
+
 def _spelled_by_orjson(body: DumpedBody, text: str, *, indented: bool) -> bool:
-    """The text, but for blanks around it, is orjson's compact (or 2-space indented) serialisation of
-    the body's structuredContent. False also when it cannot be serialised (the parse decides)."""
     try:
         raw = orjson.dumps(body.get("structuredContent"), option=orjson.OPT_INDENT_2 if indented else None)
     except orjson.JSONEncodeError:
@@ -409,7 +452,8 @@ class ResultShaper:
         observe = self.settings.mode == "observe"
         own = call.tool in ALWAYS_LISTED
         multimodal = is_multimodal(result)
-        body = dump_result(result)
+        dump = functools.partial(dump_result, structured_from_json=call.structured_from_json)
+        body = dump(result)
         chars_in = sent_chars(body)
         if not may_block and chars_in > INLINE_MAX_CHARS:
             return None
@@ -417,7 +461,7 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = ([], []) if own else self._reduce_before_policy(result, ctx, multimodal, chars_in)
+        reduced, runs = ([], []) if own else self._reduce_before_policy(call, result, ctx, multimodal, chars_in)
         stash: dict[str, str] = {}
         events: list[ReducerEvent] = []
         for run in runs:
@@ -434,7 +478,7 @@ class ResultShaper:
         candidate = result.model_copy(update={"content": reduced}) if reduced and stash else result
         if candidate is not result and repeat():
             candidate = candidate.model_copy(update={"structured_content": None})
-        candidate_body = body if candidate is result else dump_result(candidate)
+        candidate_body = body if candidate is result else dump(candidate)
 
         # The gate prices the stub this result would get (built once, here, and sent if it is offloaded).
         priced: list[tuple[BodyRecord, str]] = []
@@ -465,7 +509,7 @@ class ResultShaper:
         ):
             if candidate.structured_content is not None and repeat():
                 candidate = candidate.model_copy(update={"structured_content": None})
-                candidate_body = dump_result(candidate)
+                candidate_body = dump(candidate)
             if sent_chars(candidate_body) > limit:
                 # Both channels together exceed what the client accepts: the client bound decides.
                 chars = sent_chars(candidate_body)
@@ -501,7 +545,7 @@ class ResultShaper:
                 report.stash_hashes = sorted(stash)
             if candidate.structured_content is None and repeat():
                 report.structured = "dropped_duplicate"
-        report.chars_out = sent_chars(dump_result(out)) if out is not result else chars_in
+        report.chars_out = sent_chars(dump(out)) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
 
         if observe:
@@ -537,6 +581,7 @@ class ResultShaper:
 
     def _reduce_before_policy(
         self,
+        call: CallInfo,
         result: types.CallToolResult,
         ctx: ReduceContext,
         multimodal: bool,
@@ -556,7 +601,11 @@ class ResultShaper:
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
         decision = self.policy.decide(
-            PolicyInput(chars=visible_chars(dump_result(candidate)), multimodal=multimodal, own_tool=False)
+            PolicyInput(
+                chars=visible_chars(dump_result(candidate, structured_from_json=call.structured_from_json)),
+                multimodal=multimodal,
+                own_tool=False,
+            )
         )
         return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
 
@@ -630,7 +679,9 @@ class ResultShaper:
 
     def _stub_text(self, call: CallInfo, body: dict[str, Any], record: BodyRecord) -> str:
         policy = self.settings.policy
+        spelled = isinstance(body, DumpedBody) and text_spells_structured(body)
         return build_stub(
+            text_json=(body["structuredContent"],) if spelled else None,
             trm_id=record.trm_id,
             tool=call.tool,
             body=body,

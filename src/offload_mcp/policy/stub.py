@@ -88,9 +88,12 @@ def build_stub(
     recall_mode: RecallMode = "both",
     reason: str = "",
     index_chars: int = 0,
+    text_json: tuple[Any] | None = None,
 ) -> str:
     """The stub text. Stays within `budget_tokens` by shortening the preview, then the shape lines;
-    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars."""
+    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars.
+    `text_json`: the JSON value the first text block holds (`parse_json_text`'s), when the caller
+    knows it without a parse (the structuredContent it spells), else None and the text is parsed."""
     texts = text_blocks(body)
     structured = body.get("structuredContent")
     header = (
@@ -101,7 +104,9 @@ def build_stub(
         header += f" in {len(texts)} text blocks"
     if reason:
         header += f"; {reason}"
-    parsed = [parse_json_text(text) for text in texts[:3]]  # once each: describe and index share it
+    parsed = [parse_json_text(text) for text in texts[1 if text_json else 0 : 3]]  # once: describe and index share it
+    if text_json and texts:
+        parsed.insert(0, text_json[0])
     scans = [TextScan(text) for text in texts[:3]]  # and what both read of the text: lines, head, commits
     index_lines = []
     for i, text in enumerate(texts[:3]):

@@ -236,6 +236,7 @@ class CallDispatcher:
             session_id=session_id,
             output_schema=entry.output_schema,
             owner=owner,
+            structured_from_json=True,
         )
         shape_started = time.perf_counter()
         report: DecisionEvent | None = None

@@ -20,10 +20,18 @@ import anyio
 import mcp_types as types
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from conftest import running_proxy, text_of, write_config
-from offload_mcp.downstream.http_limits import PARSE_OFF_LOOP_BYTES, PLACEHOLDER_KEY, ParsedMessages
+from offload_mcp.downstream.http_limits import (
+    PARSE_OFF_LOOP_BYTES,
+    PLACEHOLDER_KEY,
+    ParsedMessages,
+    _first_event_end,
+    _last_event_end,
+)
 from test_hardening_load import EchoProbe, http_session, report
 from test_load_http import HOSTILE
 from test_proxy_http import fixture_over_http
@@ -120,3 +128,27 @@ async def test_what_is_not_a_large_response_passes_as_it_came() -> None:
     # A server cannot name a placeholder it did not get: a look-alike result is an ordinary result.
     forged = sdk_parse(orjson.dumps({"jsonrpc": "2.0", "id": 4, "result": {"_meta": {PLACEHOLDER_KEY: "guess-1"}}}))
     assert parsed.swap(forged) is forged
+
+
+# ---- event ends, found from line end to line end ---------------------------------------------------------
+
+_MARKS = (b"\n\n", b"\n\r\n")
+
+
+def _first_by_marks(data: bytes) -> int:
+    found = [(i, len(mark)) for mark in _MARKS if (i := data.find(mark)) >= 0]
+    return -1 if not found else min(found)[0] + min(found)[1]
+
+
+def _last_by_marks(data: bytes, start: int) -> int:
+    found = [(i, len(mark)) for mark in _MARKS if (i := data.rfind(mark, start)) >= 0]
+    return -1 if not found else max(found)[0] + max(found)[1]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\r", b"\r\n", b"data: {}", b"x", b"event: message", b""]), max_size=12))
+def test_event_ends_are_where_the_two_marks_put_them(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    assert _first_event_end(data) == _first_by_marks(data)
+    for start in range(len(data) + 1):
+        assert _last_event_end(bytearray(data), start) == _last_by_marks(data, start)

@@ -384,3 +384,19 @@ def test_the_stub_from_the_spelled_structured_content_is_the_stub_from_the_parse
     )
     assert shaper._stub_text(call, body, record) == parsed_stub
     assert "10000" in parsed_stub and "records" in parsed_stub
+
+
+def test_whether_the_text_spells_it_is_decided_again_for_another_structured_content():
+    from offload_mcp.shaping import text_spells_structured
+
+    body = dump_result(
+        t.CallToolResult(content=[t.TextContent(text=orjson.dumps(DOC).decode())], structured_content=DOC)
+    )
+    assert text_spells_structured(body) is True
+    body["structuredContent"] = deep_change(DOC)  # the same length, one value changed
+    assert text_spells_structured(body) is False
+    body["content"] = [{"type": "text", "text": orjson.dumps(body["structuredContent"]).decode()}]
+    assert text_spells_structured(body) is True
+    body["structuredContent"] = {"big": 2**70}  # orjson cannot serialise it: the parse decides
+    body["content"] = [{"type": "text", "text": '{"big":1180591620717411303424}'}]
+    assert text_spells_structured(body) is False and structured_repeats_text(body) is True

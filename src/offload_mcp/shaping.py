@@ -155,7 +155,7 @@ class DumpedBody(dict[str, Any]):
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
         self._structured_chars: tuple[Any, int] | None = None
-        self._text_spells_structured: bool | None = None
+        self._text_spells_structured: tuple[Any, str | None, bool] | None = None
 
 
 _NATIVE_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
@@ -312,6 +312,7 @@ def recall_chars(body: dict[str, Any]) -> int:
 
 
 _JSON_BLANKS = b" \t\n\r"
+_JSON_BLANKS_STR = _JSON_BLANKS.decode()
 
 
 def structured_repeats_text(body: dict[str, Any]) -> bool:
@@ -349,20 +350,26 @@ def text_spells_structured(body: DumpedBody) -> bool:
     serialisation of its structuredContent (an object or array): then `parse_json_text(text)` equals
     the structuredContent, and the stub reads that instead of parsing the text (policy/stub.py: 1 MB
     of records, ~8 ms of parse for ~2 ms of this). False also when it cannot be serialised or the text
-    is spelled another way (a parse decides). Decided once per body."""
-    if body._text_spells_structured is None:
-        structured = body.get("structuredContent")
-        texts = text_blocks(body)
-        body._text_spells_structured = False
-        if isinstance(structured, (dict, list)) and len(texts) == 1:
-            head = lstripped_head(texts[0], 2)
-            if head[:1] == ("{" if isinstance(structured, dict) else "["):
-                body._text_spells_structured = _spelled_by_orjson(body, texts[0], indented=head[1:] == "\n")
-    return body._text_spells_structured
+    is spelled another way (a parse decides). Decided once per body (and again if either channel is
+    put in the body in place of the one it was decided on)."""
+    structured = body.get("structuredContent")
+    texts = text_blocks(body)
+    kept = body._text_spells_structured
+    if kept is not None and kept[0] is structured and len(texts) == 1 and kept[1] is texts[0]:
+        return kept[2]
+    spelled = False
+    if isinstance(structured, (dict, list)) and len(texts) == 1:
+        head = lstripped_head(texts[0], 2)
+        if head[:1] == ("{" if isinstance(structured, dict) else "["):
+            spelled = _spelled_by_orjson(body, texts[0], indented=head[1:] == "\n")
+    body._text_spells_structured = (structured, texts[0] if len(texts) == 1 else None, spelled)
+    return spelled
 
 
 def _spelled_by_orjson(body: DumpedBody, text: str, *, indented: bool) -> bool:
     try:
+        if not indented and text.isascii() and len(text.strip(_JSON_BLANKS_STR)) != _structured_chars(body):
+            return False  # told by the compact length the sizes measured already (e.g. json.dumps's ", ")
         raw = orjson.dumps(body.get("structuredContent"), option=orjson.OPT_INDENT_2 if indented else None)
     except orjson.JSONEncodeError:
         return False

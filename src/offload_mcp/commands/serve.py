@@ -150,6 +150,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
 
                 secure_ledger_files(state.ledger.path)
             server = build_server(state)
+            _freeze_startup_heap()
             try:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_stop_on_terminate, group.cancel_scope)
@@ -163,6 +164,24 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
         # Raised after the pool closed, so it is not wrapped in the pool's task-group error.
         raise ConfigError(problem)
     return 0
+
+
+def _freeze_startup_heap() -> None:
+    """Move every object alive at start-up (modules, the SDK's and pydantic's schemas, the catalog so
+    far: ~110K objects) out of the cyclic collector's sight for the life of the process (gc.freeze).
+
+    Why: a large JSON answer is ~50K new containers that live through its call, so the full (oldest
+    generation) collection ran every ~3 calls of 1 MB JSON API results, and each one walked the whole
+    start-up heap too: 85 ms with the event loop stopped. Measured on 40 such calls (fixture
+    json_records, 1 MB) through the proxy: full collections 1,092 -> 212 ms in total (~16 ms each), all
+    collection 1.30 -> 0.40 s, median call 222 -> 166 ms. The collection before it frees what start-up
+    left as garbage, so none of that is kept for good. Objects that become garbage later are freed
+    as ever (reference counting); only a cycle among the frozen ones would stay."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    logger.debug("froze %s start-up objects out of the cyclic collector", f"{gc.get_freeze_count():,}")
 
 
 async def _stop_on_terminate(scope: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -103,8 +104,6 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
 def test_the_start_up_heap_is_frozen_out_of_the_cyclic_collector(tmp_path: Path) -> None:
     """serve freezes what start-up made (gc.freeze), so the full collections a large JSON answer triggers
     do not walk it again each time (85 -> 16 ms each, commands/serve.py)."""
-    import re
-
     cfg = write_config(tmp_path, {"fx": fixture_entry()})
     with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], log_level="debug") as proxy:
         deadline = time.monotonic() + 30

@@ -42,6 +42,7 @@ from ..config import RemoteServer, ServerEntry, StdioServer
 from ..relay.capabilities import DeclaringClientSession
 from ..relay.roots import WatchedReadStream, is_roots_request
 from ..relay.router import Relay
+from .aside import LOST, StructuredAside
 from .changes import DownstreamChange, ListChanged, ListKind, ResourceUpdated, Restarted
 from .settings import DownstreamSettings
 from .settle import settle
@@ -95,6 +96,7 @@ class DownstreamServer:
         self.prompts: list[types.Prompt] = []
         self.starts = 0
         self.record: ProcessRecord | None = None
+        self._aside: StructuredAside | None = None
         self._stop = anyio.Event()
         self._down = anyio.Event()
         self._ended = anyio.Event()
@@ -133,6 +135,8 @@ class DownstreamServer:
                     try:
                         session = await self._connect(stack)
                         result = await session.initialize()
+                        if self._aside is not None:
+                            self._aside.enable_for(result.protocol_version)
                         self.server_info = result.server_info
                         self.capabilities = result.capabilities
                         await self._apply_log_level(session)
@@ -180,8 +184,10 @@ class DownstreamServer:
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         entry = self.entry
+        self._aside = None
         if isinstance(entry, StdioServer):
             self.record = ProcessRecord(command=[entry.command, *entry.args])
+            self._aside = StructuredAside()
             try:
                 read, write = await stack.enter_async_context(
                     stdio_transport(
@@ -192,6 +198,7 @@ class DownstreamServer:
                         self.record,
                         self.name,
                         self.settings.max_result_bytes,
+                        self._aside,
                     )
                 )
             except FileNotFoundError:
@@ -475,7 +482,10 @@ class DownstreamServer:
                 f"server '{self.name}' returned a malformed result for '{tool}': {err.errors()[0].get('msg')}"
             )
         self._backoff = self.settings.restart_backoff_s
-        return result
+        restored = result if self._aside is None else self._aside.restore(result)
+        if restored is None:
+            return error_result(f"server '{self.name}' answered '{tool}', but {LOST}.")
+        return restored
 
     async def _died(self) -> str:
         if self.record is not None:

@@ -51,6 +51,7 @@ import mcp_types as types
 from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
+from .aside import StructuredAside
 from .parse import parse_message
 
 logger = logging.getLogger(__name__)
@@ -373,9 +374,12 @@ class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
     being written). A broken pipe (the child died or closed its stdin) ends the read side too, so
     calls in flight fail with the usual "died" error, and every later send raises BrokenResourceError."""
 
-    def __init__(self, out: _PipeOut | _StreamOut, on_broken: Callable[[], None]) -> None:
+    def __init__(
+        self, out: _PipeOut | _StreamOut, on_broken: Callable[[], None], aside: StructuredAside | None = None
+    ) -> None:
         self._out = out
         self._on_broken = on_broken
+        self._aside = aside
         self._lock = anyio.Lock(fast_acquire=True)
         self._closed = False
         self._broken = False
@@ -384,6 +388,8 @@ class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
         if self._closed:
             raise anyio.ClosedResourceError
         data = (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+        if self._aside is not None:
+            self._aside.sent(item.message)
         async with self._lock:
             if self._broken:
                 raise anyio.BrokenResourceError
@@ -410,9 +416,15 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
     record notes how the child ended); `close()` ends a waiting `receive()` as the end of input."""
 
     def __init__(
-        self, source: _PipeIn | _StreamIn, limit: int, child_log: logging.Logger, on_eof: Callable[[], None]
+        self,
+        source: _PipeIn | _StreamIn,
+        limit: int,
+        child_log: logging.Logger,
+        on_eof: Callable[[], None],
+        aside: StructuredAside | None = None,
     ) -> None:
         self._source = source
+        self._aside = aside
         self._lines = _LineSplitter(limit)
         self._ready: deque[_Line] = deque()
         self._log = child_log
@@ -445,7 +457,10 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
                 self._on_eof()
                 raise anyio.EndOfStream
             self._ready.extend(self._lines.feed(chunk))
-        item = _parse_line(self._ready.popleft(), self._lines.limit, self._log)
+        line = self._ready.popleft()
+        item = _parse_line(line, self._lines.limit, self._log)
+        if self._aside is not None:
+            item = self._aside.received(item, line.size)
         self._after_notification = isinstance(item, SessionMessage) and isinstance(
             item.message, types.JSONRPCNotification
         )
@@ -511,8 +526,10 @@ async def stdio_transport(
     record: ProcessRecord,
     log_name: str,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    aside: StructuredAside | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
-    """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession."""
+    """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession; with
+    `aside`, large tools/call answers have their structuredContent set aside (aside.py)."""
     process, stdin, stdout = await _spawn([command, *args], {**inherited_environment(), **env}, cwd)
     record.pid = process.pid
     child_log = logging.getLogger(f"offload_mcp.downstream.{log_name}")
@@ -550,8 +567,8 @@ async def stdio_transport(
             if read_stream.close():
                 tg.start_soon(note_exit_when_output_moves)
 
-        read_stream = _ChildStdout(stdout, max_line_bytes, child_log, on_eof)
-        write_stream = _ChildStdin(stdin, on_broken)
+        read_stream = _ChildStdout(stdout, max_line_bytes, child_log, on_eof, aside)
+        write_stream = _ChildStdin(stdin, on_broken, aside)
         tg.start_soon(stderr_reader)
         try:
             yield cast(anyio.abc.ObjectReceiveStream, read_stream), cast(anyio.abc.ObjectSendStream, write_stream)

@@ -48,6 +48,23 @@ async def test_offloaded_the_ledger_keeps_the_server_s_structured_content(tmp_pa
         ledger.close()
 
 
+@pytest.mark.parametrize("mode", ["sse", "json"])
+async def test_a_remote_server_s_structured_content_comes_back_whole(tmp_path: Path, mode: str) -> None:
+    from test_proxy_http import fixture_over_http
+
+    opts = ("--json-response",) if mode == "json" else ()
+    with fixture_over_http("streamable-http", *opts) as url:
+        cfg = write_config(
+            tmp_path,
+            {"remote": {"url": url, "type": "http"}},
+            {"policy": {"enabled": False}, "reducers": {"pipeline": []}},
+        )
+        async with proxy_session(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")]) as session:
+            result = await session.call_tool("json_records", {"count": COUNT})
+    assert not result.is_error, text_of(result)[:300]
+    assert result.structured_content == records(COUNT)
+
+
 # ---- the rules, in process ----------------------------------------------------------------------
 
 

@@ -8,13 +8,14 @@ median 171 -> 145 ms and 159 -> 142 ms with the check of that one field left out
 temporary objects feeding the cyclic collector too. So the stdio transport hands the SDK such an
 answer with its structuredContent replaced by a one-key placeholder holding a random token, and keeps
 the object here; `DownstreamServer.call_tool` puts it back into the `CallToolResult` the SDK returns.
+Remote (HTTP, SSE) answers do the same where http_limits.py parses them off the loop (over 256 KiB).
 The SDK still checks everything else; its check of the placeholder passes exactly when the object's
 would (every revision types it as an object with string keys, all a JSON object can be).
 
 When it is inert: answers under `SET_ASIDE_BYTES`; answers to anything but a tools/call the write
 side saw going out; a structuredContent that is not a non-empty JSON object (the SDK judges it as
 before); a session that negotiated a revision without structuredContent (the SDK drops the field
-there, so nothing would come back for it); remote (HTTP) servers, whose answers the SDK parses.
+there, so nothing would come back for it).
 A held object is dropped when the SDK cancels its call, and at most `MAX_HELD` wait; one pushed out
 makes its call an error saying so, never a result without its structuredContent.
 """

@@ -36,12 +36,14 @@ from collections.abc import AsyncIterator
 from itertools import count
 from typing import Any
 
+import anyio.abc
 import anyio.to_thread
 import httpx2
 import mcp_types as types
 import orjson
 from mcp.shared.message import SessionMessage
 
+from .aside import SET_ASIDE_BYTES, StructuredAside
 from .parse import parse_message
 from .stdio import UNUSABLE_ANSWER
 
@@ -151,8 +153,10 @@ class ParsedMessages:
     `max_held` wait (the read stream hands each placeholder on as soon as the SDK has parsed it).
     """
 
-    def __init__(self, max_held: int = 16) -> None:
+    def __init__(self, max_held: int = 16, aside: StructuredAside | None = None) -> None:
         self.max_held = max_held
+        self.aside = aside
+        """With it, a large tools/call answer's structuredContent is set aside past the SDK (aside.py)."""
         self._held: OrderedDict[str, types.JSONRPCResponse] = OrderedDict()
         self._prefix = secrets.token_hex(8)
         self._next = count(1)
@@ -198,26 +202,54 @@ class ParsedMessages:
         return b"\n".join([*fields, b"data: " + self._hold(message)]) + b"\n\n"
 
     def swap(self, item: Any) -> Any:
-        """The message a placeholder stands for (with the id the SDK gave the placeholder); anything else as is."""
+        """The message a placeholder stands for (with the id the SDK gave the placeholder); anything else as is.
+        With `aside`, every item is shown to it: a large answer to a call may go on with its structuredContent
+        set aside (only messages over PARSE_OFF_LOOP_BYTES are held here, the same 256 KiB as SET_ASIDE_BYTES)."""
+        swapped, large = self._swapped(item)
+        return swapped if self.aside is None else self.aside.received(swapped, SET_ASIDE_BYTES if large else 0)
+
+    def _swapped(self, item: Any) -> tuple[Any, bool]:
         if not isinstance(item, SessionMessage) or not isinstance(item.message, types.JSONRPCResponse):
-            return item
+            return item, False
         result = item.message.result
         meta = result.get("_meta") if isinstance(result, dict) and len(result) == 1 else None
         token = meta.get(PLACEHOLDER_KEY) if isinstance(meta, dict) and len(meta) == 1 else None
         if not isinstance(token, str) or not token.startswith(self._prefix):
-            return item
+            return item, False
         message = self._held.pop(token, None)
         if message is None:
             error = types.ErrorData(
                 code=types.INTERNAL_ERROR, message="a large remote answer was lost before it was read"
             )
-            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error), item.metadata)
+            lost = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error), item.metadata)
+            return lost, False
         message.id = item.message.id  # the SDK may have given it the original request's id (resumption)
-        return SessionMessage(message, item.metadata)
+        return SessionMessage(message, item.metadata), True
 
     def wrap(self, streams: Any) -> Any:
-        """The transport's streams with the read stream swapping placeholders back."""
-        return (_SwappingReadStream(streams[0], self), *streams[1:])
+        """The transport's streams with the read stream swapping placeholders back (and, with `aside`, the
+        write stream showing it each message the session sends)."""
+        if self.aside is None:
+            return (_SwappingReadStream(streams[0], self), *streams[1:])
+        return (_SwappingReadStream(streams[0], self), _NotingWriteStream(streams[1], self.aside), *streams[2:])
+
+
+class _NotingWriteStream(anyio.abc.ObjectSendStream[SessionMessage]):
+    """A session's write stream that shows `aside` each message before sending it on."""
+
+    def __init__(self, inner: Any, aside: StructuredAside) -> None:
+        self.inner = inner
+        self.aside = aside
+
+    async def send(self, item: SessionMessage) -> None:
+        self.aside.sent(item.message)
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class _SwappingReadStream:

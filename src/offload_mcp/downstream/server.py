@@ -206,7 +206,10 @@ class DownstreamServer:
             except PermissionError:
                 raise DownstreamDown(f"command not executable: {entry.command}") from None
         else:
-            read, write = await stack.enter_async_context(_remote_transport(entry, self.settings.max_result_bytes))
+            self._aside = StructuredAside()
+            read, write = await stack.enter_async_context(
+                _remote_transport(entry, self.settings.max_result_bytes, self._aside)
+            )
         if self.relay is None:
             session = ClientSession(read, write, message_handler=self._on_message)
         else:
@@ -548,10 +551,12 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 
 @asynccontextmanager
-async def _remote_transport(entry: RemoteServer, max_result_bytes: int) -> AsyncIterator[Any]:
+async def _remote_transport(
+    entry: RemoteServer, max_result_bytes: int, aside: StructuredAside | None = None
+) -> AsyncIterator[Any]:
     from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
 
-    parsed = ParsedMessages()  # large answers are parsed off the event loop (http_limits.py)
+    parsed = ParsedMessages(aside=aside)  # large answers are parsed off the event loop (http_limits.py)
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 

@@ -39,8 +39,24 @@ from test_proxy_http import fixture_over_http
 BIG = 60_000_000
 
 
+STALL_S = 0.75
+"""Before parsing moved off the loop: 1.06 s (SSE); after: ~0.1-0.2 s alone. Loose for 2 shared cores."""
+
+
 @pytest.mark.parametrize("mode", ["sse", "json"])
 async def test_a_60_mb_remote_result_does_not_stall_another_session(tmp_path: Path, mode: str) -> None:
+    # A stall the proxy causes happens on every run; a worst echo over STALL_S once, beside a parallel suite
+    # on 2 shared cores (1 of 7 fresh CI runs here: 1.5 s while the big call took 5x its time alone), is
+    # the machine's. So an over-limit run is repeated once, and the second one decides.
+    for attempt in (1, 2):
+        probe = await _big_call_beside_a_victim(tmp_path / f"attempt-{attempt}", mode)
+        if probe.p99() < STALL_S:
+            break
+    assert probe.p99() < STALL_S, sorted(probe.latencies)[-5:]
+
+
+async def _big_call_beside_a_victim(tmp_path: Path, mode: str) -> EchoProbe:
+    tmp_path.mkdir()
     opts = ("--json-response",) if mode == "json" else ()
     with fixture_over_http("streamable-http", *opts) as remote:
         cfg = write_config(
@@ -59,11 +75,10 @@ async def test_a_60_mb_remote_result_does_not_stall_another_session(tmp_path: Pa
                     big_s = time.perf_counter() - started
                     probe.stopped.set()
             rss_peak = proxy.status("VmHWM")
-    worst = max(probe.latencies)
     report(
         f"remote-{mode}-60MB-parse",
         echo_p99_s=f"{probe.p99():.3f}",
-        echo_worst_s=f"{worst:.3f}",
+        echo_worst_s=f"{max(probe.latencies):.3f}",
         echoes=len(probe.latencies),
         big_call_s=f"{big_s:.2f}",
         peak_mb=rss_peak // 1024,
@@ -71,8 +86,7 @@ async def test_a_60_mb_remote_result_does_not_stall_another_session(tmp_path: Pa
     assert not big.is_error, text_of(big)[:300]
     assert "trm_" in text_of(big)  # offloaded whole: the answer arrived intact
     assert len(probe.latencies) >= 5
-    # Before: 1.06 s (SSE); after: ~0.2 s. Loose for 2 shared cores under a parallel suite.
-    assert probe.p99() < 0.75, sorted(probe.latencies)[-5:]
+    return probe
 
 
 # ---- the swap itself, in-process, against the SDK's own parse -------------------------------------------

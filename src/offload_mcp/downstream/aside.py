@@ -3,9 +3,9 @@
 How it works: the SDK's `ClientSession.send_request` checks every result against the negotiated
 revision's model by dumping it to JSON-mode Python and throwing the dump away
 (`mcp_types.methods.validate_server_result`). On a 1 MB JSON API answer (records as text plus the
-same records as structuredContent) that is 10-15% of the whole call through the proxy (30 calls,
-median 171 -> 145 ms and 159 -> 142 ms with the check of that one field left out), the dump's ~50K
-temporary objects feeding the cyclic collector too. So the stdio transport hands the SDK such an
+same records as structuredContent) that was ~10% of the whole call through the proxy, the dump's ~50K
+temporary objects feeding the cyclic collector too (30 calls over stdio, client median 169.6 / 169.3
+-> 155.1 / 148.4 ms with this; 20 over streamable HTTP, 167.3 / 174.5 -> 152.7 / 153.1 ms). So the stdio transport hands the SDK such an
 answer with its structuredContent replaced by a one-key placeholder holding a random token, and keeps
 the object here; `DownstreamServer.call_tool` puts it back into the `CallToolResult` the SDK returns.
 Remote (HTTP, SSE) answers do the same where http_limits.py parses them off the loop (over 256 KiB).

@@ -187,22 +187,11 @@ def dump_result(result: types.CallToolResult, *, structured_from_json: bool = Fa
     serialisation of the body (the ledger's canonical bytes, the sizes) still spells it null.
     """
     structured = result.structured_content
-    if (
-        structured_from_json
-        and isinstance(structured, (dict, list))
-        and "structured_content" in result.model_fields_set
-    ):
-        return _with_structured(
-            result,
-            result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"}),
-            structured,
-        )
+    container = isinstance(structured, (dict, list)) and "structured_content" in result.model_fields_set
+    if container and structured_from_json:
+        return _with_structured(result, structured)
     raw = None
-    if (
-        isinstance(structured, (dict, list))
-        and "structured_content" in result.model_fields_set
-        and any(isinstance(value, (dict, list, tuple)) for value in _top_values(structured))
-    ):
+    if container and any(isinstance(value, (dict, list, tuple)) for value in _top_values(structured)):
         try:
             raw = orjson.dumps(structured, option=_NATIVE_ONLY)
         except orjson.JSONEncodeError:
@@ -211,14 +200,14 @@ def dump_result(result: types.CallToolResult, *, structured_from_json: bool = Fa
             raw = None
     if raw is None:
         return _with_types(result, DumpedBody(result.model_dump(by_alias=True, mode="json", exclude_unset=True)))
-    rest = result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"})
-    out = _with_structured(result, rest, orjson.loads(raw))
+    out = _with_structured(result, orjson.loads(raw))
     out._structured_chars = (out["structuredContent"], len(raw))
     return out
 
 
-def _with_structured(result: types.CallToolResult, rest: dict[str, Any], structured: Any) -> DumpedBody:
-    """The dump of the other fields with structuredContent put back in its place."""
+def _with_structured(result: types.CallToolResult, structured: Any) -> DumpedBody:
+    """pydantic's dump of the other fields, with `structured` as structuredContent in its place."""
+    rest = result.model_dump(by_alias=True, mode="json", exclude_unset=True, exclude={"structured_content"})
     body = DumpedBody({})
     for key, value in rest.items():  # the fields' order: _meta, content, structuredContent, isError, ...
         body[key] = value

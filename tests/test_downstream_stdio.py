@@ -9,11 +9,13 @@ import sys
 import anyio
 import anyio.to_thread
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import fixture_entry
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
-from offload_mcp.downstream.stdio import _PipeOut
+from offload_mcp.downstream.stdio import _LineSplitter, _PipeOut
 
 pytestmark = pytest.mark.anyio
 
@@ -77,3 +79,32 @@ async def test_answers_larger_than_the_pipe_and_the_read_chunk_arrive_whole_betw
             for size in sizes:
                 tg.start_soon(call, size)
         assert results == {size: size for size in sizes}
+
+
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+    cuts=st.lists(st.integers(min_value=1, max_value=50), max_size=12),
+    limit=st.integers(min_value=1, max_value=45),
+)
+@settings(max_examples=300, deadline=None)
+def test_lines_are_the_same_however_the_reads_cut_the_stream(lines: list[bytes], cuts: list[int], limit: int) -> None:
+    """A line read whole in one chunk keeps its line break (no copy to slice it off); one split across
+    reads does not: either way the same message, the same size without the break, the same limit."""
+    stream = b"".join(line + b"\n" for line in lines)
+    chunks, at = [], 0
+    for cut in cuts:
+        if at < len(stream):
+            chunks.append(stream[at : at + cut])
+            at += cut
+    chunks.append(stream[at:])
+    splitter = _LineSplitter(limit)
+    got = [line for chunk in chunks if chunk for line in splitter.feed(chunk)]
+    expected = [line for line in lines if line.strip()]
+    assert [line.size for line in got] == [len(line) for line in expected]
+    for line, original in zip(got, expected, strict=True):
+        if len(original) > limit:
+            assert line.data is None and (original + b"\n").startswith(line.head)
+        else:
+            assert line.data is not None and line.data.rstrip(b"\n") == original
+    whole = _LineSplitter(limit).feed(stream)  # the stream in one read: each line but the last is sliced
+    assert [line.size for line in whole] == [len(line) for line in expected]

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import mcp_types as t
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
 from offload_mcp.reducers.linecap import Linecap, is_record_line
-from offload_mcp.reducers.pipeline import build_pipeline
+from offload_mcp.reducers.pipeline import build_pipeline, floor_scan_step
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
 from offload_mcp.shaping import CallInfo, build_shaper
 
@@ -150,9 +151,9 @@ def test_floor_never_exceeds_what_the_reducers_leave(lines: list[str]) -> None:
 
 
 def _floor_by_lines(text: str, cap: int, enough: int) -> int:
-    """Pipeline.floor_chars's scan as its plain definition: line by line, in order, 64K chunks."""
+    """Pipeline.floor_chars's scan as its plain definition: line by line, in order, in its chunks."""
     distinct: set[str] = set()
-    floor, start, step = 0, 0, 65_536
+    floor, start, step = 0, 0, floor_scan_step(enough)
     while start < len(text):
         chunk = text[start : start + step]
         if start + step < len(text):
@@ -174,6 +175,17 @@ def _floor_by_lines(text: str, cap: int, enough: int) -> int:
 @given(LINES, st.integers(min_value=1, max_value=40), st.sampled_from([100, 5_000, 10**9]))
 def test_floor_is_the_line_by_line_sum(lines: list[str], copies: int, enough: int) -> None:
     text = "\n".join(lines * copies) + "\n" + "\u2028 \t\n" * 3 + "Author: Dev 1\n" * 5_000  # over one 64K chunk
+    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "linecap"]))
+    cap = LinecapSettings().max_line_chars
+    assert pipeline.floor_chars(text, ctx(), enough) == _floor_by_lines(text, cap, enough)
+
+
+@pytest.mark.parametrize("enough", [50_000, 100_000, 300_000, 10**9])
+@pytest.mark.parametrize("head", ["", "\n", "  \n\n", "line 7: " + "x" * 60 + "\n"])
+def test_floor_of_distinct_lines_is_the_line_by_line_sum(enough: int, head: str) -> None:
+    """A log of distinct lines, each chunk's lines all new (the shortcut) or, with a repeated or blank
+    head, not: over one, two and many chunks, the same sum as line by line."""
+    text = head + "".join(f"line {i}: " + "x" * (60 + i % 700) + "\n" for i in range(4_000))
     pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "linecap"]))
     cap = LinecapSettings().max_line_chars
     assert pipeline.floor_chars(text, ctx(), enough) == _floor_by_lines(text, cap, enough)

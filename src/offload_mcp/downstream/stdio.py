@@ -123,17 +123,23 @@ class _LineSplitter:
             if nl == -1:
                 self._add(chunk[start:])
                 return out
-            self._add(chunk[start:nl])
+            if not start and nl + 1 == len(chunk):
+                # A chunk that ends with its line's end goes whole, line break and all (whitespace to a JSON
+                # parser): slicing it off would copy the line once more (a 1 MB answer read in one chunk).
+                self._add(chunk, len(chunk) - 1)
+            else:
+                self._add(chunk[start:nl])
             start = nl + 1
             line = self._finish()
             if line is not None:
                 out.append(line)
 
-    def _add(self, piece: bytes) -> None:
+    def _add(self, piece: bytes, size: int | None = None) -> None:
+        """`size`: the piece's bytes without the line break it may end with."""
         if not piece:
             return
         was_over = self._size > self.limit
-        self._size += len(piece)
+        self._size += len(piece) if size is None else size
         if self._size <= self.limit:
             self._parts.append(piece)
             return
@@ -153,8 +159,8 @@ class _LineSplitter:
         self._parts, self._size, self._head, self._tail = [], 0, b"", b""
         if size > self.limit:
             return _Line(None, size, head, tail)
-        data = b"".join(parts)
-        if not data.strip():
+        data = b"".join(parts)  # one part (a line read whole) is that part itself, not a copy
+        if not data or data.isspace():
             return None
         return _Line(data, size, data[:_ID_KEEP_BYTES], data[-_ID_KEEP_BYTES:])
 
@@ -162,7 +168,7 @@ class _LineSplitter:
 @dataclass
 class _Line:
     data: bytes | None
-    """The whole line, or None when it was over the limit and dropped."""
+    """The whole line (its line break may end it), or None when it was over the limit and dropped."""
     size: int
     head: bytes
     tail: bytes
@@ -312,11 +318,22 @@ class _PipeIn:
             except OSError:
                 return None
             else:
-                return bytes(self._view[:size]) if size else None
+                chunk = bytes(self._view[:size]) if size else None
+                if size == len(self._buffer) < _STDOUT_PIPE_BYTES:
+                    self._grow()
+                return chunk
             try:
                 await anyio.wait_readable(self.fd)
             except (OSError, anyio.ClosedResourceError):
                 return None
+
+    def _grow(self) -> None:
+        """A read that filled the buffer: twice the room, up to the pipe's size. A server that answers 1 MB
+        is then read in one chunk, not four (its line is then the chunk itself, not a join of copies);
+        one that never fills 256 KiB keeps no more."""
+        self._view.release()
+        self._buffer = bytearray(len(self._buffer) * 2)
+        self._view = memoryview(self._buffer)
 
     async def readable(self) -> None:
         with suppress(OSError, ValueError, anyio.ClosedResourceError):
@@ -433,6 +450,7 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self._closed = False
         self._reading: anyio.CancelScope | None = None
         self._after_notification = False
+        self._after_answer = False
 
     async def receive(self) -> SessionMessage | Exception:
         if self._after_notification:
@@ -443,6 +461,11 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
             self._after_notification = False
             for _ in range(_TURNS_AFTER_NOTIFICATION):
                 await anyio.lowlevel.checkpoint()
+        elif self._after_answer:
+            # The caller the answer just woke goes first: the next read (a try, then a wait registered
+            # with the loop) is off the path from a 1 MB answer to its stub.
+            self._after_answer = False
+            await anyio.lowlevel.checkpoint()
         while not self._ready:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -461,9 +484,9 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         item = _parse_line(line, self._lines.limit, self._log)
         if self._aside is not None:
             item = self._aside.received(item, line.size)
-        self._after_notification = isinstance(item, SessionMessage) and isinstance(
-            item.message, types.JSONRPCNotification
-        )
+        message = item.message if isinstance(item, SessionMessage) else None
+        self._after_notification = isinstance(message, types.JSONRPCNotification)
+        self._after_answer = isinstance(message, (types.JSONRPCResponse, types.JSONRPCError))
         return item
 
     def close(self) -> bool:

@@ -68,6 +68,14 @@ def _fold(outcome: Acted, subject: str, original_hash: str, original: str) -> Ac
     return Acted(text, {original_hash: original})
 
 
+def floor_scan_step(enough: int) -> int:
+    """Chars Pipeline.floor_chars scans first: just over `enough` (a bound over `enough` needs more chars
+    than that), so a log of distinct lines is decided in one chunk: 1 MB of numbered lines against the
+    100K client limit 0.42 -> 0.30 ms, where 64K chunks read two (130K). At least 64K, at most 1M chars:
+    memory stays bounded when `enough` is a whole 60 MB result."""
+    return min(max(65_536, enough + enough // 16 + 2), 1 << 20)
+
+
 SHOWS_EVERY_VALUE = frozenset({"dedup", "extract", "tabulate"})
 """Reducers whose output leaves every value in the model's context (a pointer to a copy it has,
 noise removed, JSON re-encoded): dedup may later point at a copy seen through them. Not after
@@ -160,7 +168,7 @@ class Pipeline:
                 return None
         distinct: set[str] = set()
         floor = 0
-        start, step = 0, 65_536
+        start, step = 0, floor_scan_step(enough)
         while start < len(text):
             chunk = text[start : start + step]
             last_break = chunk.rfind("\n")
@@ -173,11 +181,20 @@ class Pipeline:
             # The chunk's new lines by set operations, summed by map: the same sum as a loop over its lines
             # (their order within a chunk cannot matter), in C but for the rare blank or over-long line
             # (1 MB of indented JSON records: 3.6 -> 2.2 ms).
-            fresh = set(chunk.split("\n"))
-            fresh -= distinct
-            distinct |= fresh
-            fresh.discard("")
-            floor += sum(map(len, fresh)) + len(fresh)
+            lines = chunk.split("\n")
+            fresh = set(lines)
+            if len(fresh) == len(lines) and not distinct:
+                # every line new (a log's first chunk): their lengths are the chunk's, less its line breaks
+                distinct = fresh
+                floor += len(chunk) + 1
+                if "" in fresh:
+                    fresh.discard("")
+                    floor -= 1
+            else:
+                fresh -= distinct
+                distinct |= fresh
+                fresh.discard("")
+                floor += sum(map(len, fresh)) + len(fresh)
             for line in filter(str.isspace, fresh):  # a blank line may go in a blank run
                 floor -= len(line) + 1
             if cap and max(map(len, fresh), default=0) > cap:

@@ -12,6 +12,7 @@ from mcp.shared.message import SessionMessage
 
 from conftest import fixture_cmd, fixture_entry, proxy_session, text_of, write_config
 from offload_mcp.downstream.aside import LOST, PLACEHOLDER_KEY, SET_ASIDE_BYTES, StructuredAside
+from offload_mcp.downstream.shelf import TokenShelf
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 
@@ -144,3 +145,15 @@ def test_a_server_s_own_look_alike_value_is_its_own() -> None:
     held = aside()
     forged = types.CallToolResult(content=[], structured_content={PLACEHOLDER_KEY: "0123456789abcdef-1"})
     assert held.restore(forged) is forged
+
+
+def test_a_shelf_hands_each_value_out_once_and_knows_only_its_own_tokens() -> None:
+    shelf: TokenShelf[str] = TokenShelf(max_held=2)
+    other: TokenShelf[str] = TokenShelf(max_held=2)
+    first, pushed = shelf.put("a")
+    assert pushed == [] and shelf.owns(first) and not other.owns(first) and not shelf.owns(7)
+    second, _ = shelf.put("b")
+    third, pushed = shelf.put("c")
+    assert pushed == [(first, "a")] and len(shelf) == 2  # the oldest makes room
+    assert shelf.take(first) is None and shelf.take(third) == "c" and shelf.take(third) is None
+    assert shelf.take(second) == "b" and len(shelf) == 0

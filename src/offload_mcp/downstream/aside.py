@@ -23,13 +23,12 @@ makes its call an error saying so, never a result without its structuredContent.
 from __future__ import annotations
 
 import logging
-import secrets
-from collections import OrderedDict
-from itertools import count
 from typing import Any
 
 import mcp_types as types
 from mcp.shared.message import SessionMessage
+
+from .shelf import TokenShelf
 
 logger = logging.getLogger(__name__)
 
@@ -45,15 +44,12 @@ class StructuredAside:
     """One per downstream session: the tools/call ids in flight and the objects set aside for them."""
 
     def __init__(self, max_held: int = MAX_HELD) -> None:
-        self.max_held = max_held
         self.enabled = False
         """Set once the session negotiated a revision that has structuredContent."""
         self._calls: set[Any] = set()
-        self._held: OrderedDict[str, tuple[Any, dict[str, Any]]] = OrderedDict()
+        self._held: TokenShelf[tuple[Any, dict[str, Any]]] = TokenShelf(max_held)
         """token -> (request id, the structuredContent)"""
         self._token_of: dict[Any, str] = {}
-        self._prefix = secrets.token_hex(8)
-        self._next = count(1)
 
     def enable_for(self, protocol_version: str | None) -> None:
         self.enabled = protocol_version is not None and protocol_version >= FIRST_REVISION_WITH_STRUCTURED
@@ -69,7 +65,7 @@ class StructuredAside:
             self._calls.discard(request_id)
             token = self._token_of.pop(request_id, None)
             if token is not None:
-                self._held.pop(token, None)
+                self._held.take(token)
 
     def received(self, item: SessionMessage | Exception, size: int) -> SessionMessage | Exception:
         """The item the SDK is handed: a large tools/call answer with its structuredContent set aside."""
@@ -84,11 +80,9 @@ class StructuredAside:
         structured = message.result.get("structuredContent")
         if not isinstance(structured, dict) or not structured:
             return item
-        token = f"{self._prefix}-{next(self._next)}"
-        self._held[token] = (message.id, structured)
+        token, pushed = self._held.put((message.id, structured))
         self._token_of[message.id] = token
-        while len(self._held) > self.max_held:
-            lost, (lost_id, _) = self._held.popitem(last=False)
+        for lost, (lost_id, _) in pushed:
             self._token_of.pop(lost_id, None)
             logger.warning("a structuredContent set aside was never claimed (%s); it is dropped", lost)
         result = {**message.result, "structuredContent": {PLACEHOLDER_KEY: token}}
@@ -102,9 +96,9 @@ class StructuredAside:
         if not isinstance(placeholder, dict) or len(placeholder) != 1:
             return result
         token = placeholder.get(PLACEHOLDER_KEY)
-        if not isinstance(token, str) or not token.startswith(self._prefix + "-"):
+        if not isinstance(token, str) or not self._held.owns(token):
             return result  # the server's own value (it cannot know the prefix)
-        held = self._held.pop(token, None)
+        held = self._held.take(token)
         if held is None:
             return None
         self._token_of.pop(held[0], None)

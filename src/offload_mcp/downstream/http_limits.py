@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
-from collections import OrderedDict
 from collections.abc import AsyncIterator
-from itertools import count
 from typing import Any
 
 import anyio.abc
@@ -45,6 +42,7 @@ from mcp.shared.message import SessionMessage
 
 from .aside import SET_ASIDE_BYTES, StructuredAside
 from .parse import parse_message
+from .shelf import TokenShelf
 from .stdio import UNUSABLE_ANSWER
 
 logger = logging.getLogger(__name__)
@@ -154,18 +152,13 @@ class ParsedMessages:
     """
 
     def __init__(self, max_held: int = 16, aside: StructuredAside | None = None) -> None:
-        self.max_held = max_held
         self.aside = aside
         """With it, a large tools/call answer's structuredContent is set aside past the SDK (aside.py)."""
-        self._held: OrderedDict[str, types.JSONRPCResponse] = OrderedDict()
-        self._prefix = secrets.token_hex(8)
-        self._next = count(1)
+        self._held: TokenShelf[types.JSONRPCResponse] = TokenShelf(max_held)
 
     def _hold(self, message: types.JSONRPCResponse) -> bytes:
-        token = f"{self._prefix}-{next(self._next)}"
-        self._held[token] = message
-        while len(self._held) > self.max_held:
-            lost, _ = self._held.popitem(last=False)
+        token, pushed = self._held.put(message)
+        for lost, _ in pushed:
             logger.warning("a remote answer parsed off the loop was never read (%s); it is dropped", lost)
         return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": {"_meta": {PLACEHOLDER_KEY: token}}})
 
@@ -214,9 +207,9 @@ class ParsedMessages:
         result = item.message.result
         meta = result.get("_meta") if isinstance(result, dict) and len(result) == 1 else None
         token = meta.get(PLACEHOLDER_KEY) if isinstance(meta, dict) and len(meta) == 1 else None
-        if not isinstance(token, str) or not token.startswith(self._prefix):
+        if not isinstance(token, str) or not self._held.owns(token):
             return item, False
-        message = self._held.pop(token, None)
+        message = self._held.take(token)
         if message is None:
             error = types.ErrorData(
                 code=types.INTERNAL_ERROR, message="a large remote answer was lost before it was read"

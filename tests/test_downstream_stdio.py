@@ -99,7 +99,7 @@ def test_lines_are_the_same_however_the_reads_cut_the_stream(lines: list[bytes],
     chunks.append(stream[at:])
     splitter = _LineSplitter(limit)
     got = [line for chunk in chunks if chunk for line in splitter.feed(chunk)]
-    expected = [line for line in lines if line.strip()]
+    expected = [line for line in lines if line.strip() or len(line) > limit]  # a blank line over the limit is over it
     assert [line.size for line in got] == [len(line) for line in expected]
     for line, original in zip(got, expected, strict=True):
         if len(original) > limit:

@@ -184,10 +184,9 @@ class DownstreamServer:
 
     async def _connect(self, stack: AsyncExitStack) -> ClientSession:
         entry = self.entry
-        self._aside = None
+        self._aside = StructuredAside()  # one per session: its calls in flight and what they set aside
         if isinstance(entry, StdioServer):
             self.record = ProcessRecord(command=[entry.command, *entry.args])
-            self._aside = StructuredAside()
             try:
                 read, write = await stack.enter_async_context(
                     stdio_transport(
@@ -206,7 +205,6 @@ class DownstreamServer:
             except PermissionError:
                 raise DownstreamDown(f"command not executable: {entry.command}") from None
         else:
-            self._aside = StructuredAside()
             read, write = await stack.enter_async_context(
                 _remote_transport(entry, self.settings.max_result_bytes, self._aside)
             )

@@ -32,6 +32,7 @@ import logging
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -457,7 +458,7 @@ class ResultShaper:
 
         memory = self.session_memory(call.session_id)
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = ([], []) if own else self._reduce_before_policy(call, result, ctx, multimodal, chars_in)
+        reduced, runs = ([], []) if own else self._reduce_before_policy(dump, result, ctx, multimodal, chars_in)
         stash: dict[str, str] = {}
         events: list[ReducerEvent] = []
         for run in runs:
@@ -577,7 +578,7 @@ class ResultShaper:
 
     def _reduce_before_policy(
         self,
-        call: CallInfo,
+        dump: Callable[[types.CallToolResult], DumpedBody],
         result: types.CallToolResult,
         ctx: ReduceContext,
         multimodal: bool,
@@ -587,7 +588,8 @@ class ResultShaper:
 
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
         pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
-        offloads that, its work is final and a 1 MB result pays for one pass, not two.
+        offloads that, its work is final and a 1 MB result pays for one pass, not two. `dump`: the
+        call's dump_result (_shape's), so a candidate is dumped as the result was.
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
@@ -597,11 +599,7 @@ class ResultShaper:
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
         decision = self.policy.decide(
-            PolicyInput(
-                chars=visible_chars(dump_result(candidate, structured_from_json=call.structured_from_json)),
-                multimodal=multimodal,
-                own_tool=False,
-            )
+            PolicyInput(chars=visible_chars(dump(candidate)), multimodal=multimodal, own_tool=False)
         )
         return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -103,12 +105,30 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
 
 def test_the_start_up_heap_is_frozen_out_of_the_cyclic_collector(tmp_path: Path) -> None:
     """serve freezes what start-up made (gc.freeze), so the full collections a large JSON answer triggers
-    do not walk it again each time (85 -> 16 ms each, commands/serve.py)."""
+    do not walk it again each time (85 -> 16 ms each, commands/serve.py). The console script pauses the
+    collector until then (offload_mcp/__main__.py): one full collection during start-up, not four."""
     cfg = write_config(tmp_path, {"fx": fixture_entry()})
     with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], log_level="debug") as proxy:
         deadline = time.monotonic() + 30
         while not any("start-up objects" in line for line in proxy.log) and time.monotonic() < deadline:
             time.sleep(0.05)
-    frozen = [re.search(r"froze ([\d,]+) start-up objects", line) for line in proxy.log]
-    counts = [int(m.group(1).replace(",", "")) for m in frozen if m]
-    assert counts and counts[0] > 20_000, "".join(proxy.log[-20:])
+    frozen = [re.search(r"froze ([\d,]+) start-up objects .* after (\d+) full collections", ln) for ln in proxy.log]
+    found = [(int(m.group(1).replace(",", "")), int(m.group(2))) for m in frozen if m]
+    assert found, "".join(proxy.log[-20:])
+    objects, full_collections = found[0]
+    assert objects > 20_000
+    assert full_collections == 1, "the collector walked the heap during start-up: only serve's own collection should"
+
+
+def test_every_other_command_runs_with_the_collector_on(tmp_path: Path) -> None:
+    """The start-up pause ends before any command but serve runs: replay and stats hold whole corpora."""
+    probe = (
+        "import gc, sys\n"
+        "from offload_mcp.__main__ import main\n"
+        "sys.argv = ['offload-mcp', 'init', '-o', '-']\n"
+        "code = main()\n"
+        "print('collector', gc.isenabled(), code, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
+    done = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    assert "collector True 2" in done.stderr, done.stderr  # init without a client config: exit 2, collector on

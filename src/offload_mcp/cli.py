@@ -8,6 +8,7 @@ stays fast. Exit codes: 0 ok, 1 runtime failure, 2 bad usage or config.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    if args.func is not serve.run:
+        gc.enable()  # paused for start-up by __main__; serve turns it on after freezing its start-up heap
     setup_logging(getattr(args, "log_level", "warning"))
     from .config import ConfigError
 

@@ -176,12 +176,18 @@ def _freeze_startup_heap() -> None:
     json_records, 1 MB) through the proxy: full collections 1,092 -> 212 ms in total (~16 ms each), all
     collection 1.30 -> 0.40 s, median call 222 -> 166 ms. The collection before it frees what start-up
     left as garbage, so none of that is kept for good. Objects that become garbage later are freed
-    as ever (reference counting); only a cycle among the frozen ones would stay."""
+    as ever (reference counting); only a cycle among the frozen ones would stay. The collector is then
+    turned on: the console script paused it for start-up (offload_mcp/__main__.py)."""
     import gc
 
     gc.collect()
     gc.freeze()
-    logger.debug("froze %s start-up objects out of the cyclic collector", f"{gc.get_freeze_count():,}")
+    gc.enable()
+    logger.debug(
+        "froze %s start-up objects out of the cyclic collector after %d full collections, this one included",
+        f"{gc.get_freeze_count():,}",
+        gc.get_stats()[-1]["collections"],
+    )
 
 
 async def _stop_on_terminate(scope: Any) -> None:

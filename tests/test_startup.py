@@ -106,7 +106,7 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
 def test_the_start_up_heap_is_frozen_out_of_the_cyclic_collector(tmp_path: Path) -> None:
     """serve freezes what start-up made (gc.freeze), so the full collections a large JSON answer triggers
     do not walk it again each time (85 -> 16 ms each, commands/serve.py). The console script pauses the
-    collector until then (offload_mcp/__main__.py): one full collection during start-up, not four."""
+    collector until then (offload_mcp/__main__.py): one full collection during start-up, not three."""
     cfg = write_config(tmp_path, {"fx": fixture_entry()})
     with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], log_level="debug") as proxy:
         deadline = time.monotonic() + 30

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
@@ -55,6 +56,10 @@ class StructuredAside:
         self.enabled = protocol_version is not None and protocol_version >= FIRST_REVISION_WITH_STRUCTURED
 
     # ---- the transport's side -------------------------------------------------------------
+
+    def noting(self, write: Any) -> NotingWriteStream:
+        """A session's write stream (any transport's) that shows this aside each message it sends."""
+        return NotingWriteStream(write, self)
 
     def sent(self, message: Any) -> None:
         """Note a message going to the server: a tools/call's id, or a cancellation that ends one."""
@@ -103,3 +108,21 @@ class StructuredAside:
             return None
         self._token_of.pop(held[0], None)
         return result.model_copy(update={"structured_content": held[1]})
+
+
+class NotingWriteStream(anyio.abc.ObjectSendStream[SessionMessage]):
+    """A session's write stream that shows `aside` each message before sending it on."""
+
+    def __init__(self, inner: Any, aside: StructuredAside) -> None:
+        self.inner = inner
+        self.aside = aside
+
+    async def send(self, item: SessionMessage) -> None:
+        self.aside.sent(item.message)
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

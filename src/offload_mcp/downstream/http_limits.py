@@ -33,7 +33,6 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio.abc
 import anyio.to_thread
 import httpx2
 import mcp_types as types
@@ -220,29 +219,8 @@ class ParsedMessages:
         return SessionMessage(message, item.metadata), True
 
     def wrap(self, streams: Any) -> Any:
-        """The transport's streams with the read stream swapping placeholders back (and, with `aside`, the
-        write stream showing it each message the session sends)."""
-        if self.aside is None:
-            return (_SwappingReadStream(streams[0], self), *streams[1:])
-        return (_SwappingReadStream(streams[0], self), _NotingWriteStream(streams[1], self.aside), *streams[2:])
-
-
-class _NotingWriteStream(anyio.abc.ObjectSendStream[SessionMessage]):
-    """A session's write stream that shows `aside` each message before sending it on."""
-
-    def __init__(self, inner: Any, aside: StructuredAside) -> None:
-        self.inner = inner
-        self.aside = aside
-
-    async def send(self, item: SessionMessage) -> None:
-        self.aside.sent(item.message)
-        await self.inner.send(item)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        """The transport's streams with the read stream swapping placeholders back."""
+        return (_SwappingReadStream(streams[0], self), *streams[1:])
 
 
 class _SwappingReadStream:

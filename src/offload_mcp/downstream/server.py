@@ -208,6 +208,7 @@ class DownstreamServer:
             read, write = await stack.enter_async_context(
                 _remote_transport(entry, self.settings.max_result_bytes, self._aside)
             )
+        write = self._aside.noting(write)  # the tools/call ids in flight, whichever transport carries them
         if self.relay is None:
             session = ClientSession(read, write, message_handler=self._on_message)
         else:

@@ -391,12 +391,9 @@ class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
     being written). A broken pipe (the child died or closed its stdin) ends the read side too, so
     calls in flight fail with the usual "died" error, and every later send raises BrokenResourceError."""
 
-    def __init__(
-        self, out: _PipeOut | _StreamOut, on_broken: Callable[[], None], aside: StructuredAside | None = None
-    ) -> None:
+    def __init__(self, out: _PipeOut | _StreamOut, on_broken: Callable[[], None]) -> None:
         self._out = out
         self._on_broken = on_broken
-        self._aside = aside
         self._lock = anyio.Lock(fast_acquire=True)
         self._closed = False
         self._broken = False
@@ -405,8 +402,6 @@ class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
         if self._closed:
             raise anyio.ClosedResourceError
         data = (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
-        if self._aside is not None:
-            self._aside.sent(item.message)
         async with self._lock:
             if self._broken:
                 raise anyio.BrokenResourceError
@@ -552,7 +547,8 @@ async def stdio_transport(
     aside: StructuredAside | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession; with
-    `aside`, large tools/call answers have their structuredContent set aside (aside.py)."""
+    `aside`, large tools/call answers have their structuredContent set aside (aside.py: the session's
+    write stream shows it the calls, `StructuredAside.noting`)."""
     process, stdin, stdout = await _spawn([command, *args], {**inherited_environment(), **env}, cwd)
     record.pid = process.pid
     child_log = logging.getLogger(f"offload_mcp.downstream.{log_name}")
@@ -591,7 +587,7 @@ async def stdio_transport(
                 tg.start_soon(note_exit_when_output_moves)
 
         read_stream = _ChildStdout(stdout, max_line_bytes, child_log, on_eof, aside)
-        write_stream = _ChildStdin(stdin, on_broken, aside)
+        write_stream = _ChildStdin(stdin, on_broken)
         tg.start_soon(stderr_reader)
         try:
             yield cast(anyio.abc.ObjectReceiveStream, read_stream), cast(anyio.abc.ObjectSendStream, write_stream)

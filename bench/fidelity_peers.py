@@ -114,11 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for corpus in args.corpora:
         records = read_records(corpus)
-        rows: list[tuple[str, tuple[float, ...]]] = [("no proxy", score(records, [r.output for r in records]))]
-        with tempfile.TemporaryDirectory() as tmp:
-            rows += [(name, score(records, texts)) for name, texts in peer_texts(records, Path(tmp)).items()]
         plain = replay(records, OffloadSettings()).as_dict()
         cc = replay(records, OffloadSettings(), client="claude-code").as_dict()
+        # No proxy in Claude Code is replay's own client_alone: it shows a record's structuredContent where
+        # the server sent one, as Claude Code does (the peers below only ever get the text from payload_server).
+        alone = cc["client_alone"]
+        rows: list[tuple[str, tuple[float, ...]]] = [
+            ("no proxy", (0.0, 100.0, alone["reduction_pct"], alone["fidelity"]["visible_pct"]))
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            rows += [(name, score(records, texts)) for name, texts in peer_texts(records, Path(tmp)).items()]
         rows.append(
             (
                 "offload-mcp (defaults)",

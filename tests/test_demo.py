@@ -71,6 +71,12 @@ def test_demo_runs_in_seconds_and_leaves_nothing_behind(tmp_path):
     ]
     assert len(got_sizes) == 6 and got_sizes[0] == sent_sizes[0]  # a small result passes untouched
     assert all(got < sent for got, sent in zip(got_sizes[1:], sent_sizes[1:], strict=True))
+    # the test run's stub names the failed test, and no colour escape reaches the client
+    run_tests = out.split("4. run_tests(", 1)[1].split("\n5. ", 1)[0]
+    received = run_tests.split("client received", 1)[1]
+    assert "looks like a test log" in received
+    assert "tests/billing/test_billing_exports.py::test_invoice_total_rounding FAILED" in received
+    assert "\\e[" in run_tests.split("client received", 1)[0] and "\\e[" not in received
 
     # the end: tokens and dollars saved, and a detail brought back exactly
     assert "saved: the model kept ~" in out and "$" in out

@@ -1,5 +1,6 @@
 """Stubs: deterministic bytes, within budget, useful on their own; outputSchema stand-ins."""
 
+import re
 import subprocess
 import sys
 
@@ -396,3 +397,95 @@ def test_error_words_are_found_beside_letters_the_rest_of_the_log_lacks():
     for word in _ERROR_WORDS:
         noisy = quiet + f"2026-11-29T16:01:00Z {word} in handler id=999999\n" + quiet
         assert list(_find_all(noisy, _ERROR_WORDS)) == [len(quiet) + 21]
+
+
+def _colour_pytest_log(tests: int, failing: set[int]) -> str:
+    green, red, bold, reset = "\x1b[32m", "\x1b[31m", "\x1b[1m", "\x1b[0m"
+    lines = [f"{bold}============================= test session starts =============================={reset}"]
+    for i in range(tests):
+        status = f"{red}FAILED{reset}" if i in failing else f"{green}PASSED{reset}"
+        lines.append(f"tests/test_shop.py::test_order_{i} {status} {green}[{(i + 1) * 100 // tests:3d}%]{reset}")
+    lines.append(f"{red}=========================== short test summary info ============================{reset}")
+    lines += [f"{red}FAILED{reset} tests/test_shop.py::test_order_{i} - AssertionError" for i in sorted(failing)]
+    passed = tests - len(failing)
+    lines.append(f"{red}============ {len(failing)} failed, {passed} passed in 41.87s ============{reset}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_colour_test_log_is_indexed_by_its_failures_and_tally_without_escapes():
+    # The demo's run_tests stub said "looks like prose / plain text", indexed nothing and showed ESC bytes
+    # in its head: `\x1b[32mPASSED` holds no word PASSED, so the failed test sat behind the stub.
+    log = _colour_pytest_log(600, {400})
+    out = stub(body_of(log), index_chars=6000)
+    assert "\x1b" not in out
+    assert "shape: 604 lines; looks like a test log" in out
+    assert "index of the 3 failure and result lines of 604 test log lines, one line each: the line; all shown" in out
+    assert "\n  tests/test_shop.py::test_order_400 FAILED [ 66%]\n" in out
+    assert "\n  FAILED tests/test_shop.py::test_order_400 - AssertionError\n" in out
+    assert "\n  ============ 1 failed, 599 passed in 41.87s ============\n" in out
+    assert "head:\n  ============================= test session starts ==" in out
+    assert out == stub(body_of(log), index_chars=6000)  # same bytes
+
+
+def test_a_test_log_index_pages_from_lines_of_the_stored_body():
+    # Escapes are removed for reading, never line breaks: "from line N" must be line N of what was stored.
+    failing = set(range(0, 3000, 7))
+    log = _colour_pytest_log(3000, failing)
+    out = stub(body_of(log), index_chars=2000)
+    assert "\x1b" not in out
+    more = re.search(r"  ([\d,]+) more not shown, from line ([\d,]+): recall_tool_result\(", out)
+    assert more, out
+    index = out.split("\nhead:", 1)[0]
+    shown = [ln[2:] for ln in index.splitlines() if ln.startswith("  tests/test_shop.py::")]
+    assert shown and int(more.group(1).replace(",", "")) == 2 * len(failing) + 1 - len(shown)
+    first_hidden = int(more.group(2).replace(",", ""))
+    stored_line = log.split("\n")[first_hidden - 1]
+    assert "FAILED" in stored_line and f"test_order_{sorted(failing)[len(shown)]} " in stored_line
+
+
+@pytest.mark.parametrize(
+    "log,lines",
+    [
+        (  # unittest
+            "test_a (t.T.test_a) ... ok\n" * 40
+            + "test_b (t.T.test_b) ... FAIL\n\n"
+            + "=" * 70
+            + "\nFAIL: test_b (t.T.test_b)\n"
+            + "-" * 70
+            + "\nAssertionError: 1 != 2\n\nRan 41 tests in 0.019s\n\nFAILED (failures=1)\n",
+            ["FAIL: test_b (t.T.test_b)", "Ran 41 tests in 0.019s", "FAILED (failures=1)"],
+        ),
+        (  # go test
+            "=== RUN   TestOrder\n--- PASS: TestOrder (0.00s)\n" * 30
+            + "=== RUN   TestRefund\n    refund_test.go:31: got 3, want 4\n--- FAIL: TestRefund (0.00s)\n"
+            + "FAIL\nFAIL\tgithub.com/shop/billing\t0.012s\n",
+            ["--- FAIL: TestRefund (0.00s)", "FAIL\tgithub.com/shop/billing\t0.012s"],
+        ),
+        (  # cargo
+            "running 31 tests\n"
+            + "".join(f"test orders::t{i} ... ok\n" for i in range(30))
+            + "test refunds::partial ... FAILED\n\nfailures:\n    refunds::partial\n\n"
+            + "test result: FAILED. 30 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n",
+            ["test refunds::partial ... FAILED", "test result: FAILED. 30 passed; 1 failed"],
+        ),
+        (  # jest
+            "PASS src/orders.test.js\n" * 20
+            + "FAIL src/refunds.test.js\n  ● refunds › partial\n    expect(received).toBe(expected)\n"
+            + "  ✕ partial (3 ms)\n\nTests:       1 failed, 60 passed, 61 total\nTime:        1.2 s\n",
+            ["FAIL src/refunds.test.js", "✕ partial (3 ms)", "Tests:       1 failed, 60 passed, 61 total"],
+        ),
+    ],
+)
+def test_other_runners_failures_and_tallies_are_indexed(log, lines):
+    out = stub(body_of(log), index_chars=6000)
+    assert "looks like a test log" in out
+    index = out.split("; all shown\n", 1)[1].split("\nhead:", 1)[0]
+    for line in lines:
+        assert line.strip() in index, (line, out)
+
+
+def test_a_passing_run_is_indexed_by_its_tally_and_a_non_test_text_is_not():
+    assert "index of the 1 failure and result lines of 3,001 test log lines" in stub(body_of(PYTEST), index_chars=6000)
+    assert "==== 3000 passed in 12.3s ====" in stub(body_of(PYTEST), index_chars=6000)
+    for text in (CSV, LISTING, SOURCE, "FAILED to connect\n" * 10 + "plain words\n" * 500):
+        assert "failure and result lines" not in stub(body_of(text), index_chars=6000)

@@ -25,6 +25,7 @@ from offload_mcp.policy.textscan import (
     head_lines,
     lstripped_head,
     not_blank,
+    without_escapes,
 )
 
 # ------------------------------------------------------------------ the straightforward definitions
@@ -316,3 +317,28 @@ def test_text_index_reads_the_same_text_with_or_without_a_shared_scan() -> None:
         scan = TextScan(text)
         describe_text(text, scan=scan)  # describe first, as build_stub does: the index reuses what it read
         assert text_index(text, 6000, "trm_0123456789abcdef", scan) == text_index(text, 6000, "trm_0123456789abcdef")
+
+
+_ESCAPE_PIECES = st.sampled_from(
+    [
+        "\x1b[0m",
+        "\x1b[1;32m",
+        "\x1b[2K",
+        "\x1b]8;;https://x.example\x1b\\",
+        "\x1b]0;title\x07",
+        "\x1b(",
+        "\x1b]0;a\nb\x07",
+    ]
+)
+
+
+@given(st.lists(st.one_of(_ESCAPE_PIECES, st.sampled_from(["\n", "PASSED", " ", "x", "\r", "\x1b"])), max_size=60))
+def test_without_escapes_keeps_every_line_break_and_strips_what_extract_strips(pieces: list[str]) -> None:
+    from offload_mcp.reducers.extract import ANSI_RE
+
+    text = "".join(pieces)
+    plain = without_escapes(text)
+    assert plain.count("\n") == text.count("\n")  # the index's line numbers are the stored body's
+    if "\x1b]0;a\n" not in text:  # extract's OSC may span a line break; the stub's view may not
+        assert plain == ANSI_RE.sub("", text)
+    assert without_escapes(plain) == plain

@@ -134,7 +134,13 @@ def run_tests_text(tests: int = 600) -> str:
         module = modules[i % len(modules)]
         name = f"test_{rng.choice(_AREAS)}_{rng.choice(['creates', 'rejects', 'updates', 'lists', 'exports'])}_{i}"
         pct = f"[{(i + 1) * 100 // tests:3d}%]"
-        status = f"{red}FAILED{reset}" if i == failed_at else f"{green}PASSED{reset}"
+        status = f"{green}PASSED{reset}"
+        if i == failed_at:  # the test the failure report and the short summary below name
+            module, name, status = (
+                "tests/billing/test_billing_exports.py",
+                "test_invoice_total_rounding",
+                f"{red}FAILED{reset}",
+            )
         out.append(f"{module}::{name} {status} {green}{pct}{reset}")
     out += ["", f"{yellow}=============================== warnings summary ==============================={reset}"]
     for i in range(150):
@@ -149,7 +155,7 @@ def run_tests_text(tests: int = 600) -> str:
         "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html",
         "",
         f"{red}=================================== FAILURES ==================================={reset}",
-        f"{red}{bold}_____________________ test_billing_exports_{failed_at} _____________________{reset}",
+        f"{red}{bold}_________________________ test_invoice_total_rounding _________________________{reset}",
         "",
         "    def test_invoice_total_rounding():",
         '        invoice = make_invoice(lines=[("SKU-A100", 3, Decimal("3.335"))])',

@@ -91,7 +91,8 @@ _DIFF = re.compile(r"^(diff --git |@@ -\d|\+\+\+ |--- a/)")
 _TEST_AT_START = re.compile(
     r"=+ test session starts|(not )?ok \d+|\s*✓|\s*✗|Tests?:\s+\d|--- (PASS|FAIL):|(PASS|FAIL)\s"
 )
-_TEST_WORD = re.compile(r"\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d")
+# unittest and cargo print `name ... ok` per test; the words alone would also admit prose's "... ok".
+_TEST_WORD = re.compile(r"\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d|\S \.\.\. (?:ok|FAIL|FAILED|ERROR|skipped\b.*)$")
 
 
 def _is_test_line(line: str) -> bool:
@@ -121,7 +122,12 @@ _MARKDOWN = re.compile(r"^#{1,6} |^[-*] ")
 _SPACE = " "
 _DIFF_FIRST = "d@+-"
 _TEST_FIRST = "=noT-PF✓✗" + _SPACE
-_TEST_WORDS = ("PASSED", "FAILED", "passed")  # _is_test_line's words: a line without any is judged at its start
+_TEST_WORDS = (
+    "PASSED",
+    "FAILED",
+    "passed",
+    " ... ",
+)  # _is_test_line's words: a line without any is judged at its start
 _SOURCE_FIRST = "dcifvlpr#{}" + _SPACE
 _MARKDOWN_FIRST = "#-*"
 _LISTING_FIRST = "[dl-"  # [FILE]/[DIR] and ls -l lines; a path holds a "/" or a ".", looked for in the joined lines
@@ -188,7 +194,7 @@ def _text_kind(scan: TextScan) -> str:
     if share(_DIFF.match, 0.02, _DIFF_FIRST) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
     joined = "\n".join(lines)
-    if (_may_start(firsts, _TEST_FIRST) or _holds_any(joined, _TEST_WORDS)) and share(_is_test_line, 0.05):
+    if _test_log(lines, firsts, joined):
         return "a test log"
     if _jsonl_share(lines) > 0.8:
         return "JSON lines"
@@ -206,6 +212,18 @@ def _text_kind(scan: TextScan) -> str:
     if share(_MARKDOWN.match, 0.1, _MARKDOWN_FIRST):
         return "markdown text"
     return "prose / plain text"
+
+
+def looks_like_test_log(scan: TextScan) -> bool:
+    """What the shape line calls "a test log" (its first lines; git logs and diffs aside): index.py's
+    test-outcome finder asks the same question, so the shape and the index never disagree on it."""
+    lines = [ln[:_SAMPLE_LINE_CHARS] for ln in not_blank(scan.head(_SAMPLE_LINES))]
+    return bool(lines) and _test_log(lines, first_chars(lines), "\n".join(lines))
+
+
+def _test_log(lines: list[str], firsts: frozenset[str], joined: str) -> bool:
+    may = _may_start(firsts, _TEST_FIRST) or _holds_any(joined, _TEST_WORDS)
+    return may and share_above(lines, _is_test_line, 0.05)
 
 
 def _holds_any(text: str, words: tuple[str, ...]) -> bool:

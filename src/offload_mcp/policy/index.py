@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
-from .describe import share_above
+from .describe import looks_like_test_log, share_above
 from .textscan import TextScan, commit_matches, first_chars, lstripped_head, not_blank
 
 _ID_NAMES = (
@@ -145,7 +145,7 @@ def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None
     if budget <= 0 or not text:
         return ""
     scan = scan if scan is not None else TextScan(text)
-    for finder in (_git_log, _aria_snapshot, _table_first_column, _error_lines, _listing, _links):
+    for finder in (_git_log, _aria_snapshot, _table_first_column, _test_outcomes, _error_lines, _listing, _links):
         found = finder(scan)
         if found is not None:
             return _text_render(*found, budget=budget, trm_id=trm_id)
@@ -395,6 +395,31 @@ _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}")
 _GIT_SUBJECT_SHORT = (32, 16)
 _ARIA_NAME_SHORT = 24
 _LOG_LINE_SHORT = 80
+# A test runner's line for a failed or erroring test: pytest's short summary and -v lines, unittest,
+# go test (test and package), jest/vitest (file and test marks), cargo, TAP.
+_TEST_FAILED = re.compile(
+    r"(?:FAILED|ERROR)\s+\S+(?:::|\.py\b)"
+    r"|\S+::\S+.*?\s(?:FAILED|ERROR)\b"
+    r"|(?:FAIL|ERROR): \w"
+    r"|\s*--- FAIL: "
+    r"|FAIL\s+\S"
+    r"|\s*[✕×✗] "
+    r"|test \S+ \.\.\. FAILED"
+    r"|not ok \d+"
+)
+_TEST_FAILED_WORDS = ("FAIL", "ERROR", "✕", "×", "✗", "not ok")
+# Its closing tally: pytest's `== 1 failed, 599 passed in 41.87s ==`, jest/vitest, cargo, unittest, mocha.
+_TEST_TALLY = re.compile(
+    r"=+ .*\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s"
+    r"|\s*Tests?:?\s+\d"
+    r"|\s*Test Files\s+\d"
+    r"|test result: "
+    r"|Ran \d+ tests? in "
+    r"|(?:FAILED|OK) \((?:failures|errors|skipped)="
+    r"|\s*\d+ (?:passing|failing|pending)\b"
+)
+_TEST_TALLY_LINES = 40
+"""A runner prints its tally last: only the last lines are read for it, whatever the log's length."""
 
 Found = tuple[str, tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
 """(head, what each level shows (richest first), (line number, the record at each level) lazily, how many records)."""
@@ -546,6 +571,46 @@ def _error_lines(scan: TextScan) -> Found | None:
 
     head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines, one line each: "
     return head, ("the line", "the line without its timestamp", "its identifiers"), entries(), len(starts)
+
+
+def _test_outcomes(scan: TextScan) -> Found | None:
+    """A test log's failed and erroring tests and its closing tally, in order: what an agent runs tests to
+    learn, and the test ids it passes to its next call (a re-run, a file read). The shape line alone said
+    `1,223 lines; looks like a test log` and the head showed the session banner, so which test failed
+    sat behind the stub (the demo's run_tests). Candidate lines are found by str.find of the failure
+    words (a pytest -v log has PASSED on every line and FAILED on few), the tally in the last lines only.
+    Inert (None) when the text is no test log by describe's own judgement, or names no failure or tally.
+    """
+    if not looks_like_test_log(scan):
+        return None
+    text = scan.text
+    starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in _find_all(text, _TEST_FAILED_WORDS)})
+    found: dict[int, str] = {}
+    line, pos = 1, 0
+    for start in starts:
+        line += text.count("\n", pos, start)
+        pos = start
+        end = text.find("\n", start)
+        full = text[start : end if end >= 0 else len(text)]
+        if _TEST_FAILED.match(full):
+            found[line] = full.strip()
+    end = len(text.rstrip("\n"))
+    start = end
+    for _ in range(_TEST_TALLY_LINES):
+        start = text.rfind("\n", 0, start)
+        if start < 0:
+            break
+    start += 1
+    first_tail_line = scan.newlines - text.count("\n", start) + 1
+    for n, ln in enumerate(text[start:end].split("\n"), first_tail_line):
+        if n not in found and _TEST_TALLY.match(ln):
+            found[n] = ln.strip()
+    if not found:
+        return None
+    entries = ((n, (_clip(found[n]), _clip(found[n], _LOG_LINE_SHORT))) for n in sorted(found))
+    lines = scan.line_count()
+    head = f"index of the {len(found):,} failure and result lines of {lines:,} test log lines, one line each: "
+    return head, ("the line", "its first 80 chars"), entries, len(found)
 
 
 def _may_be_log(firsts: frozenset[str]) -> bool:

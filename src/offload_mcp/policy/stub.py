@@ -4,9 +4,12 @@ It carries the `trm_` id, the tool and the size (chars, estimated tokens), a
 structural index (describe.py), an identifier index (index.py: the ids, shas,
 names, refs, first column an agent passes to its next call, one line per item
 within `policy.stub_index_chars`, then how many more and how to page them), a
-short head preview, and one line saying how to call `recall_tool_result`. It is a pure function of (body, tool name,
-id, settings): no clocks, no counters, so identical input and config give
-identical bytes and the client's prompt cache stays warm.
+short head preview, and one line saying how to call `recall_tool_result`.
+Shape, index and head read the text as a terminal shows it
+(textscan.without_escapes: no colour escapes; the stored body keeps them).
+It is a pure function of (body, tool name, id, settings): no clocks, no
+counters, so identical input and config give identical bytes and the
+client's prompt cache stays warm.
 
 structuredContent: some clients (Claude Code) show their model
 `structuredContent` instead of the text when a result has it, so an
@@ -26,7 +29,7 @@ import orjson
 
 from .describe import describe_json, describe_text, parse_json_text
 from .index import json_index, python_literal, text_index
-from .textscan import TextScan
+from .textscan import TextScan, without_escapes
 
 RecallMode = Literal["window", "structural", "both"]
 
@@ -107,7 +110,8 @@ def build_stub(
     parsed = [parse_json_text(text) for text in texts[1 if text_json else 0 : 3]]  # once: describe and index share it
     if text_json and texts:
         parsed.insert(0, text_json[0])
-    scans = [TextScan(text) for text in texts[:3]]  # and what both read of the text: lines, head, commits
+    # and what both read of the text (lines, head, commits), as a terminal shows it: no colour escapes
+    scans = [TextScan(without_escapes(text)) for text in texts[:3]]
     index_lines = []
     for i, text in enumerate(texts[:3]):
         label = f"block {i + 1}: " if len(texts) > 1 else ""
@@ -116,7 +120,7 @@ def build_stub(
         index_lines.append(f"shape: +{len(texts) - 3} more text blocks")
     if structured is not None and (not texts or _structured_differs(texts, structured, parsed[0])):
         index_lines.append(f"structuredContent: {describe_json(structured)}")
-    preview_source = texts[0] if texts else (orjson.dumps(structured).decode() if structured is not None else "")
+    preview_source = scans[0].text if texts else (orjson.dumps(structured).decode() if structured is not None else "")
     doc = structured if structured is not None else (parsed[0] if parsed else None)
     has_json = doc is not None
     hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))

@@ -34,6 +34,10 @@ _HEAD_LINE_CHARS = 4096
 _FIRST_WINDOW_LINE_CHARS = 128
 """The first window assumes lines of about this length; it grows 4x while it holds too few line breaks."""
 
+# ANSI/VT escapes as extract strips them (reducers/extract.py ANSI_RE), except that an OSC sequence may not
+# span a line break: a stub's index points at lines of the stored body, so the view must keep its lines.
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
 _COMMIT_AT_START = re.compile(r"(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
 _COMMIT_AFTER_BREAK = re.compile(r"\n(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
 
@@ -57,6 +61,17 @@ def head_lines(text: str, count: int, limit: int) -> list[str]:
             pieces[-1] = text[window - len(pieces[-1]) : end]
             return pieces
         window = min(end, window * 4)
+
+
+def without_escapes(text: str) -> str:
+    """`text` as a terminal shows it, for reading its shape: colour and cursor escapes removed, lines kept.
+
+    A colourised log (pytest, jest, cargo with colour forced) read raw hides its kinds and lines: the
+    ESC bytes reach the model in the stub's head, `\x1b[32mPASSED` holds no word `PASSED`, and a test
+    log looked like prose with no index. Only the stub reads this view; the stored body stays as sent.
+    Inert (the same object, one memchr pass) for text without an ESC.
+    """
+    return _TERMINAL_ESCAPE.sub("", text) if "\x1b" in text else text
 
 
 def lstripped_head(text: str, n: int) -> str:

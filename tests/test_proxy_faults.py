@@ -225,6 +225,18 @@ async def test_only_failing_servers_means_an_empty_but_working_proxy(tmp_path: P
         assert status.is_error and "Servers not serving: broken (server 'broken'" in text_of(status)
 
 
+async def test_status_called_by_name_while_one_server_is_down_names_it(tmp_path: Path) -> None:
+    # With a server serving, offload_mcp_status is not listed; a model that calls it anyway (an earlier
+    # listing, a guess) must not be told that every wrapped server is serving while one is down.
+    config = write_config(tmp_path, {"good": fixture_entry(), "broken": fixture_entry("--fail-at-start")})
+    async with proxy_session(["-c", str(config)]) as s:
+        names = [t.name for t in (await s.list_tools()).tools]
+        assert "offload_mcp_status" not in names and any(n.endswith("echo") for n in names)
+        status = await s.call_tool("offload_mcp_status", {})
+        assert status.is_error and "Servers not serving: broken (server 'broken'" in text_of(status)
+        assert "every wrapped server is serving" not in text_of(status)
+
+
 def test_wrapped_servers_do_not_inherit_offload_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     from offload_mcp.downstream.stdio import inherited_environment
 

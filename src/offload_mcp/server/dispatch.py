@@ -110,11 +110,9 @@ class CallDispatcher:
         if own is not None:
             return await self.call_own(own, arguments, session_id, owner)
         if name == STATUS_TOOL and self.view.catalog.lookup(name) is None:
-            return error_result(
-                ("offload-mcp: " + self.view.not_serving())
-                if self.view.status_tool()
-                else "offload-mcp: every wrapped server is serving."
-            )
+            # Listed only while no server serves, but callable any time: it names every server that is down.
+            down = self.view.not_serving()
+            return error_result(f"offload-mcp: {down}" if down else "offload-mcp: every wrapped server is serving.")
         entry = self.view.catalog.lookup(name)
         if entry is None and not self.pool.settled.is_set():
             # Called before listing, while servers start: the tool may be theirs; wait as a first listing would.

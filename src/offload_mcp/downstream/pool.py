@@ -102,8 +102,12 @@ class DownstreamPool:
         failed = [s for s in self.servers.values() if s.state != "ready"]
         if self.servers:
             logger.info("downstream servers ready: %s", ", ".join(ready) or "none")
-        for server in failed:
-            logger.error("not serving %r: %s", server.name, server.failure)
+        if failed:
+            # A failure was logged whole where it happened (DownstreamServer._fail): here only which ones.
+            logger.warning(
+                "not serving: %s",
+                ", ".join(f"{s.name} ({'failed, see above' if s.failure else s.state})" for s in failed),
+            )
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

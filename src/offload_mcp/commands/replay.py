@@ -215,9 +215,10 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
     alone = d.get("client_alone")
     if alone:
         af = alone["fidelity"]
+        fates = ", ".join(f"{fate} {n:,}" for fate, n in alone["fates"].items())
         table.add_row(
             f"{alone['client']} alone (no proxy)",
-            f"{alone['reduction_pct']}% fewer tokens, {af['visible_pct']}% of needed facts visible ({alone['fates']})",
+            f"{alone['reduction_pct']}% fewer tokens, {af['visible_pct']}% of needed facts visible (results {fates})",
         )
     console.print(table)
     limits = d.get("client_limits")

@@ -248,3 +248,15 @@ async def test_recall_from_a_new_ledger_handle(tmp_path):
     )
     err, text = await call(env, mem_id=trm, lines="1-2")
     assert not err and split(text)[1] == TEXT.split("\n", 2)[0] + "\n" + TEXT.split("\n", 2)[1] + "\n"
+
+
+async def test_mem_id_with_surrounding_whitespace_is_found_as_expand_finds_markers(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    for padded in (f"{trm}\n", f"  {trm}\t"):
+        err, text = await call(env, mem_id=padded, lines="1")
+        assert not err and split(text)[1] == TEXT.split("\n", 1)[0] + "\n", text[:200]
+    err, text = await call(env, mem_id=f"{trm}\nx")
+    assert err and "not a recall id" in text
+    assert [e["ref_id"] for e in shaper.ledger.events(kinds=["recall"])][:2] == [trm, trm]
+

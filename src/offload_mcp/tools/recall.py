@@ -48,7 +48,8 @@ from .registry import RECALL, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
 
-_MEM_ID = re.compile(r"^trm_[0-9a-f]{16}$")
+_MEM_ID = re.compile(r"trm_[0-9a-f]{16}")
+"""Used with fullmatch: `$` would also match before a final newline."""
 _LINES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
 _JSON_PATH_MAX_LEN = 512
 _JSON_PATH_TIME_LIMIT_S = 5.0
@@ -256,6 +257,9 @@ def _str_arg(arguments: dict[str, Any], name: str) -> str | None:
 
 async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
     arguments = dict(arguments or {})
+    if isinstance(arguments.get("mem_id"), str):
+        # Copied ids often carry a newline or spaces; context_guru_expand strips its marker the same way.
+        arguments["mem_id"] = arguments["mem_id"].strip()
     mem_id = arguments.get("mem_id")
     try:
         result, style, chars_out = await _answer(arguments, env)
@@ -284,7 +288,7 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     mem_id = arguments.get("mem_id")
     if not isinstance(mem_id, str) or not mem_id:
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
-    if not _MEM_ID.match(mem_id):
+    if not _MEM_ID.fullmatch(mem_id):
         from .expand import parse_hash
 
         hash_ = parse_hash(mem_id)

@@ -260,3 +260,12 @@ async def test_mem_id_with_surrounding_whitespace_is_found_as_expand_finds_marke
     assert err and "not a recall id" in text
     assert [e["ref_id"] for e in shaper.ledger.events(kinds=["recall"])][:2] == [trm, trm]
 
+
+@pytest.mark.parametrize("bad,kind", [(12345, "int"), (["trm_0123456789abcdef"], "list"), ({"id": 1}, "dict")])
+async def test_a_mem_id_that_is_not_a_string_says_what_it_must_be(env, bad, kind):
+    env, _ = env
+    err, text = await call(env, mem_id=bad)
+    assert (
+        err
+        and text == f"recall_tool_result: mem_id must be a string like trm_0123456789abcdef (from the stub); got {kind}"
+    )

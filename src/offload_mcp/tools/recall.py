@@ -286,8 +286,12 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
             f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}"
         )
     mem_id = arguments.get("mem_id")
-    if not isinstance(mem_id, str) or not mem_id:
+    if mem_id is None or mem_id == "":
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
+    if not isinstance(mem_id, str):
+        raise _BadInput(
+            f"mem_id must be a string like trm_0123456789abcdef (from the stub); got {type(mem_id).__name__}"
+        )
     if not _MEM_ID.fullmatch(mem_id):
         from .expand import parse_hash
 

@@ -142,3 +142,11 @@ async def test_plain_pages_fit_inline_and_name_the_cheaper_call(ledger):
     assert f'context_guru_expand(marker="<<cg:{h}>>", query="text"' in note and note.endswith(
         f"next page: offset={expand.INLINE_PAGE_CHARS}]"
     )
+
+
+async def test_a_huge_offset_is_clipped_when_echoed(ledger):
+    h = cg_hash(NOISY)
+    ledger.commit(stash={h: NOISY})
+    for offset in (10**400, 1e308):
+        out = await expand.handle({"marker": marker(h), "offset": offset}, env_for(ledger))
+        assert out.is_error and "offset" in out.content[0].text and len(out.content[0].text) < 250, out.content[0].text

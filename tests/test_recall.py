@@ -269,3 +269,18 @@ async def test_a_mem_id_that_is_not_a_string_says_what_it_must_be(env, bad, kind
         err
         and text == f"recall_tool_result: mem_id must be a string like trm_0123456789abcdef (from the stub); got {kind}"
     )
+
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        ({"max_chars": 1e308}, "max_chars 1e+308 is absurdly large"),
+        ({"offset": 10**400}, "offset 1000000000"),
+        ({"offset": -1e308}, "offset must be >= 0, got -1e+308"),
+    ],
+)
+async def test_huge_numbers_are_clipped_when_echoed(env, args, says):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
+    err, text = await call(env, mem_id=trm, **args)
+    assert err and says in text and len(text) < 250, text

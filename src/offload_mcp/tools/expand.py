@@ -30,6 +30,7 @@ import anyio
 import mcp_types as types
 
 from ..reducers.base import HASH_RE, MARKER_RE
+from .recall import _shown
 from .registry import EXPAND, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
         return await _with_style(arguments, env, hash_)
     offset = arguments.get("offset", 0)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {offset!r}.")
+        return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {_shown(offset)}.")
     if env.ledger is None:
         return error_result(
             "context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read."
@@ -182,7 +183,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
         )
     if offset and offset >= len(original):
         return error_result(
-            f"context_guru_expand: offset {offset} is past the end of <<cg:{hash_}>> ({len(original)} characters)."
+            f"context_guru_expand: offset {_shown(offset)} is past the end of <<cg:{hash_}>> ({len(original)} characters)."
         )
     env.session.expanded.add(hash_)
     content = page(original, offset, page_chars(env.settings), hash_)

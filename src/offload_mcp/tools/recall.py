@@ -229,7 +229,7 @@ def _load_marker(env: ToolEnv, marker: str) -> _Body:
 
 
 def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | None:
-    value = arguments.get(name)
+    given = value = arguments.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -239,10 +239,11 @@ def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | Non
             value = int(value.strip())
         else:
             raise _BadInput(f"{name} must be a whole number, got {_shown(value)}")
+    # Echo what the caller sent, clipped: 1e308 as an int is 309 digits.
     if value < minimum:
-        raise _BadInput(f"{name} must be >= {minimum}, got {value}")
+        raise _BadInput(f"{name} must be >= {minimum}, got {_shown(given)}")
     if value > _MAX_OFFSET:
-        raise _BadInput(f"{name} {value} is absurdly large (at most {_MAX_OFFSET})")
+        raise _BadInput(f"{name} {_shown(given)} is absurdly large (at most {_MAX_OFFSET})")
     return value
 
 

@@ -150,3 +150,16 @@ async def test_a_huge_offset_is_clipped_when_echoed(ledger):
     for offset in (10**400, 1e308):
         out = await expand.handle({"marker": marker(h), "offset": offset}, env_for(ledger))
         assert out.is_error and "offset" in out.content[0].text and len(out.content[0].text) < 250, out.content[0].text
+
+
+async def test_unknown_arguments_are_refused_with_or_without_a_style(ledger):
+    h = cg_hash(ROWS)
+    ledger.commit(stash={h: ROWS})
+    for args in ({"qurey": "item-5"}, {"qurey": "item-5", "offset": 0}, {"qurey": "item-5", "lines": "1"}):
+        out = await expand.handle({"marker": marker(h), **args}, env_for(ledger))
+        assert out.is_error and out.content[0].text == (
+            "context_guru_expand: unknown argument(s) qurey; valid: marker, offset, query, lines, json_path, max_chars"
+        )
+    assert not list(ledger.events(kinds=["expand"]))
+    legacy = await expand.handle({"hash": h, "offset": 0}, env_for(ledger))
+    assert not legacy.is_error and legacy.content[0].text == ROWS[: expand.INLINE_PAGE_CHARS]

@@ -30,7 +30,7 @@ import anyio
 import mcp_types as types
 
 from ..reducers.base import HASH_RE, MARKER_RE
-from .recall import _shown
+from .recall import _names, _shown
 from .registry import EXPAND, ToolEnv, error_result
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,8 @@ DEFAULT_PAGE_CHARS = 100_000
 INLINE_PAGE_CHARS = 40_000
 """Largest expand page: below Claude Code's 50,000-char inline limit with room for the note."""
 _STYLES = ("query", "lines", "json_path", "max_chars")
+_ARGS = frozenset({"marker", "hash", "offset", *_STYLES})
+"""`hash` is an older spelling of `marker`, still accepted but not advertised."""
 _LOOSE_RE = re.compile(r"^(?:<<)?(?:cg:)?([0-9a-fA-F]{16})(?:>>)?$")
 
 TOOL = types.Tool(
@@ -123,6 +125,12 @@ def page(original: str, offset: int, size: int, hash_: str) -> list[types.TextCo
 
 
 async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResult:
+    # A misspelt style ("qurey") must not fall through to the whole original.
+    unknown = sorted(set(arguments) - _ARGS)
+    if unknown:
+        return error_result(
+            f"context_guru_expand: unknown argument(s) {_names(unknown)}; valid: marker, offset, {', '.join(_STYLES)}"
+        )
     raw = arguments.get("marker", arguments.get("hash"))
     hash_ = parse_hash(raw)
     if hash_ is None:
@@ -147,11 +155,6 @@ async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> ty
     """recall_tool_result's answer for this marker: the same styles, header and next call."""
     from . import recall
 
-    unknown = sorted(set(arguments) - {"marker", "hash", "offset", *_STYLES})
-    if unknown:
-        return error_result(
-            f"context_guru_expand: unknown argument(s) {', '.join(unknown)}; valid: marker, offset, {', '.join(_STYLES)}"
-        )
     forwarded = {k: v for k, v in arguments.items() if k in ("offset", *_STYLES) and v is not None}
     forwarded["mem_id"] = f"<<cg:{hash_}>>"
     try:

@@ -215,6 +215,11 @@ def _shown(value: Any) -> str:
     return f"{text[:_ECHO_CHARS]}… ({len(text):,} chars)"
 
 
+def _names(names: list[str]) -> str:
+    """Argument names as an error lists them: the first five, each clipped like any echo."""
+    return ", ".join(n if len(n) <= _ECHO_CHARS else _shown(n) for n in names[:5])
+
+
 def _load_marker(env: ToolEnv, marker: str) -> _Body:
     """The stashed original a `<<cg:HASH>>` marker stands for, as a one-text-block body."""
     from .expand import parse_hash
@@ -283,9 +288,7 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
 async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
     unknown = sorted(set(arguments) - set(_ARGS))
     if unknown:
-        raise _BadInput(
-            f"unknown argument(s) {', '.join(u if len(u) <= _ECHO_CHARS else _shown(u) for u in unknown[:5])}; valid: {', '.join(_ARGS)}"
-        )
+        raise _BadInput(f"unknown argument(s) {_names(unknown)}; valid: {', '.join(_ARGS)}")
     mem_id = arguments.get("mem_id")
     if mem_id is None or mem_id == "":
         raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")

@@ -284,3 +284,15 @@ async def test_huge_numbers_are_clipped_when_echoed(env, args, says):
     trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=TEXT)]))
     err, text = await call(env, mem_id=trm, **args)
     assert err and says in text and len(text) < 250, text
+
+
+async def test_a_json_path_regex_that_runs_too_long_is_named_as_the_cause(env, monkeypatch):
+    env, shaper = env
+    doc = {"list": [{"n": "a" * 30 + "b"} for _ in range(500)], "pad": "x" * 40_000}
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(doc).decode())]))
+    monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 1.0)
+    err, text = await call(env, mem_id=trm, json_path="$.list[?(@.n =~ '(a|a)*$')]")
+    assert err and "took longer than 1s" in text and "regex filter (=~)" in text and "`..`" not in text, text
+    monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 0.01)  # whatever the path: the advice follows its text
+    err, text = await call(env, mem_id=trm, json_path="$..*")
+    assert err and "avoid `..` on large documents" in text and "regex" not in text, text

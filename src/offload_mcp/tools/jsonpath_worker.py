@@ -52,9 +52,7 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
             async with _limiter():
                 code, raw = await _run_worker(path.encode() + b"\n" + doc_json)
     except TimeoutError:
-        raise JsonPathFailed(
-            f"took longer than {time_limit_s:g}s and was stopped; narrow it (avoid `..` on large documents)"
-        ) from None
+        raise JsonPathFailed(f"took longer than {time_limit_s:g}s and was stopped; {_narrowing(path)}") from None
     try:
         answer = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -66,6 +64,15 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
     if "error" in answer:
         raise JsonPathFailed(str(answer["error"]))
     return int(answer["count"]), str(answer["text"])
+
+
+def _narrowing(path: str) -> str:
+    """What to change in `path` when it ran out of time."""
+    if "=~" not in path:
+        return "narrow it (avoid `..` on large documents)"
+    # A backtracking regex is the usual cause of a runaway filter, whatever else the path holds.
+    advice = "its regex filter (=~) is the likely cause: avoid nested or alternated repeats such as (a+)+ or (a|a)*, or find the text with query"
+    return advice + ("; and avoid `..` on large documents" if ".." in path else "")
 
 
 async def _run_worker(stdin: bytes) -> tuple[int | None, bytes]:

@@ -296,3 +296,14 @@ async def test_a_json_path_regex_that_runs_too_long_is_named_as_the_cause(env, m
     monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 0.01)  # whatever the path: the advice follows its text
     err, text = await call(env, mem_id=trm, json_path="$..*")
     assert err and "avoid `..` on large documents" in text and "regex" not in text, text
+
+
+async def test_json_nested_deeper_than_the_parser_takes_says_so(env):
+    env, shaper = env
+    deep = '{"a":' * 2000 + "1" + "}" * 2000 + " " * 40_000
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=deep)]))
+    err, text = await call(env, mem_id=trm, json_path="$.a")
+    assert err and text == (
+        "recall_tool_result: text block 1 is JSON nested too deeply to query by path "
+        "(over 1,024 levels); use query or lines"
+    ), text

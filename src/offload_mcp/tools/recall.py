@@ -53,6 +53,8 @@ _MEM_ID = re.compile(r"trm_[0-9a-f]{16}")
 _LINES = re.compile(r"^\s*(\d+)\s*(?:(-)\s*(\d*)\s*)?$")
 _JSON_PATH_MAX_LEN = 512
 _JSON_PATH_TIME_LIMIT_S = 5.0
+_JSON_MAX_DEPTH = 1024
+"""orjson's nesting limit: deeper JSON does not parse ("depth limit exceeded")."""
 _MAX_OFFSET = 10**15
 _QUERY_MAX_LEN = 4096
 """Longer queries are refused: a substring search for a page of text is a mistake, and answers repeat the query."""
@@ -156,20 +158,29 @@ class _Body:
         return bisect_right(self.line_starts, pos)
 
     def json_doc(self) -> tuple[Any, str]:
-        """(document, where it came from) for json_path; raises _BadInput when the result has no JSON."""
+        """(document, where it came from) for json_path; raises _BadInput when the result has no JSON it can parse."""
         if self._json is None:
             structured = self.result.get("structuredContent")
             if structured is not None:
                 self._json = (structured, "structuredContent")
             else:
+                too_deep = None
                 for i, block in enumerate(self.result.get("content") or []):
                     text = block.get("text") if block.get("type") == "text" else None
                     if text and text.lstrip()[:1] in ("{", "["):
                         try:
                             self._json = (orjson.loads(text), f"text block {i + 1}")
                             break
-                        except orjson.JSONDecodeError:
+                        except orjson.JSONDecodeError as err:
+                            if too_deep is None and str(err).startswith("depth limit exceeded"):
+                                too_deep = i + 1
                             continue
+                if self._json is None and too_deep is not None:
+                    # It is JSON, just not parseable here: "holds no JSON" would send the model elsewhere.
+                    raise _BadInput(
+                        f"text block {too_deep} is JSON nested too deeply to query by path "
+                        f"(over {_JSON_MAX_DEPTH:,} levels); use query or lines"
+                    )
             if self._json is None:
                 raise _BadInput(
                     "this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines"

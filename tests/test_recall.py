@@ -307,3 +307,30 @@ async def test_json_nested_deeper_than_the_parser_takes_says_so(env):
         "recall_tool_result: text block 1 is JSON nested too deeply to query by path "
         "(over 1,024 levels); use query or lines"
     ), text
+
+
+async def test_a_query_found_only_in_structured_content_points_to_json_path(env):
+    env, shaper = env
+    structured = {"meta": {"page": 1}, "items": [{"id": i, "name": f"order-{4800 + i}"} for i in range(40)]}
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text="x" * 200_000)], structured_content=structured))
+    err, text = await call(env, mem_id=trm, query="ORDER-4821")  # a capital: exact case, as in the text
+    assert not err and text == f"[{trm}: 0 matches for 'ORDER-4821' (0 in all) in 200,000 chars]\n"
+    err, text = await call(env, mem_id=trm, query="order-4821")
+    assert not err and text == (
+        f"[{trm}: 0 matches for 'order-4821' (0 in all) in 200,000 chars of text; it occurs 1 time in the "
+        f'structuredContent, which query does not search: recall_tool_result(mem_id="{trm}", json_path="$.items[21]")]\n'
+    )
+    err, text = await call(env, mem_id=trm, json_path="$.items[21]")
+    assert not err and "order-4821" in split(text)[1]
+    err, text = await call(env, mem_id=trm, query='"page":1')  # across keys and values: no one place to point to
+    assert not err and text.endswith(
+        f'structuredContent, which query does not search: recall_tool_result(mem_id="{trm}", json_path="$")]\n'
+    )
+    keyword = offload(
+        shaper,
+        t.CallToolResult(
+            content=[t.TextContent(text="y" * 200_000)], structured_content={"where": {"k": "order-4821"}}
+        ),
+    )
+    err, text = await call(env, mem_id=keyword, query="order-4821")  # $.where is not valid JSONPath
+    assert not err and text.endswith(f'recall_tool_result(mem_id="{keyword}", json_path="$")]\n')

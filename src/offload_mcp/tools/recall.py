@@ -7,7 +7,8 @@ JSON itself: structuredContent when present, else the JSON a text block holds.
 
 Styles (one per call): `query` (substring, smart case: case-insensitive
 unless it has a capital) returns ±window_chars around each match with the
-match count and positions; `offset`/`max_chars` a character range; `lines`
+match count and positions (none in the text but some in structuredContent:
+it names the json_path call that reads them); `offset`/`max_chars` a character range; `lines`
 ("120-180", "120", "120-") a line range; `json_path` (JSONPath via
 jsonpath-ng) the matching values. No style: the start of the body. Every
 answer begins with one header line stating the id, what is shown, the total
@@ -440,7 +441,8 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         pos = haystack.find(needle, pos + max(len(needle), 1))
     if not positions:
         where = f" after offset {offset:,}" if offset else ""
-        return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars]\n"
+        elsewhere = _in_structured(body, mem_id, query, settings) if count == 0 else ""
+        return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
     parts: list[str] = []
     used = 0
     shown: list[int] = []
@@ -472,6 +474,73 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         f"at chars {listing}; ±{window} chars each; {nxt}]"
     )
     return header + "\n" + "".join(parts)
+
+
+def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:
+    """A note for a query with no match in the text that does occur in the structuredContent query does not read.
+
+    Pointing there (a json_path call) is preferred to searching it too: its JSON has no positions in
+    the text view, so windows and `next` offsets could not address it.
+    """
+    structured = body.result.get("structuredContent")
+    if structured is None or not body.blocks or settings.mode == "window":
+        return ""  # no structuredContent, the text view is it already, or json_path is not offered
+    exact = any(c.isupper() for c in query)
+    needle = query if exact else query.lower()
+    compact = body.json_bytes().decode()
+    count = (compact if exact else compact.lower()).count(needle)
+    if not count:
+        return ""
+    path = _holder_of(structured, needle, exact) or "$"
+    try:
+        from jsonpath_ng.ext import parse
+
+        parse(path)
+    except Exception:  # a key that is a JSONPath keyword (`where`): point at the whole document instead
+        path = "$"
+    return (
+        f" of text; it occurs {count:,} time{'' if count == 1 else 's'} in the structuredContent, "
+        f"which query does not search: {_call(mem_id, json_path=path)}"
+    )
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOLDER_NODES = 200_000
+"""Most JSON nodes _holder_of visits; past it the note points at the whole document."""
+
+
+def _holder_of(doc: Any, needle: str, exact: bool) -> str | None:
+    """JSONPath of an object or array with a key or scalar holding `needle`: depth first, a node's own
+    keys and scalars before its children, so the same document always gives the same path.
+
+    The holder rather than the scalar: like a query window, the record around the match is the useful part.
+    None when no single key or scalar holds it (outside keys that would need quoting) or the walk grows too long.
+    """
+    stack: list[tuple[Any, str]] = [(doc, "$")]
+    visited = 0
+    while stack and visited < _HOLDER_NODES:
+        node, path = stack.pop()
+        visited += 1
+        if isinstance(node, dict):
+            pairs = [(k, v, f"{path}.{k}") for k, v in node.items() if _IDENTIFIER.fullmatch(k)]
+        elif isinstance(node, list):
+            pairs = [(None, v, f"{path}[{i}]") for i, v in enumerate(node)]
+        else:
+            continue
+        visited += len(pairs)
+        children = []
+        for key, value, child in pairs:
+            if isinstance(value, dict | list):
+                leaf = None
+            else:
+                leaf = value if isinstance(value, str) else orjson.dumps(value).decode()
+            for held in (key, leaf):
+                if held is not None and needle in (held if exact else held.lower()):
+                    return path
+            if leaf is None:
+                children.append((value, child))
+        stack.extend(reversed(children))
+    return None
 
 
 async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: int) -> str:

@@ -1,5 +1,6 @@
 """recall_tool_result against a real ledger: exact paging, every style, every bad input."""
 
+import re
 import time
 
 import mcp_types as t
@@ -334,3 +335,57 @@ async def test_a_query_found_only_in_structured_content_points_to_json_path(env)
     )
     err, text = await call(env, mem_id=keyword, query="order-4821")  # $.where is not valid JSONPath
     assert not err and text.endswith(f'recall_tool_result(mem_id="{keyword}", json_path="$")]\n')
+
+
+MADE = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(5000))[:300_000]  # the fixture server's make_text
+PIECE = re.compile(r"--- match at char ([\d,]+) \(line [\d,]+\) ---\n")
+
+
+async def test_a_small_max_chars_centres_the_query_window_on_the_match(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=MADE)]))
+    err, text = await call(env, mem_id=trm, query="line 17:", max_chars=200)
+    header, data = split(text)
+    p = MADE.find("line 17:")
+    label = f"--- match at char {p:,} (line 18) ---\n"
+    room = 200 - len(label) - len("line 17:") - 1
+    before, after = room // 2, room - room // 2
+    assert not err and data == label + MADE[p - before : p + 8 + after] + "\n" and len(data) == 200
+    whole = f'recall_tool_result(mem_id="{trm}", offset={p - 300}, max_chars=608)'
+    assert header == (
+        f"[{trm}: 1 match for 'line 17:' in 300,000 chars; showing matches 1–1 at chars {p:,}; ±300 chars each, "
+        f"this one cut to {before} before and {after} after to fit 200 chars (whole window: {whole}); no more matches]"
+    )
+    err, text = await call(env, mem_id=trm, offset=p - 300, max_chars=608)
+    assert split(text)[1] == MADE[p - 300 : p + 308]
+
+
+@pytest.mark.parametrize("max_chars", [1, 39, 40, 45, 46, 120, 200, 399, 650, 700, 1400, 8000])
+@pytest.mark.parametrize("query", ["line 17:", "line 0:", "line 4181: xxxxxx", "xxxxxxxxxxxxxxxx\nline 2", "line 1"])
+async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, query):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=MADE)]))
+    err, text = await call(env, mem_id=trm, query=query, max_chars=max_chars)
+    if err:  # not even a label and one char of the match fit
+        label = f"--- match at char {MADE.find(query):,} (line {MADE.count(chr(10), 0, MADE.find(query)) + 1:,}) ---\n"
+        assert max_chars < len(label) + 2 and "too small to show a match" in text, text
+        return
+    header, data = split(text)
+    assert len(data) <= max_chars
+    listed = [int(n.replace(",", "")) for n in header.split(" at chars ")[1].split(";")[0].split(", ")]
+    labels = [int(n.replace(",", "")) for n in PIECE.findall(data)]
+    assert labels[0] == listed[0] and set(labels) <= set(listed), text
+    pieces = PIECE.split(data)[2::2]
+    shown = header.split("showing matches ")[1].split(" ")[0]
+    assert ("no more matches" in header) == (shown.endswith(f"–{MADE.count(query)}")), header
+    if "this one cut to the first" in header:  # only a match longer than max_chars, and then its start
+        n = int(header.split("this one cut to the first ")[1].split(" ")[0])
+        assert listed == [MADE.find(query)] and pieces == [query[:n] + "\n"] and n < len(query)
+        return
+    spans = []  # where each labelled piece lies in the body: it starts at or before its match
+    for first, piece in zip(labels, pieces, strict=True):
+        lo = MADE.find(piece[:-1], max(0, first - 300))
+        assert 0 <= lo <= first and piece.endswith("\n")
+        spans.append((lo, lo + len(piece) - 1))
+    for p in listed:  # each match, whole and in place, under one label
+        assert MADE[p : p + len(query)] == query and any(lo <= p and p + len(query) <= hi for lo, hi in spans)

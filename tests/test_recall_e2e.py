@@ -24,6 +24,7 @@ from conftest import (
     NPM_BIN,
     OFFLOAD_MCP,
     ROOT,
+    fixture_entry,
     needs_npm,
     proxy_client,
     proxy_env,
@@ -233,3 +234,24 @@ async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo
     direct = await direct_git_log(big_repo, 1500)
     async with proxy_session(args) as s:
         assert await reassemble(s, trm_id) == direct
+
+
+async def test_a_query_with_a_small_max_chars_shows_the_match_through_the_proxy(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"fx": fixture_entry()}, NO_REDUCERS)
+    async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
+        stub = await s.call_tool("make_text", {"size": 300_000})
+        (trm_id,) = set(TRM.findall(text_of(stub)))
+        # As a model may copy it: with the stub's line break.
+        args = {"mem_id": f"{trm_id}\n", "query": "line 17:", "max_chars": 200}
+        found = await s.call_tool("recall_tool_result", args)
+        header, _, shown = text_of(found).partition("\n")
+        assert not found.is_error and "line 17:" in shown and len(shown) <= 200, text_of(found)
+        whole = re.search(
+            r"cut to \d+ before and \d+ after to fit 200 chars \(whole window: .*offset=(\d+), max_chars=(\d+)\)\)",
+            header,
+        )
+        assert whole and "no more matches" in header, header
+        window = await s.call_tool(
+            "recall_tool_result", {"mem_id": trm_id, "offset": int(whole[1]), "max_chars": int(whole[2])}
+        )
+        assert shown.partition("\n")[2][:-1] in text_of(window).partition("\n")[2]

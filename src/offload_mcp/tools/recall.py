@@ -7,8 +7,10 @@ JSON itself: structuredContent when present, else the JSON a text block holds.
 
 Styles (one per call): `query` (substring, smart case: case-insensitive
 unless it has a capital) returns ±window_chars around each match with the
-match count and positions (none in the text but some in structuredContent:
-it names the json_path call that reads them); `offset`/`max_chars` a character range; `lines`
+match count and positions (overlapping windows merge under the first
+match's label; a window over max_chars shrinks evenly around its match, and
+the header says so and names the call for the whole window; none in the
+text but some in structuredContent: it names the json_path call that reads them); `offset`/`max_chars` a character range; `lines`
 ("120-180", "120", "120-") a line range; `json_path` (JSONPath via
 jsonpath-ng) the matching values. No style: the start of the body. Every
 answer begins with one header line stating the id, what is shown, the total
@@ -443,22 +445,51 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         where = f" after offset {offset:,}" if offset else ""
         elsewhere = _in_structured(body, mem_id, query, settings) if count == 0 else ""
         return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
-    parts: list[str] = []
+    spans: list[tuple[str, int, int]] = []  # (label, lo, hi) of each piece of text shown
     used = 0
     shown: list[int] = []
-    last_end = -1
+    cut = ""
     for p in positions:
         lo, hi = max(0, p - window), min(total, p + len(needle) + window)
-        lo = max(lo, last_end)
-        piece = f"--- match at char {p:,} (line {body.line_of(p):,}) ---\n{body.text[lo:hi]}\n"
-        if shown and used + len(piece) > limit:
+        if spans and p < spans[-1][2]:
+            # Inside the previous window: extend that piece, so no label heads text that starts past its match.
+            label, lo, last_end = spans[-1]
+            if used + hi - last_end > limit:
+                break
+            spans[-1] = (label, lo, hi)
+            used += hi - last_end
+            shown.append(p)
+            continue
+        lo = max(lo, spans[-1][2]) if spans else lo
+        label = f"--- match at char {p:,} (line {body.line_of(p):,}) ---\n"
+        size = len(label) + hi - lo + 1
+        if spans and used + size > limit:
             break
-        if not shown and len(piece) > limit:
-            piece = piece[:limit]
-        parts.append(piece)
-        used += len(piece)
+        if not spans and size > limit:
+            # Shrink the context evenly around the match (cutting one end could drop the match itself),
+            # and the match only when it alone is over max_chars.
+            whole = _call(mem_id, offset=lo, max_chars=hi - lo)
+            room = limit - len(label) - 1
+            if room < 1:
+                raise _BadInput(
+                    f"max_chars {limit:,} is too small to show a match with its label ({len(label) + 1 + len(needle):,} "
+                    f"chars show the first one whole); raise it, or read its window: {whole}"
+                )
+            if room >= len(needle):
+                room -= len(needle)
+                before = min(p - lo, room // 2)
+                after = min(hi - p - len(needle), room - before)
+                before = min(p - lo, room - after)
+                lo, hi = p - before, p + len(needle) + after
+                cut = f", this one cut to {before:,} before and {after:,} after to fit {limit:,} chars"
+            else:  # longer than max_chars: its start, as the caller has the query itself
+                lo, hi = p, p + room
+                cut = f", this one cut to the first {room:,} of its {len(needle):,} chars to fit {limit:,}"
+            cut += f" (whole window: {whole})"
+            size = len(label) + hi - lo + 1
+        spans.append((label, lo, hi))
+        used += size
         shown.append(p)
-        last_end = hi
     more = [p for p in positions if p not in shown]
     resume = more[0] if more else (pos if pos != -1 else None)
     if resume is None:
@@ -471,9 +502,9 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     listing = ", ".join(f"{p:,}" for p in shown)
     header = (
         f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {_shown(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
-        f"at chars {listing}; ±{window} chars each; {nxt}]"
+        f"at chars {listing}; ±{window} chars each{cut}; {nxt}]"
     )
-    return header + "\n" + "".join(parts)
+    return header + "\n" + "".join(f"{label}{body.text[lo:hi]}\n" for label, lo, hi in spans)
 
 
 def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:

@@ -122,12 +122,8 @@ _MARKDOWN = re.compile(r"^#{1,6} |^[-*] ")
 _SPACE = " "
 _DIFF_FIRST = "d@+-"
 _TEST_FIRST = "=noT-PF✓✗" + _SPACE
-_TEST_WORDS = (
-    "PASSED",
-    "FAILED",
-    "passed",
-    " ... ",
-)  # _is_test_line's words: a line without any is judged at its start
+# _is_test_line's words: a line without any is judged at its start
+_TEST_WORDS = ("PASSED", "FAILED", "passed", " ... ")
 _SOURCE_FIRST = "dcifvlpr#{}" + _SPACE
 _MARKDOWN_FIRST = "#-*"
 _LISTING_FIRST = "[dl-"  # [FILE]/[DIR] and ls -l lines; a path holds a "/" or a ".", looked for in the joined lines

@@ -594,15 +594,15 @@ def _test_outcomes(scan: TextScan) -> Found | None:
         full = text[start : end if end >= 0 else len(text)]
         if _TEST_FAILED.match(full):
             found[line] = full.strip()
-    end = len(text.rstrip("\n"))
-    start = end
+    tail_end = len(text.rstrip("\n"))
+    tail = tail_end
     for _ in range(_TEST_TALLY_LINES):
-        start = text.rfind("\n", 0, start)
-        if start < 0:
+        tail = text.rfind("\n", 0, tail)
+        if tail < 0:
             break
-    start += 1
-    first_tail_line = scan.newlines - text.count("\n", start) + 1
-    for n, ln in enumerate(text[start:end].split("\n"), first_tail_line):
+    tail += 1
+    first_tail_line = scan.newlines - text.count("\n", tail) + 1
+    for n, ln in enumerate(text[tail:tail_end].split("\n"), first_tail_line):
         if n not in found and _TEST_TALLY.match(ln):
             found[n] = ln.strip()
     if not found:

@@ -4,6 +4,7 @@ on every transport: stdio lines, and large HTTP answers parsed off the loop."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import mcp_types as types
@@ -87,3 +88,99 @@ async def test_an_integer_over_64_bits_in_a_large_http_answer_stays_exact() -> N
     assert len(placeholder) < len(body)  # it took the off-loop path
     message = parsed.swap(SessionMessage(sdk_parse(placeholder)))
     assert message.message.result["n"] == big and isinstance(message.message.result["n"], int)
+
+
+# ---- lone surrogate escapes (stdio's lenient parse) ---------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _with_fffd(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_with_fffd(v) for v in value]
+    if isinstance(value, dict):
+        return {_with_fffd(k): _with_fffd(v) for k, v in value.items()}
+    return value
+
+
+def _lone_surrogates(value: Any) -> int:
+    if isinstance(value, str):
+        return len(_SURROGATE.findall(value))
+    if isinstance(value, list):
+        return sum(_lone_surrogates(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_lone_surrogates(k) + _lone_surrogates(v) for k, v in value.items())
+    return 0
+
+
+def lenient_outcome(data: bytes | str) -> tuple[str, Any, list[int]]:
+    counts: list[int] = []
+    kind, value = outcome(lambda d: parse_message(d, counts.append), data)
+    return kind, value, counts
+
+
+def js_reading(data: bytes | str) -> tuple[str, Any, list[int]]:
+    """What a JS client reads (stdlib json: pairs joined, lone surrogates kept), each lone one as U+FFFD."""
+    value = json.loads(data)
+    return (
+        "ok",
+        types.jsonrpc_message_adapter.validate_python(_with_fffd(value), by_name=False),
+        [_lone_surrogates(value)],
+    )
+
+
+LONE = [
+    b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"row \\ud83d"}]}}',  # Node, cut mid-emoji
+    b'{"jsonrpc":"2.0","id":1,"result":{"c":"\\ude00 \\ud83d\\u0041 \\uDE00\\uD83D"}}',  # low, high then not low
+    b'{"jsonrpc":"2.0","id":1,"result":{"c":"\\ud83d\\ud83d\\ude00 \\ud83d\\ude00"}}',  # a lone one, then pairs
+    b'{"jsonrpc":"2.0","id":1,"result":{"\\ud800key":{"k\\udfff":"\\\\ud800 is text, \\\\\\ud800 is not"}}}',
+    b'{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":"\\ud800","big":123456789012345678901234567890,"n":NaN}}',
+    b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"\\udbff"}}',
+    '{"jsonrpc":"2.0","id":"r","result":{"t":"caf\u00e9 \\ud83d"}}',
+]
+
+
+@pytest.mark.parametrize("data", LONE)
+def test_a_lone_surrogate_escape_is_read_as_u_fffd_as_a_js_client_reads_it(data: bytes | str) -> None:
+    # pydantic-core (so the SDK) refused these whole; Node writes them when it slices a string mid-emoji.
+    assert outcome(sdk_parse, data)[0] == "error"
+    assert repr(lenient_outcome(data)) == repr(js_reading(data))
+
+
+@pytest.mark.parametrize(
+    "data",
+    EDGES
+    + BROKEN[1:]
+    + [
+        b'{"jsonrpc":"2.0","id":1,"result":{"t":"\\ud800 cut short',
+        b'{"jsonrpc":"2.0","id":1,"result":{"t":"\\ud800",}}',
+        b'\xef\xbb\xbf{"jsonrpc":"2.0","id":1,"result":{"t":"\\ud800"}}',
+        b'{"jsonrpc":"2.0","id":1,"result":{"t":"\\ud800 \xff"}}',  # not UTF-8: stdio asks again, decoded
+        b'{"jsonrpc":"2.0","id":1,"result":{"t":"\\\\ud800"',
+    ],
+)
+def test_with_lone_surrogates_allowed_all_else_is_the_sdks_message_or_error(data: bytes | str) -> None:
+    assert repr(lenient_outcome(data)) == repr((*outcome(sdk_parse, data), []))
+
+
+def test_a_lone_surrogate_in_what_is_not_a_message_is_the_envelopes_error() -> None:
+    kind, error, counts = lenient_outcome(b'{"jsonrpc":"1.0","id":1,"result":{"t":"\\ud800"}}')
+    assert kind == "error" and "jsonrpc" in error and "Invalid JSON" not in error and counts == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    result=st.dictionaries(
+        st.text(st.characters(categories=["Cs", "Ll", "So"]), max_size=6),
+        st.lists(st.text(st.characters(categories=["Cs", "Ll", "So", "Po"]), max_size=12), max_size=4),
+        max_size=4,
+    )
+)
+def test_any_text_with_surrogates_is_read_as_a_js_client_reads_it(result: dict[str, Any]) -> None:
+    data = json.dumps({"jsonrpc": "2.0", "id": 3, "result": result}).encode()  # ASCII: surrogates as escapes
+    expected = js_reading(data)
+    if not expected[2][0]:  # none lone: the fast path, the SDK's message
+        expected = ("ok", sdk_parse(data), [])
+    assert repr(lenient_outcome(data)) == repr(expected)

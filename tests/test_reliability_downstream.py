@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from mcp.client.stdio import stdio_client
 from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall_whole, text_of, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import hostile_server  # noqa: E402
 
 
 def hostile_entry(*opts: str) -> dict[str, Any]:
@@ -71,6 +74,34 @@ async def test_malformed_answers_get_clear_errors_and_nothing_else_breaks(config
         await _assert_good_serves(s)
         alive = await _call(s, "bad__echo", {"text": "same process"})
         assert text_of(alive) == "same process"
+
+
+async def test_lone_surrogate_escapes_are_read_as_u_fffd_inline_offloaded_and_recalled(
+    config: Path, tmp_path: Path
+) -> None:
+    # Node writes `"row \\ud83d"` for a string sliced inside an emoji: the whole answer was an error.
+    log = tmp_path / "proxy.log"
+    with log.open("w") as errlog:
+        params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            small = await _call(s, "lone_surrogates")
+            assert not small.is_error and text_of(small) == "row \ufffd"
+
+            sent = hostile_server.surrogate_text(500_000)  # a lone high surrogate, then a whole emoji, per line
+            large = await _call(s, "lone_surrogates", {"size": 500_000})
+            assert not large.is_error
+            found = re.search(r"trm_[0-9a-f]{16}", text_of(large))
+            assert found, text_of(large)[:300]
+            recalled = await recall_whole(s, found.group(0))
+            assert recalled == sent.replace(" \ud83d\U0001f600", " \ufffd\U0001f600")
+            await _assert_good_serves(s)
+    warnings = [line for line in log.read_text().splitlines() if "lone UTF-16 surrogate" in line]
+    assert [re.sub(r".* WARNING ", "", line) for line in warnings] == [
+        f"offload_mcp.downstream.bad: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
+        " (a string cut inside a character?)"
+        for n in (1, sent.count("\ud83d"))
+    ]
 
 
 async def test_deep_text_and_ten_thousand_blocks_lose_nothing(config: Path, tmp_path: Path) -> None:

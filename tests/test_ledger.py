@@ -14,7 +14,17 @@ import threading
 
 import pytest
 
-from offload_mcp.store import BodyRecord, Evicted, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError, UnknownId
+from offload_mcp.store import (
+    BodyRecord,
+    Evicted,
+    Ledger,
+    LedgerCorrupt,
+    LedgerEvent,
+    LedgerUnavailable,
+    LedgerWriteError,
+    UnknownId,
+    codec,
+)
 from offload_mcp.store.settings import LedgerSettings
 
 BODY = {"content": [{"type": "text", "text": "x" * 5000}], "structuredContent": {"n": 1}, "isError": False}
@@ -63,6 +73,18 @@ def inject_failing_trigger(where, request):
         return
     outside = sqlite3.connect(where)
     outside.execute("CREATE TRIGGER fail_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'injected'); END")
+    outside.close()
+
+
+def overwrite(where, request, table, column, blob):
+    """Set a stored column of every row from outside the proxy, as a damaged disk or a bad copy would."""
+    if isinstance(where, str):
+        schema = where.rsplit("%3D", 1)[1]
+        request.getfixturevalue("postgres").execute(f"UPDATE {schema}.{table} SET {column} = '\\x{blob.hex()}'::bytea")
+        return
+    outside = sqlite3.connect(where)
+    outside.execute(f"UPDATE {table} SET {column} = ?", (blob,))
+    outside.commit()
     outside.close()
 
 
@@ -213,6 +235,54 @@ def test_read_only_ledger_still_recalls_and_names_the_cause(tmp_path):
     assert "writable False" in out.stdout
     assert "recall False" in out.stdout
     assert "error" in out.stdout and "read-only" in out.stdout
+
+
+def test_stored_bytes_that_do_not_decode_are_corrupt_not_a_passing_outage(ledger, where, request):
+    # They were a ZstdError or JSONDecodeError out of the ledger: "failed inside offload-mcp" at recall.
+    rec = record()
+    ledger.commit(bodies=[rec], stash={"0123456789abcdef": "original"})
+    overwrite(where, request, "bodies", "body", b"\x00 not a zstd frame")
+    overwrite(where, request, "stash", "original", b"\x00 not a zstd frame")
+    with pytest.raises(LedgerCorrupt, match=f"the stored copy of {rec.trm_id} does not decompress"):
+        ledger.get_body_json(rec.trm_id)
+    with pytest.raises(LedgerCorrupt, match="the stored copy of <<cg:0123456789abcdef>> does not decompress"):
+        ledger.get_stash("0123456789abcdef")
+    overwrite(where, request, "bodies", "body", codec.compress(b"{not json"))
+    overwrite(where, request, "stash", "original", codec.compress(b"\xff\xfe"))
+    with pytest.raises(LedgerCorrupt, match=f"the stored body of {rec.trm_id} is not JSON"):
+        ledger.get_body(rec.trm_id)
+    with pytest.raises(LedgerCorrupt, match="the stored original of <<cg:0123456789abcdef>> is not text"):
+        ledger.get_stash("0123456789abcdef")
+
+
+def test_a_damaged_sqlite_file_is_corrupt_not_a_passing_outage(tmp_path):
+    # Both were LedgerUnavailable, which recall words as "try the recall again shortly".
+    path = tmp_path / "l.db"
+    led = Ledger.open(None, path)
+    rec = record()
+    led.commit(bodies=[rec])
+    outside = sqlite3.connect(path)
+    outside.execute("UPDATE bodies SET codec = CAST(x'ff80' AS TEXT)")  # TEXT that is not UTF-8
+    outside.commit()
+    with pytest.raises(LedgerCorrupt, match="the file is damaged \\(Could not decode to UTF-8 column 'codec'"):
+        led.get_body_json(rec.trm_id)
+    outside.execute("UPDATE bodies SET codec = 'zstd'")
+    outside.commit()
+    root, page = outside.execute(
+        "SELECT rootpage, page_size FROM sqlite_master, pragma_page_size WHERE name = 'bodies'"
+    ).fetchone()
+    outside.close()
+    led.sqlite.checkpoint()
+    led.close()
+    data = bytearray(path.read_bytes())
+    data[(root - 1) * page] = 0  # the table's b-tree page type: none has that number
+    path.write_bytes(bytes(data))
+    led = Ledger.open(None, path)
+    for read in (led.get_body_json, led.body_info):
+        with pytest.raises(LedgerCorrupt, match="the file is damaged \\(database disk image is malformed\\)") as caught:
+            read(rec.trm_id)
+        assert isinstance(caught.value, LedgerUnavailable)  # callers asking only "can it be read?" see no change
+    led.close()
 
 
 def test_uncreatable_ledger_raises_unavailable(tmp_path):

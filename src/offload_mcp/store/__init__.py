@@ -5,7 +5,7 @@
 PostgreSQL database (`postgresql://` URL, `offload-mcp[postgres]`).
 """
 
-from .errors import Evicted, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
+from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
 from .interfaces import BodyStore, CallHistory, EventLog, LedgerBackend, LedgerWriter, StashStore
 from .ledger import Ledger
 from .location import ENV_VAR, default_ledger_path
@@ -22,6 +22,7 @@ __all__ = [
     "Evicted",
     "Ledger",
     "LedgerBackend",
+    "LedgerCorrupt",
     "LedgerError",
     "LedgerEvent",
     "LedgerUnavailable",

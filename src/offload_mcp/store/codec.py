@@ -30,10 +30,17 @@ def compress(data: bytes) -> bytes:
     return compressor.compress(data)
 
 
+class Undecompressable(ValueError):
+    """Stored bytes that are not a frame of their codec (a damaged row): one error for either codec."""
+
+
 def decompress(data: bytes, codec: str) -> bytes:
-    if codec == LEGACY_CODEC:
-        return zlib.decompress(data)
-    decompressor: zstandard.ZstdDecompressor | None = getattr(_codecs, "decompressor", None)
-    if decompressor is None:
-        decompressor = _codecs.decompressor = zstandard.ZstdDecompressor()
-    return decompressor.decompress(data)
+    try:
+        if codec == LEGACY_CODEC:
+            return zlib.decompress(data)
+        decompressor: zstandard.ZstdDecompressor | None = getattr(_codecs, "decompressor", None)
+        if decompressor is None:
+            decompressor = _codecs.decompressor = zstandard.ZstdDecompressor()
+        return decompressor.decompress(data)
+    except (zlib.error, zstandard.ZstdError, TypeError) as err:  # TypeError: a damaged row's body is not a blob
+        raise Undecompressable(str(err)) from None

@@ -13,6 +13,13 @@ class LedgerUnavailable(LedgerError):
     """The ledger could not be opened or reached at all (file, URL, server down)."""
 
 
+class LedgerCorrupt(LedgerUnavailable):
+    """What is stored cannot be read back: a damaged file or row, a body that does not decompress or decode.
+
+    Reading again reads the same bytes, so a caller says so and points at the original call instead of
+    "try again shortly". A LedgerUnavailable still, so code that only asks "can I read?" is unchanged."""
+
+
 class LedgerWriteError(LedgerError):
     """A write did not commit; `cause` says why in words a user can act on."""
 

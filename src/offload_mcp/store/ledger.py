@@ -27,7 +27,7 @@ from typing import Any, Literal, NoReturn
 import orjson
 
 from . import codec, retention
-from .errors import Evicted, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
+from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
 from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow
 from .location import default_ledger_path, resolve
 from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, trm_id_for
@@ -286,7 +286,8 @@ class Ledger:
     # ---------------------------------------------------------------- reading
 
     def get_body_json(self, trm_id: str, *, session_id: str | None = None) -> bytes:
-        """The stored CallToolResult JSON bytes; raises UnknownId / Evicted (LedgerUnavailable when unreachable)."""
+        """The stored CallToolResult JSON bytes; raises UnknownId / Evicted (LedgerUnavailable when unreachable,
+        LedgerCorrupt when the stored bytes cannot be read back)."""
         stored = self.backend.read_body(trm_id)
         if stored is None:
             self._raise_missing(trm_id)
@@ -297,11 +298,14 @@ class Ledger:
         ):
             raise UnknownId(trm_id, f"{trm_id} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
         self._touch("body", trm_id)
-        return codec.decompress(stored.data, stored.codec)
+        return self._unpacked(trm_id, stored.data, stored.codec)
 
     def get_body(self, trm_id: str, *, session_id: str | None = None) -> dict[str, Any]:
-        """The stored CallToolResult as a JSON object; raises UnknownId / Evicted."""
-        body: dict[str, Any] = orjson.loads(self.get_body_json(trm_id, session_id=session_id))
+        """The stored CallToolResult as a JSON object; raises UnknownId / Evicted (LedgerCorrupt when not JSON)."""
+        try:
+            body: dict[str, Any] = orjson.loads(self.get_body_json(trm_id, session_id=session_id))
+        except orjson.JSONDecodeError as err:
+            raise LedgerCorrupt(f"ledger {self.location}: the stored body of {trm_id} is not JSON ({err})") from None
         return body
 
     def body_info(self, trm_id: str) -> BodyInfo:
@@ -328,7 +332,21 @@ class Ledger:
                 cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.scope} (ledger scope is `{self.scope}`)"
             )
         self._touch("stash", cg_hash)
-        return codec.decompress(stored.data, stored.codec).decode("utf-8", "surrogatepass")
+        raw = self._unpacked(f"<<cg:{cg_hash}>>", stored.data, stored.codec)
+        try:
+            return raw.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError as err:
+            raise LedgerCorrupt(
+                f"ledger {self.location}: the stored original of <<cg:{cg_hash}>> is not text ({err})"
+            ) from None
+
+    def _unpacked(self, what: str, data: bytes, codec_name: str) -> bytes:
+        try:
+            return codec.decompress(data, codec_name)
+        except codec.Undecompressable as err:
+            raise LedgerCorrupt(
+                f"ledger {self.location}: the stored copy of {what} does not decompress ({err})"
+            ) from None
 
     def has_body(self, trm_id: str) -> bool:
         return self.backend.read_body(trm_id) is not None
@@ -407,6 +425,7 @@ __all__ = [
     "BodyRecord",
     "Evicted",
     "Ledger",
+    "LedgerCorrupt",
     "LedgerError",
     "LedgerEvent",
     "LedgerUnavailable",

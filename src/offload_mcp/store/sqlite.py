@@ -27,7 +27,7 @@ from typing import Any, Literal
 import sqlite_utils
 
 from . import decision_v1
-from .errors import LedgerUnavailable, LedgerWriteError
+from .errors import LedgerCorrupt, LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import create_sqlite_schema
@@ -274,9 +274,20 @@ class _Read:
         self.backend._lock.release()
         if isinstance(exc, sqlite3.ProgrammingError):
             raise LedgerUnavailable(f"ledger {self.backend.location} is closed ({exc})") from exc
+        if isinstance(exc, sqlite3.Error) and _damaged(exc):
+            raise LedgerCorrupt(f"ledger {self.backend.location}: the file is damaged ({exc})") from exc
         if isinstance(exc, (sqlite3.Error, OSError)):
             raise LedgerUnavailable(f"ledger {self.backend.location}: read failed ({exc})") from exc
         return False
+
+
+def _damaged(err: sqlite3.Error) -> bool:
+    """A read that fails the same way every time: SQLite found the file corrupt or not a database, or a
+    TEXT column holds bytes that are not UTF-8 (the sqlite3 module's own error, without an error code)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is not None and (code & 0xFF) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return True
+    return str(err).startswith("Could not decode to UTF-8")
 
 
 class _WriteTxn:

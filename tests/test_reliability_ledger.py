@@ -249,3 +249,28 @@ async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_throu
                 )
     text = log.read_text()
     assert "passed through unmodified" in text and "locked by another process" in text
+
+
+async def test_a_corrupt_row_is_reported_as_corrupt_with_the_call_that_helps(tmp_path: Path) -> None:
+    # It said "the ledger cannot be read right now (...); try the recall again shortly": a retry reads the
+    # same bytes. An undecompressable body was worse: "recall_tool_result failed inside offload-mcp".
+    path = tmp_path / "l.db"
+    async with proxy_session(["--ledger", str(path), "--", *HOSTILE]) as s:
+        ids = []
+        for seed in (1, 2):
+            found = TRM.search(text_of(await s.call_tool("chunks", {"size": 200_000, "seed": seed})))
+            assert found
+            ids.append(found.group(0))
+    outside = sqlite3.connect(path)
+    outside.execute("UPDATE bodies SET codec = CAST(x'ff80' AS TEXT) WHERE id = ?", (ids[0],))  # not UTF-8
+    outside.execute("UPDATE bodies SET body = x'00' WHERE id = ?", (ids[1],))
+    outside.commit()
+    outside.close()
+    async with proxy_session(["--ledger", str(path), "--", *HOSTILE]) as s:
+        for trm_id, cause in zip(ids, ["Could not decode to UTF-8 column 'codec'", "does not decompress"], strict=True):
+            answer = await s.call_tool("recall_tool_result", {"mem_id": trm_id})
+            text = text_of(answer)
+            assert answer.is_error and text.startswith(
+                f"recall_tool_result: the stored body of {trm_id} cannot be read, the ledger is corrupt ("
+            )
+            assert cause in text and text.endswith("; call the original tool again for a fresh result"), text

@@ -45,7 +45,7 @@ import anyio
 import mcp_types as types
 import orjson
 
-from ..store import Evicted, LedgerError, UnknownId
+from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result
 
@@ -351,6 +351,11 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput(f"{err}; call the original tool again for a fresh result") from None
     except UnknownId as err:
         raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
+    except (LedgerCorrupt, orjson.JSONDecodeError) as err:  # a retry reads the same bytes; the tool can make them anew
+        raise _BadInput(
+            f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({err}); "
+            "call the original tool again for a fresh result"
+        ) from None
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
         raise _BadInput(f"the ledger cannot be read right now ({err}); try the recall again shortly") from None
 

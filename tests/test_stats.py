@@ -159,6 +159,27 @@ def test_observe_mode_reports_would_have_saved(ledger):
     assert "observe mode" in lines[-1]
 
 
+def test_exit_summary_counts_only_recalls_and_expands_that_brought_details_back(ledger):
+    # One session said "43 recall(s), 4 expand(s) brought details back" with 8 recalls working and no expand.
+    ledger.commit(events=[decision("s", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref="trm_1")])
+    for _ in range(8):
+        ledger.record_recall("s", "trm_1", ok=True, chars_out=500)
+    for _ in range(35):
+        ledger.record_recall("s", "trm_unknown", ok=False)
+    for _ in range(4):
+        ledger.record_expand("s", "0123456789abcdef", ok=False)
+    text = exit_summary(ledger, ["s"])
+    assert "  8 recall(s), 0 expand(s) brought details back; 35 recall(s), 4 expand(s) failed" in text.splitlines()
+    report = report_from_ledger(ledger, PolicySettings(), session_ids=["s"])
+    assert (report.recall_calls, report.failed_recalls, report.expand_calls, report.failed_expands) == (43, 35, 4, 4)
+    assert (report.totals.recalls, report.totals.expands) == (1, 0)  # results recalled; expands that worked
+
+    ledger.commit(events=[decision("f", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref="trm_2")])
+    ledger.record_recall("f", "trm_unknown", ok=False)
+    assert "  1 recall(s), 0 expand(s) failed" in exit_summary(ledger, ["f"]).splitlines()
+    assert "brought details back" not in exit_summary(ledger, ["f"])
+
+
 def test_exit_summary_names_only_levers_that_fired_in_its_sessions(ledger):
     ledger.commit(events=[decision("quiet", "fs", "read_file", "keep", "small", 300, 300)])
     assert exit_summary(ledger, ["quiet"]) == ""  # nothing fired: say nothing

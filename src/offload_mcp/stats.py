@@ -116,6 +116,7 @@ class StatsReport:
     recall_calls: int
     expand_calls: int
     failed_recalls: int
+    failed_expands: int
     sessions: int
     assumptions: list[str] = field(default_factory=list)
     search_events: dict[str, int] = field(default_factory=dict)
@@ -191,7 +192,7 @@ def aggregate(
     all_horizons: list[int] = []
     recalled_ids: set[str] = set()
     offloaded_ids: set[str] = set()
-    recall_calls = expand_calls = failed_recalls = 0
+    recall_calls = expand_calls = failed_recalls = failed_expands = 0
     recall_usd_by_row: defaultdict[tuple[str, str], float] = defaultdict(float)
     search_events: Counter[str] = Counter()
 
@@ -255,6 +256,7 @@ def aggregate(
                     recalled_ids.add(ref)
             else:
                 expand_calls += 1
+                failed_expands += not ok
             owner = (offload_owner if kind == "recall" else stash_owner).get(ref)
             owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
             if kind == "expand" and ok and owner in rows:
@@ -277,7 +279,7 @@ def aggregate(
     for row in ordered:
         totals.add(row)
     totals.recalls = len(recalled_ids & offloaded_ids)
-    totals.expands = expand_calls
+    totals.expands = expand_calls - failed_expands  # as each row counts them: the ones that brought text back
 
     n_offloaded = len(offloaded_ids)
     observe_seen = any(r.observed for r in ordered)
@@ -344,6 +346,7 @@ def aggregate(
         recall_calls=recall_calls,
         expand_calls=expand_calls,
         failed_recalls=failed_recalls,
+        failed_expands=failed_expands,
         sessions=len(by_session),
         assumptions=assumptions,
         search_events=dict(search_events.most_common()),
@@ -409,8 +412,15 @@ def summary_lines(report: StatsReport) -> list[str]:
             f"{key.split('/', 1)[1]} x{n}" for key, n in report.decisions.items() if key.startswith("offload/")
         )
         lines.append(f"{would}offloaded {offloaded} result(s) to the ledger ({reasons})")
-    if report.recall_calls or report.expand_calls:
-        lines.append(f"{report.recall_calls} recall(s), {report.expand_calls} expand(s) brought details back")
+    recalled, expanded = report.recall_calls - report.failed_recalls, report.expand_calls - report.failed_expands
+    retrievals: list[str] = []
+    if recalled or expanded:
+        retrievals.append(f"{recalled} recall(s), {expanded} expand(s) brought details back")
+    if report.failed_recalls or report.failed_expands:
+        # Apart, as `offload-mcp stats` has them: a failure brought nothing back, and many say something is off.
+        retrievals.append(f"{report.failed_recalls} recall(s), {report.failed_expands} expand(s) failed")
+    if retrievals:
+        lines.append("; ".join(retrievals))
     searches = sum(n for key, n in report.search_events.items() if key.startswith("tool_search/"))
     refusals = sum(n for key, n in report.search_events.items() if key.startswith("invoke/"))
     if searches or refusals:

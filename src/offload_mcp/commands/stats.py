@@ -177,7 +177,8 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
             + ", ".join(f"{k} {v}" for k, v in report.reducer_declines.items())
         )
     console.print(
-        f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), [bold]expands[/bold]: {report.expand_calls}"
+        f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), "
+        f"[bold]expands[/bold]: {report.expand_calls} ({report.failed_expands} failed)"
     )
     if report.search_events:
         console.print(

@@ -163,3 +163,47 @@ async def test_unknown_arguments_are_refused_with_or_without_a_style(ledger):
     assert not list(ledger.events(kinds=["expand"]))
     legacy = await expand.handle({"hash": h, "offset": 0}, env_for(ledger))
     assert not legacy.is_error and legacy.content[0].text == ROWS[: expand.INLINE_PAGE_CHARS]
+
+
+async def test_a_damaged_stored_original_says_corrupt_and_points_at_the_original_tool(ledger, tmp_path):
+    # "try again shortly" was wrong here: a retry reads the same damaged bytes.
+    import sqlite3
+
+    reduce_and_commit(ledger, NOISY)
+    h = cg_hash(NOISY)
+    outside = sqlite3.connect(tmp_path / "ledger.db")
+    outside.execute("UPDATE stash SET original = x'00ff'")
+    outside.commit()
+    outside.close()
+    out = await expand.handle({"marker": marker(h)}, env_for(ledger))
+    text = out.content[0].text
+    assert out.is_error and "the ledger is corrupt" in text and "call the original tool again" in text
+    assert "try again shortly" not in text
+
+
+async def test_get_expand_of_a_damaged_original_is_500_not_a_retryable_503(ledger, tmp_path):
+    import sqlite3
+    from types import SimpleNamespace
+
+    import httpx2
+    from starlette.applications import Starlette
+
+    from offload_mcp.server.http_extras import extra_routes
+    from offload_mcp.server.metrics import ProxyMetrics
+
+    reduce_and_commit(ledger, NOISY)
+    outside = sqlite3.connect(tmp_path / "ledger.db")
+    outside.execute("UPDATE stash SET original = x'00ff'")
+    outside.commit()
+    outside.close()
+    state = SimpleNamespace(
+        ledger=ledger,
+        pool=SimpleNamespace(status=lambda: []),
+        catalog=[],
+        metrics=ProxyMetrics(),
+        settings=OffloadSettings(),
+    )
+    app = Starlette(routes=extra_routes(state))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as http:
+        response = await http.get(f"/expand/{cg_hash(NOISY)}")
+    assert response.status_code == 500 and "the ledger is corrupt" in response.text

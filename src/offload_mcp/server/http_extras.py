@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from ..store import LedgerError, UnknownId
+from ..store import LedgerCorrupt, LedgerError, UnknownId
 from ..tools.expand import parse_hash
 from .identity import owner_key, principal_of
 from .metrics import metrics_route
@@ -72,7 +72,8 @@ def extra_routes(state: ProxyState) -> list[Route]:
 
 
 async def http_expand(request: Request, state: ProxyState) -> Response:
-    """GET /expand/{hash}: the original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no ledger."""
+    """GET /expand/{hash}: the original as text/plain; 400 for a malformed hash, 404 for an unknown one, 503 with no
+    ledger or one that cannot be reached, 500 for a stored original that is damaged."""
     raw = request.path_params.get("hash", "")
     hash_ = parse_hash(raw)
 
@@ -99,6 +100,8 @@ async def http_expand(request: Request, state: ProxyState) -> Response:
         original = await anyio.to_thread.run_sync(lambda: ledger.get_stash(hash_, session_id=owner))
     except UnknownId as err:
         return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
+    except LedgerCorrupt as err:  # not a passing outage (503 invites a retry): the stored bytes are damaged
+        return answer(500, f"the stored original cannot be read, the ledger is corrupt: {err}\n")
     except LedgerError as err:
         return answer(503, f"the ledger cannot be read right now: {err}\n")
     return answer(200, original)

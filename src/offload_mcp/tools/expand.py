@@ -168,7 +168,7 @@ async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> ty
 
 
 def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
-    from ..store import LedgerError, UnknownId
+    from ..store import LedgerCorrupt, LedgerError, UnknownId
 
     if env.ledger is None:
         return error_result(
@@ -176,6 +176,11 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
         )
     try:
         original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
+    except LedgerCorrupt as err:  # a retry reads the same bytes: the call that made the result can make it anew
+        return error_result(
+            f"context_guru_expand: the stored original of <<cg:{hash_}>> cannot be read, the ledger is corrupt "
+            f"({err}); call the original tool again for a fresh result."
+        )
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the marker may be fine
         return error_result(f"context_guru_expand: the ledger cannot be read right now ({err}); try again shortly.")
     except UnknownId as err:

@@ -293,3 +293,15 @@ def test_search_mode_events_are_calls_and_are_reported(ledger):
     assert report.search_events == {"tool_search/ok/matched": 1, "invoke/refused/unknown_tool": 1}
     assert report.horizon.observed == 2  # a search and an invoke followed the offload: two model hops
     assert "tool search answered 1 search(es); 1 invoke call(s) refused" in summary_lines(report)
+
+
+def test_exit_summary_words_a_net_cost_as_one_not_as_negative_dollars(ledger):
+    # It printed "~$-0.01" when the recalls that followed cost more than the offload saved.
+    ledger.commit(events=[decision("s", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref="trm_1")])
+    report = report_from_ledger(ledger, PolicySettings(), session_ids=["s"])
+    report.totals.usd_saved, report.totals.would_usd_saved = -0.0123, 0.0
+    line = next(ln for ln in summary_lines(report) if "out of the context" in ln)
+    assert "$-" not in line and line.endswith(f"yet ~$0.01 more at {report.model} once recalls are paid for")
+    report.totals.usd_saved = 0.0123
+    line = next(ln for ln in summary_lines(report) if "out of the context" in ln)
+    assert line.endswith(f", ~$0.01 at {report.model}")

@@ -431,7 +431,11 @@ def summary_lines(report: StatsReport) -> list[str]:
     if lines and tokens:
         usd = t.usd_saved + t.would_usd_saved
         # Dollars accrue only over the turns that followed; a one-call session has none yet, so say nothing about money.
-        money = f", ~${usd:,.2f} at {report.model}" if report.priced and abs(usd) >= 0.005 else ""
+        money = ""
+        if report.priced and usd >= 0.005:
+            money = f", ~${usd:,.2f} at {report.model}"
+        elif report.priced and usd <= -0.005:  # the recalls that followed cost more than the cut saved
+            money = f", yet ~${-usd:,.2f} more at {report.model} once recalls are paid for"
         lines.append(f"{'would have kept' if observe else 'kept'} ~{_n(tokens)} tokens out of the context{money}")
     if lines and observe:
         lines.append("observe mode: every result was passed through unchanged; run `offload-mcp stats` for details")

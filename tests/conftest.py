@@ -8,6 +8,8 @@
 - `proxy_http(args, transport)`: `offload-mcp serve --transport T --port 0 ARGS`;
   yields the endpoint URL read from the proxy's stderr.
 - `NPM_BIN`, `needs_npm`: the npm servers, skipping with a reason if absent.
+- `run_unprivileged(args)`, `read_only_dir`: run a command that file modes bind (even as root),
+  and a directory it cannot create files in.
 """
 
 from __future__ import annotations
@@ -176,6 +178,28 @@ def running_proxy(
                 proc.kill()
                 proc.wait(5)
         reader.join(5)
+
+
+def run_unprivileged(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Permissions do not bind root: as root, run inside a fresh user namespace (uid nobody, no capabilities)."""
+    if os.geteuid() == 0:
+        probe = subprocess.run(["unshare", "-U", "true"], capture_output=True)
+        if probe.returncode != 0:
+            pytest.skip("running as root without `unshare -U`: file permissions cannot be made to bind")
+        args = ["unshare", "-U", *args]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Path:
+    """A directory in which commands run with `run_unprivileged` cannot create files (mode 0555)."""
+    tmp_path.chmod(0o755)  # the unprivileged process reads its inputs from here
+    directory = tmp_path / "read-only"
+    directory.mkdir()
+    directory.chmod(0o555)
+    if run_unprivileged(["touch", str(directory / "probe")]).returncode == 0:
+        pytest.skip("file modes do not bind here, even in a user namespace")
+    return directory
 
 
 def initialize_request(protocol_version: str, *, id_: Any = 1, client: str = "t") -> dict[str, Any]:

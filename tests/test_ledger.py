@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from conftest import run_unprivileged
 from offload_mcp.store import (
     BodyRecord,
     Evicted,
@@ -209,16 +210,6 @@ READONLY_SCRIPT = textwrap.dedent(
         print("error", err.cause)
     """
 )
-
-
-def run_unprivileged(args, **kw):
-    """Permissions do not bind root: as root, run inside a fresh user namespace (uid nobody, no capabilities)."""
-    if os.geteuid() == 0:
-        probe = subprocess.run(["unshare", "-U", "true"], capture_output=True)
-        if probe.returncode != 0:
-            pytest.skip("running as root without `unshare -U`: file permissions cannot be made to bind")
-        args = ["unshare", "-U", *args]
-    return subprocess.run(args, capture_output=True, text=True, timeout=60, **kw)
 
 
 def test_read_only_ledger_still_recalls_and_names_the_cause(tmp_path):

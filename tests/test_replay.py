@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env
+from conftest import OFFLOAD_MCP, ROOT, proxy_env, run_unprivileged
 from offload_mcp.config import OffloadSettings
 from offload_mcp.replay import Record, ReplayError, _remaining_turns, call_arguments, read_records, replay
 from offload_mcp.store import Ledger
@@ -114,6 +114,34 @@ def test_missing_file_bad_model_and_bad_gzip(tmp_path: Path):
     fake.write_bytes(b"\x1f\x8b" + b"garbage")
     with pytest.raises(ReplayError, match="not a readable gzip"):
         read_records(fake)
+
+
+def test_a_ledger_replay_cannot_keep_is_refused_before_it_runs(tmp_path: Path, read_only_dir: Path):
+    """Before: a traceback (LedgerUnavailable, exit 1), and a `postgresql:` folder for a URL."""
+    corpus = str(_write(tmp_path, [{"tool": "read", "output": big_log()}]))
+    read_only = run_unprivileged(
+        [OFFLOAD_MCP, "replay", corpus, "--ledger", str(read_only_dir / "l.db")], env=proxy_env()
+    )
+    assert read_only.returncode == 2, read_only.stderr
+    assert f"cannot create the ledger {read_only_dir / 'l.db'}: {read_only_dir}" in read_only.stderr
+    directory = run_cli(corpus, "--ledger", str(tmp_path))
+    assert (
+        directory.returncode == 2 and f"{tmp_path} is a directory; a ledger file path is expected" in directory.stderr
+    )
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    url = subprocess.run(
+        [OFFLOAD_MCP, "replay", corpus, "--ledger", "postgresql://u:pw@127.0.0.1:1/db"],
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        cwd=cwd,
+        timeout=120,
+    )
+    assert url.returncode == 2 and "replay keeps its ledger in a local file" in url.stderr and "pw" not in url.stderr
+    assert list(cwd.iterdir()) == []
+    for done in (read_only, directory, url):
+        assert "Traceback" not in done.stderr and done.stdout == ""
 
 
 def test_remaining_turns_come_from_each_trajectory():

@@ -54,7 +54,7 @@ def add_parser(sub: Any) -> None:
         "--model", help="Model whose prices the gate and the dollar estimate use (default: offload.policy.model)."
     )
     parser.add_argument("--json", action="store_true", help="Print one JSON object instead of tables.")
-    parser.add_argument("--ledger", metavar="PATH", help="Keep the ledger here (default: a throwaway one).")
+    parser.add_argument("--ledger", metavar="PATH", help="Keep the ledger in this file (default: a throwaway one).")
     parser.add_argument("--limit", type=int, metavar="N", help="Replay only the first N records.")
     parser.add_argument(
         "--client",
@@ -77,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
     from ..config import Config, load_config
     from ..policy.pricing import resolve_price
     from ..replay import REFERENCE_MODELS, ReplayError, read_records
+    from ..store import LedgerUnavailable
 
     if args.limit is not None and args.limit < 0:
         raise ConfigError("--limit must be 0 or more")
+    if args.ledger:
+        _check_ledger(args.ledger)
     config = load_config(args.config) if args.config else Config()
     settings = config.offload
     if args.model:
@@ -97,11 +100,29 @@ def run(args: argparse.Namespace) -> int:
         report = _with_progress(records, settings, args, models)
     except ReplayError as err:
         raise ConfigError(str(err)) from None
+    except LedgerUnavailable as err:
+        if not args.ledger:
+            raise  # the throwaway ledger: not something the user chose or can fix
+        raise ConfigError(f"--ledger: {err}; pass another file") from None
     if args.json:
         sys.stdout.write(orjson.dumps(report.as_dict(), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         _print_tables(report.as_dict())
     return 1 if report.unrecoverable else 0
+
+
+def _check_ledger(value: str) -> None:
+    """Refuse a --ledger that cannot work before the replay, not after it has run for minutes."""
+    from pathlib import Path
+
+    from ..store.location import file_problem, is_url, redact
+
+    if is_url(value):
+        # replay opens its ledger as a local file: a URL would become a folder named `postgresql:`.
+        raise ConfigError(f"--ledger {redact(value)}: replay keeps its ledger in a local file; pass a file path")
+    problem = file_problem(Path(value).expanduser(), writable=True)
+    if problem is not None:
+        raise ConfigError(f"--ledger: {problem}")
 
 
 def _with_progress(records: list[Any], settings: Any, args: argparse.Namespace, models: tuple[str, ...]) -> Any:

@@ -58,6 +58,40 @@ def resolve(settings: LedgerSettings, override: str | os.PathLike[str] | None = 
     return LedgerTarget(path=default_ledger_path())
 
 
+def file_problem(path: Path, *, writable: bool) -> str | None:
+    """Why `path` cannot be a ledger file, found before anything starts (None when it can).
+
+    A directory is never one. With `writable`, the file must be writable, and so must its directory
+    (SQLite keeps the -wal and -shm files there); for a new file, the nearest existing directory,
+    where the missing ones would be created. Not for `serve`: a ledger it cannot write passes
+    results through by design."""
+    if path.is_dir():
+        return f"{path} is a directory; a ledger file path is expected (e.g. {path / 'ledger.db'})"
+    if not writable:
+        return None
+    if path.exists():
+        for where in (path, path.parent):
+            if not os.access(where, os.W_OK | (os.X_OK if where.is_dir() else 0)):
+                return f"cannot write the ledger {path}: {where} {_why_not_writable(where)}"
+        return None
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"cannot create the ledger {path}: {ancestor} is not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot create the ledger {path}: {ancestor} {_why_not_writable(ancestor)}"
+    return None
+
+
+def _why_not_writable(where: Path) -> str:
+    try:
+        read_only = bool(os.statvfs(where).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        read_only = False
+    return "is on a read-only file system" if read_only else "is not writable by this user"
+
+
 def redact(url: str) -> str:
     """The URL without its password (logs and errors may be shared)."""
     parts = urlsplit(url)

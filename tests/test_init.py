@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_unprivileged
 from offload_mcp.cli import main
 from offload_mcp.config import load_config
 
@@ -157,6 +158,20 @@ def test_malformed_client_config_is_a_clear_error_exit_2(tmp_path, content, mess
     assert "Traceback" not in proc.stderr
     assert not out.exists()
     assert client.read_text() == content
+
+
+def test_an_output_init_cannot_write_is_a_clear_error_exit_2(tmp_path, read_only_dir):
+    """Before: `OSError: [Errno 30] Read-only file system` as a traceback."""
+    client = write(tmp_path / "c.json", DESKTOP)
+    init = [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client)]
+    read_only = run_unprivileged([*init, "-o", str(read_only_dir / "c.json")])
+    assert read_only.returncode == 2, read_only.stderr
+    assert f"cannot write {read_only_dir / 'c.json'}" in read_only.stderr and "-o FILE" in read_only.stderr
+    directory = subprocess.run([*init, "-o", str(tmp_path), "--force"], capture_output=True, text=True, timeout=60)
+    assert directory.returncode == 2 and f"-o {tmp_path}: is a directory; pass a file path" in directory.stderr
+    for done in (read_only, directory):
+        assert "Traceback" not in done.stderr and done.stdout == ""
+    assert list(read_only_dir.iterdir()) == []
 
 
 def test_unusable_entries_are_skipped_with_a_reason(tmp_path, capsys):

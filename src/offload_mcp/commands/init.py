@@ -363,10 +363,17 @@ def run(args: argparse.Namespace) -> int:
 
     output = Path(args.output).expanduser() if args.output else default_output_path()
     output = output.resolve()
+    if output.is_dir():
+        raise ConfigError(f"-o {output}: is a directory; pass a file path (e.g. {output / 'config.json'})")
     if output.exists() and not args.force:
         raise ConfigError(f"{output} already exists; pass --force to overwrite it or -o FILE to write elsewhere")
-    # The servers' env may hold secrets: keep the file private, like the client's own.
-    _write_atomic(output, body, mode=0o600)
+    try:
+        # The servers' env may hold secrets: keep the file private, like the client's own.
+        _write_atomic(output, body, mode=0o600)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot write {output}: {err.strerror or err}; pass another file with -o FILE (or -o - to print it)"
+        ) from None
 
     names = ", ".join(sorted(found.servers))
     print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}")
@@ -383,10 +390,16 @@ def run(args: argparse.Namespace) -> int:
     if args.write_client:
         new_data, removed = rewrite_client(found, output)
         backup = backup_path(source)
-        shutil.copy2(source, backup)
-        _write_atomic(
-            source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777
-        )
+        try:
+            shutil.copy2(source, backup)
+            _write_atomic(
+                source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777
+            )
+        except OSError as err:
+            raise ConfigError(
+                f"wrote {output}, but cannot update {source}: {err.strerror or err}; "
+                "point the client at offload-mcp by hand (run init without --write-client for the steps)"
+            ) from None
         print(f"backed up {source} to {backup}")
         print(f"updated {source}: removed {', '.join(removed)}; added mcpServers.{SERVER_NAME}")
         print(f"to undo: cp {shlex.quote(str(backup))} {shlex.quote(str(source))}")

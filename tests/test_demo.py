@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import run_unprivileged
 from offload_mcp import demo_workspace as demo_server
 
 OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
@@ -29,11 +30,16 @@ def processes_with_env(marker: str) -> list[str]:
     return found
 
 
-def run_demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float, Path]:
+def run_demo(
+    tmp_path: Path, *args: str, unprivileged: bool = False
+) -> tuple[subprocess.CompletedProcess[str], float, Path]:
     tmpdir = tmp_path / "tmp"
     home = tmp_path / "home"
     tmpdir.mkdir()
     home.mkdir()
+    if unprivileged:
+        tmpdir.chmod(0o777)
+        home.chmod(0o777)
     env = {
         **os.environ,
         "TMPDIR": str(tmpdir),
@@ -44,9 +50,12 @@ def run_demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[st
     }
     env.pop("OFFLOAD_MCP_CONFIG", None)
     started = time.monotonic()
-    proc = subprocess.run(
-        [OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
-    )
+    if unprivileged:
+        proc = run_unprivileged([OFFLOAD_MCP, "demo", *args], env=env, cwd=tmp_path)
+    else:
+        proc = subprocess.run(
+            [OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
     return proc, time.monotonic() - started, tmpdir
 
 
@@ -113,6 +122,20 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
     again.mkdir()
     refused, _, _ = run_demo(again, "--ledger", str(ledger))
     assert refused.returncode == 2 and "exists" in refused.stderr and "--ledger" in refused.stderr
+
+
+def test_demo_refuses_a_ledger_it_cannot_create_before_the_session(tmp_path, read_only_dir):
+    """Before: the whole session ran unshaped, then `demo failed: LedgerUnavailable` and a bug-report hint."""
+    ledger = read_only_dir / "l.db"
+    proc, _, tmpdir = run_demo(tmp_path, "--ledger", str(ledger), unprivileged=True)
+    assert proc.returncode == 2, proc.stderr + proc.stdout
+    assert f"--ledger: cannot create the ledger {ledger}: {read_only_dir}" in proc.stderr
+    assert proc.stdout == "" and "demo failed" not in proc.stderr and "Traceback" not in proc.stderr
+    assert list(tmpdir.iterdir()) == []
+    directory, _, _ = run_demo(tmp_path / "tmp", "--ledger", str(tmp_path))
+    assert (
+        directory.returncode == 2 and f"{tmp_path} is a directory; a ledger file path is expected" in directory.stderr
+    )
 
 
 def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):

@@ -78,15 +78,23 @@ def run(args: argparse.Namespace) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="offload-mcp-demo-"))
     try:
         ledger_path = Path(args.ledger).expanduser().resolve() if args.ledger else workdir / "ledger.db"
-        if args.ledger and ledger_path.exists():
-            print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
-            return 2
-        if args.ledger and not ledger_path.parent.is_dir():
-            print(
-                f"offload-mcp demo: --ledger {ledger_path}: directory {ledger_path.parent} does not exist; create it or pick another path",
-                file=sys.stderr,
-            )
-            return 2
+        if args.ledger:
+            from ..store.location import file_problem
+
+            # Else the proxy would find out only when serving, and the whole session would pass through unshaped.
+            problem = file_problem(ledger_path, writable=True)
+            if problem is not None:
+                print(f"offload-mcp demo: --ledger: {problem}; pick another path", file=sys.stderr)
+                return 2
+            if ledger_path.exists():
+                print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
+                return 2
+            if not ledger_path.parent.is_dir():
+                print(
+                    f"offload-mcp demo: --ledger {ledger_path}: directory {ledger_path.parent} does not exist; create it or pick another path",
+                    file=sys.stderr,
+                )
+                return 2
         from ..config import ConfigError
 
         try:

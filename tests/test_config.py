@@ -59,6 +59,22 @@ def test_claude_desktop_and_code_shapes_are_accepted(tmp_path: Path) -> None:
             "offload.downstream.call_timeout_s",
         ),
         ({"mcpServers": {}, "offlaod": {}}, "offlaod: unknown key"),
+        (
+            {"mcpServers": {}, "offload": {"ledger": {"url": "mysql://u@h/db"}}},
+            "offload.ledger.url: ledger URL mysql://u@h/db: unsupported scheme 'mysql'",
+        ),
+        (
+            {"mcpServers": {}, "offload": {"ledger": {"path": "sqlite:///tmp/l.db"}}},
+            "offload.ledger.path: ledger URL sqlite:///tmp/l.db: unsupported scheme 'sqlite'",
+        ),
+        (
+            {"mcpServers": {"git": {"command": "x", "args": ["--repository", "{{REPO}}"]}}},
+            "mcpServers.git.args.1: unfilled placeholder {{REPO}}",
+        ),
+        (
+            {"mcpServers": {}, "offload": {"server": {"auth_tokens": {"alice": "{{ALICE_TOKEN}}"}}}},
+            "offload.server.auth_tokens.alice: unfilled placeholder {{ALICE_TOKEN}}",
+        ),
         ({"mcpServers": {"r": {"url": "http://x", "type": "sse", "transport": "http"}}}, "disagree"),
         ([1, 2], "the top level must be a JSON object"),
     ],
@@ -143,6 +159,57 @@ def test_serve_exits_2_on_a_bad_config_naming_file_key_and_problem(tmp_path: Pat
     done = _serve()
     assert done.returncode == 2 and "no downstream server" in done.stderr
     assert done.stdout == ""  # stdout is the protocol channel: nothing but protocol there, ever
+
+
+def test_serve_refuses_the_unfilled_template_and_a_ledger_url_no_backend_serves(tmp_path: Path) -> None:
+    """Before: the template served as is made a SQLite file named `{{LEDGER_URL}}` and accepted
+    `{{ALICE_TOKEN}}` as a bearer token; a `mysql://` ledger only warned and served unshaped."""
+    from conftest import ROOT
+
+    def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [OFFLOAD_MCP, "serve", *args],
+            capture_output=True,
+            text=True,
+            env=proxy_env(env),
+            cwd=cwd,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    template = serve("-c", str(ROOT / "docs" / "deploy" / "offload.json"))
+    assert template.returncode == 2, template.stderr
+    for key, name in (
+        ("offload.server.auth_tokens.alice", "ALICE_TOKEN"),
+        ("offload.server.auth_tokens.bob", "BOB_TOKEN"),
+        ("offload.ledger.url", "LEDGER_URL"),
+    ):
+        assert f"{key}: unfilled placeholder {{{{{name}}}}}" in template.stderr
+    config = _write(
+        tmp_path, {"mcpServers": {"fx": {"command": "x"}}, "offload": {"ledger": {"url": "mysql://u:pw@h/db"}}}
+    )
+    in_config = serve("-c", str(config))
+    assert in_config.returncode == 2 and "offload.ledger.url: ledger URL mysql://u:***@h/db" in in_config.stderr
+    flag = serve("--ledger", "mysql://u@h/db", "--", *fixture_cmd())
+    assert flag.returncode == 2 and "--ledger: ledger URL mysql://u@h/db: unsupported scheme 'mysql'" in flag.stderr
+    env = serve("--", *fixture_cmd(), env={"OFFLOAD_MCP_LEDGER": "mysql://u@h/db"})
+    assert env.returncode == 2 and "OFFLOAD_MCP_LEDGER: ledger URL mysql://u@h/db" in env.stderr
+    for done in (template, in_config, flag, env):
+        assert "Traceback" not in done.stderr and "serving" not in done.stderr and done.stdout == ""
+        assert "pw" not in done.stderr
+    assert list(cwd.iterdir()) == []  # no ledger file named after a placeholder
+
+
+def test_a_plain_file_path_in_ledger_url_stays_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README lists `offload.ledger.url` among the places a path is accepted."""
+    from offload_mcp.store.location import ENV_VAR, resolve
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+    config = load_config(_write(tmp_path, {"offload": {"ledger": {"url": str(tmp_path / "l.db")}}}))
+    assert resolve(config.offload.ledger).path == tmp_path / "l.db"
 
 
 def test_mcp_json_example_at_repo_root_is_valid() -> None:

@@ -56,7 +56,7 @@ import shlex  # noqa: E402
 import pytest  # noqa: E402
 
 from offload_mcp.cli import build_parser  # noqa: E402
-from offload_mcp.config import parse_config  # noqa: E402
+from offload_mcp.config import PLACEHOLDER, ConfigError, parse_config  # noqa: E402
 
 README = ROOT / "README.md"
 
@@ -96,11 +96,20 @@ def test_readme_demo_command_installs_and_runs_the_demo():
     assert "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && offload-mcp demo" in commands
 
 
+def _fill(placeholder: re.Match[str]) -> str:
+    name = placeholder.group(0).strip("{} ")
+    return "postgresql://offload@db.internal/offload" if name == "LEDGER_URL" else f"filled-{name.lower()}"
+
+
 def test_readme_json_blocks_parse_and_the_desktop_entry_is_a_config():
     blocks = fenced_blocks(README.read_text(), "json")
     assert blocks
     for block in blocks:
         data = json.loads(block)
+        if PLACEHOLDER.search(block):  # the deployment template: refused as it stands, a config once filled
+            with pytest.raises(ConfigError, match="unfilled placeholder"):
+                parse_config(data, source="README json block")
+            data = json.loads(PLACEHOLDER.sub(_fill, block))
         parse_config(data, source="README json block")
 
 

@@ -206,19 +206,54 @@ def _describe_validation(source: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+PLACEHOLDER = re.compile(r"\{\{\s*[A-Z][A-Z0-9_]*\s*\}\}")
+"""A template's unfilled `{{NAME}}` (docs/deploy/offload.json). Upper case only: lower-case `{{...}}`
+is ordinary text in a server's arguments (mustache, Jinja, Go templates)."""
+
+
+def _placeholder_problems(value: Any, loc: tuple[str, ...] = ()) -> list[str]:
+    """Every string value still holding a template placeholder, at its key path. Served as is, a
+    placeholder became a ledger file named `{{LEDGER_URL}}` or a bearer token anyone could read."""
+    if isinstance(value, str):
+        found = PLACEHOLDER.search(value)
+        if found is None:
+            return []
+        return [f"  {'.'.join(loc)}: unfilled placeholder {found.group(0)}; replace it with the real value"]
+    if isinstance(value, dict):
+        return [line for k, v in value.items() for line in _placeholder_problems(v, (*loc, str(k)))]
+    if isinstance(value, list):
+        return [line for i, v in enumerate(value) for line in _placeholder_problems(v, (*loc, str(i)))]
+    return []
+
+
+def _ledger_problems(config: Config) -> list[str]:
+    from .store.location import url_problem
+
+    lines = []
+    for key in ("url", "path"):
+        value = getattr(config.offload.ledger, key)
+        problem = url_problem(value) if isinstance(value, str) else None
+        if problem is not None:
+            lines.append(f"  offload.ledger.{key}: {problem}")
+    return lines
+
+
 def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a decoded config object; raise ConfigError naming file, key and problem."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a JSON object, got {type(data).__name__}")
-    entry_problems = _entry_problems(data)
-    if entry_problems:
-        raise ConfigError("\n".join([f"{source}: invalid configuration", *entry_problems]))
+    problems = [*_placeholder_problems(data), *_entry_problems(data)]
+    if problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *problems]))
     try:
         config = Config.model_validate(data)
     except ValidationError as err:
         raise ConfigError(_describe_validation(source, err)) from None
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
+    problems = _ledger_problems(config)
+    if problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *problems]))
     _expand_server_env(config, source)
     return config
 

@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     config = resolve_config(args)
+    _check_ledger_location(config, args.ledger)
     if getattr(args, "auth_token", None):
         config.offload.server.auth_token = args.auth_token
     if args.transport != "stdio":
@@ -124,6 +125,17 @@ def run(args: argparse.Namespace) -> int:
 
         auth_token(config.offload, args.host)  # refuse a bad bind before starting any server
     return anyio.run(_serve, config, args)
+
+
+def _check_ledger_location(config: Config, override: str | None) -> None:
+    """A ledger URL no backend serves is a mistake to fix now. Only an outage (a database that
+    does not answer, a file that cannot be written) lets serving start with results passing through."""
+    from ..store.location import LedgerLocationError, resolve
+
+    try:
+        resolve(config.offload.ledger, override)
+    except LedgerLocationError as err:
+        raise ConfigError(str(err)) from None
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> int:

@@ -2,8 +2,8 @@
 `--ledger`, OFFLOAD_MCP_LEDGER, `offload.ledger.url`, `offload.ledger.path`, the XDG default.
 
 A value with a `scheme://` is a URL and never a file name: `postgresql://` and `postgres://` pick
-the PostgreSQL backend, anything else is refused with the schemes we know (before, such a value
-quietly became a local folder named `postgresql:`).
+the PostgreSQL backend, anything else is refused with the schemes we know and where the value came
+from (before, such a value quietly became a local folder named `postgresql:`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ from .settings import URL_PATTERN, LedgerSettings
 
 ENV_VAR = "OFFLOAD_MCP_LEDGER"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+class LedgerLocationError(LedgerUnavailable):
+    """A ledger location that can never work, whatever the state of any server: a configuration
+    mistake the commands report with exit 2, where an outage lets `serve` pass results through."""
 
 
 @dataclass(frozen=True)
@@ -42,17 +47,31 @@ def is_url(value: str | os.PathLike[str]) -> bool:
     return isinstance(value, str) and URL_PATTERN.match(value) is not None
 
 
+def url_problem(value: str) -> str | None:
+    """Why a `scheme://` value cannot name a ledger (None when it can, or is no URL at all)."""
+    if not is_url(value):
+        return None
+    scheme = urlsplit(value).scheme.lower()
+    if scheme in POSTGRES_SCHEMES:
+        return None
+    return f"ledger URL {redact(value)}: unsupported scheme {scheme!r}; use a file path or postgresql://user@host/db"
+
+
 def resolve(settings: LedgerSettings, override: str | os.PathLike[str] | None = None) -> LedgerTarget:
     env = os.environ.get(ENV_VAR) or None
-    for value in (override, env, settings.url, settings.path):
+    sources = (
+        ("--ledger", override),
+        (ENV_VAR, env),
+        ("offload.ledger.url", settings.url),
+        ("offload.ledger.path", settings.path),
+    )
+    for source, value in sources:
         if value is None or value == "":
             continue
         if isinstance(value, str) and is_url(value):
-            scheme = urlsplit(value).scheme.lower()
-            if scheme not in POSTGRES_SCHEMES:
-                raise LedgerUnavailable(
-                    f"ledger URL {redact(value)}: unsupported scheme {scheme!r}; use a file path or postgresql://user@host/db"
-                )
+            problem = url_problem(value)
+            if problem is not None:
+                raise LedgerLocationError(f"{source}: {problem}")
             return LedgerTarget(url=value)
         return LedgerTarget(path=Path(value).expanduser())
     return LedgerTarget(path=default_ledger_path())

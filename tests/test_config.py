@@ -58,7 +58,13 @@ def test_claude_desktop_and_code_shapes_are_accepted(tmp_path: Path) -> None:
             {"mcpServers": {}, "offload": {"downstream": {"call_timeout_s": "soon"}}},
             "offload.downstream.call_timeout_s",
         ),
-        ({"mcpServers": {}, "offlaod": {}}, "offlaod: unknown key"),
+        ({"mcpServers": {}, "offlaod": {}}, "offlaod: unknown key (did you mean `offload`?)"),
+        # A misspelt `command` is named, not only the missing one; close matches are suggested.
+        ({"mcpServers": {"x": {"comand": "srv"}}}, "mcpServers.x.comand: unknown key (did you mean `command`?)"),
+        ({"mcpServers": {"x": {"comand": "srv"}}}, "mcpServers.x: needs `command` (stdio server) or `url`"),
+        ({"mcpServers": {"x": {"command": "srv", "arg": []}}}, "mcpServers.x.arg: unknown key (did you mean `args`?)"),
+        ({"mcpServers": {"x": {"command": "srv", "evn": {}}}}, "mcpServers.x.evn: unknown key (did you mean `env`?)"),
+        ({"mcpServers": {}, "offload": {"polcy": {}}}, "offload.polcy: unknown key (did you mean `policy`?)"),
         (
             {"mcpServers": {}, "offload": {"ledger": {"url": "mysql://u@h/db"}}},
             "offload.ledger.url: ledger URL mysql://u@h/db: unsupported scheme 'mysql'",

@@ -8,8 +8,10 @@ these models).
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -164,15 +166,33 @@ def _expand_server_env(config: Config, source: str) -> None:
             values[k] = expand_env(v, where=f"{source}: mcpServers.{name}.{key}.{k}")
 
 
-def _problem_lines(err: ValidationError, prefix: tuple[str, ...] = ()) -> list[str]:
+def _unknown_key(key: object, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(str(key), sorted(known), n=1)
+    return f"unknown key (did you mean `{close[0]}`?)" if close else "unknown key"
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> Collection[str]:
+    """The keys the settings object at `loc` takes (none where `loc` leaves the nested models)."""
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+            return ()
+        model = field.annotation
+    return model.model_fields.keys()
+
+
+def _problem_lines(err: ValidationError, model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[str]:
     lines = []
     for problem in err.errors():
         loc = ".".join(str(p) for p in (*prefix, *problem["loc"])) or "(top level)"
         msg = problem["msg"]
         if problem["type"] == "extra_forbidden":
-            msg = "unknown key"
+            msg = _unknown_key(problem["loc"][-1], _keys_at(model, problem["loc"][:-1]))
         lines.append(f"  {loc}: {msg}")
     return lines
+
+
+SERVER_KEYS = frozenset(StdioServer.model_fields) | frozenset(RemoteServer.model_fields)
 
 
 def _entry_problems(data: dict[str, Any]) -> list[str]:
@@ -185,25 +205,20 @@ def _entry_problems(data: dict[str, Any]) -> list[str]:
         if not isinstance(entry, dict):
             continue
         if "url" not in entry and "command" not in entry:
+            # Most often `command` or `url` is there, misspelt: name the key the user has to fix.
+            lines.extend(
+                f"  mcpServers.{name}.{key}: {_unknown_key(key, SERVER_KEYS)}"
+                for key in entry
+                if key not in SERVER_KEYS
+            )
             lines.append(f"  mcpServers.{name}: needs `command` (stdio server) or `url` (remote server)")
             continue
         kind = RemoteServer if "url" in entry else StdioServer
         try:
             kind.model_validate(entry)
         except ValidationError as err:
-            lines.extend(_problem_lines(err, ("mcpServers", str(name))))
+            lines.extend(_problem_lines(err, kind, ("mcpServers", str(name))))
     return lines
-
-
-def _describe_validation(source: str, err: ValidationError) -> str:
-    lines = [f"{source}: invalid configuration"]
-    for problem in err.errors():
-        loc = ".".join(str(p) for p in problem["loc"]) or "(top level)"
-        msg = problem["msg"]
-        if problem["type"] == "extra_forbidden":
-            msg = "unknown key"
-        lines.append(f"  {loc}: {msg}")
-    return "\n".join(lines)
 
 
 PLACEHOLDER = re.compile(r"\{\{\s*[A-Z][A-Z0-9_]*\s*\}\}")
@@ -248,7 +263,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     try:
         config = Config.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_describe_validation(source, err)) from None
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *_problem_lines(err, Config)])) from None
     except ValueError as err:
         raise ConfigError(f"{source}: {err}") from None
     problems = _ledger_problems(config)

@@ -90,7 +90,7 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
     # A second run into the now non-empty target is refused unless --merge; --merge is idempotent for bodies.
     again = run("--from", str(source), "--to", target)
     assert (
-        again.returncode == 1
+        again.returncode == 2  # bad usage: the command line has to change
         and "the target ledger is not empty (30 bodies, 30 stash entries)" in again.stderr
         and "--merge" in again.stderr
     )
@@ -99,13 +99,46 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
 
 
 def test_migrate_refuses_bad_input_clearly(tmp_path: Path, target: str) -> None:
+    """Bad usage exits 2 (it exited 1, as a failed copy does), with the same messages."""
     missing = run("--from", str(tmp_path / "nope.db"), "--to", target)
-    assert missing.returncode == 1 and "no such ledger file" in missing.stderr
+    assert missing.returncode == 2 and f"--from {tmp_path / 'nope.db'}: no such ledger file" in missing.stderr
     source = tmp_path / "source.db"
     build_source(source)
     bad_url = run("--from", str(source), "--to", "mysql://u@h/db")
-    assert bad_url.returncode == 1 and "mysql" in bad_url.stderr, bad_url.stderr
+    assert bad_url.returncode == 2 and "unsupported scheme 'mysql'" in bad_url.stderr, bad_url.stderr
     same = run("--from", str(source), "--to", str(source))
-    assert same.returncode == 1 and "same ledger" in same.stderr
+    assert same.returncode == 2 and "--from and --to name the same ledger" in same.stderr
+    directory = run("--from", str(source), "--to", str(tmp_path))
+    assert directory.returncode == 2 and f"{tmp_path} is a directory" in directory.stderr
+    for done in (missing, bad_url, same, directory):
+        assert "Traceback" not in done.stderr and done.stdout == ""
     if "://" not in target:
         assert not Path(target).exists()
+
+
+def test_help_says_what_migrate_does_to_the_source(tmp_path: Path) -> None:
+    """The help said the source "is left as it was (its schema is brought up to date)"; what happens is
+    that nothing is removed, but the source is written to: it is put in WAL mode and every entry read
+    back for the check is marked as used now."""
+    import sqlite3
+
+    source = tmp_path / "source.db"
+    ids, hashes = build_source(source)
+    conn = sqlite3.connect(source, isolation_level=None)
+    conn.execute("UPDATE bodies SET last_used_at = 1000")
+    assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+    conn.close()
+    done = run("--from", str(source), "--to", str(tmp_path / "target.db"))
+    assert done.returncode == 0, done.stderr
+    conn = sqlite3.connect(source)
+    try:
+        assert sorted(row[0] for row in conn.execute("SELECT id FROM bodies")) == sorted(ids)
+        assert conn.execute("SELECT count(*) FROM stash").fetchone()[0] == len(hashes)
+        assert conn.execute("SELECT min(last_used_at) FROM bodies").fetchone()[0] > 1000
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()
+    text = " ".join(run("--help").stdout.split())
+    assert "left as it was" not in text
+    for said in ("Nothing is removed from the source", "switched to WAL mode", "marks it as used now"):
+        assert said in text

@@ -255,6 +255,12 @@ def test_stats_cli_errors_say_what_to_do(tmp_path):
     missing = run_stats("--ledger", str(tmp_path / "nope.db"))
     assert missing.returncode == 2 and "no ledger at" in missing.stderr and "--ledger PATH" in missing.stderr
     assert not (tmp_path / "nope.db").exists()  # stats never creates a ledger
+    directory = run_stats("--ledger", str(tmp_path))
+    assert directory.returncode == 2, directory.stderr
+    assert (
+        f"{tmp_path} is a directory; a ledger file path is expected (e.g. {tmp_path / 'ledger.db'})" in directory.stderr
+    )
+    assert "no ledger at" not in directory.stderr
     Ledger.open(LedgerSettings(), tmp_path / "l.db").close()
     bad_since = run_stats("--ledger", str(tmp_path / "l.db"), "--since", "yesterday-ish")
     assert bad_since.returncode == 2 and "7d" in bad_since.stderr

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from ..record import DecisionRecordError
     from ..stats import parse_since, report_from_ledger
     from ..store import Ledger, LedgerError
+    from ..store.location import file_problem
     from ..store.settings import LedgerSettings
 
     settings = _settings(args)
@@ -81,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as err:
             raise ConfigError(str(err)) from None
     path = _ledger_path(args, settings)
+    problem = file_problem(path, writable=False) if isinstance(path, Path) else None
+    if problem is not None:
+        raise ConfigError(f"{problem}; pass it with --ledger PATH")
     if isinstance(path, Path) and not path.is_file():
         raise ConfigError(
             f"no ledger at {path}: run `offload-mcp serve` (or `offload-mcp demo --ledger {path}`) first, or pass --ledger PATH"

@@ -144,7 +144,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
     from ..catalog.catalog import CatalogCollision
     from ..downstream.pool import DownstreamPool
     from ..server.proxy import ProxyState, build_server
-    from ..server.transports import serve
+    from ..server.transports import Stopper, serve
 
     problem: str | None = None
     # background: initialize is answered at once whatever the downstream servers do (issue 11).
@@ -165,8 +165,9 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
             _freeze_startup_heap()
             try:
                 async with anyio.create_task_group() as group:
-                    group.start_soon(_stop_on_terminate, group.cancel_scope)
-                    await serve(state, server, args.transport, args.host, args.port, args.log_level)
+                    stopper = Stopper(group.cancel_scope)
+                    group.start_soon(_stop_on_terminate, stopper)
+                    await serve(state, server, args.transport, args.host, args.port, args.log_level, stopper)
                     group.cancel_scope.cancel()
             finally:
                 _print_exit_summary(state)
@@ -202,9 +203,10 @@ def _freeze_startup_heap() -> None:
     )
 
 
-async def _stop_on_terminate(scope: Any) -> None:
-    """SIGTERM / SIGHUP (how clients stop a stdio server) end serving cleanly: downstream servers
-    are shut down, the exit summary is printed and queued ledger events are written."""
+async def _stop_on_terminate(stopper: Any) -> None:
+    """SIGTERM / SIGHUP (how clients stop a stdio server, and service managers any server) end
+    serving cleanly: downstream servers are shut down, the exit summary is printed and queued
+    ledger events are written."""
     import signal
 
     import anyio
@@ -212,7 +214,7 @@ async def _stop_on_terminate(scope: Any) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
         async for signum in signals:
             logger.info("stopping on %s", signal.Signals(signum).name)
-            scope.cancel()
+            stopper.stop()
             return
 
 

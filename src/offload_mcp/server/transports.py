@@ -211,7 +211,78 @@ class _AsgiEndpoint:
         await self.app(scope, receive, send)
 
 
-async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: Any = None, limits: Any = None) -> None:
+class Stopper:
+    """Ends serving on a stop signal (SIGTERM, SIGHUP) the way each transport ends cleanly: stdio
+    by cancelling the serving task group; HTTP by asking uvicorn to exit, as its own Ctrl-C handler
+    does. Cancelling uvicorn mid-serve instead made starlette log the lifespan's CancelledError as
+    an ERROR traceback on every `docker stop` or `systemctl stop`."""
+
+    def __init__(self, scope: anyio.CancelScope) -> None:
+        self._scope = scope
+        self._http: Any = None
+
+    def attach(self, http_server: Any) -> None:
+        self._http = http_server
+
+    @property
+    def exiting(self) -> bool:
+        """uvicorn is shutting down (asked here, or by its own Ctrl-C handler)."""
+        return bool(self._http is not None and self._http.should_exit)
+
+    def stop(self) -> None:
+        if self._http is None:
+            self._scope.cancel()
+            return
+        self._http.should_exit = True
+        # uvicorn waits for open connections to close, and an event stream (the SSE transport's,
+        # streamable HTTP's GET stream) closes only when sse-starlette sees the exit. It learns of
+        # it from uvicorn's signal handler, which our signal receiver replaces, so it is told here,
+        # the way its AppStatus documents. Ctrl-C goes through uvicorn's handler and needs none of this.
+        from sse_starlette.sse import AppStatus
+
+        AppStatus.should_exit = True
+
+
+class EndStreamsOnExit:
+    """Ends, as a complete response, an event stream that a stopping server cut short.
+
+    sse-starlette stops its streams on exit without sending the last (empty) body, and uvicorn
+    logs each as `ERROR: ASGI callable returned without completing response`: one error line per
+    connected client on every clean stop. Outside a stop an unfinished response is left to
+    uvicorn to report, as ever."""
+
+    def __init__(self, app: ASGIApp, stopper: Stopper) -> None:
+        self.app = app
+        self.stopper = stopper
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = finished = False
+
+        async def noting_send(message: Any) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                finished = True
+            await send(message)
+
+        await self.app(scope, receive, noting_send)
+        if started and not finished and self.stopper.exiting:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def serve_http(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    log_level: str,
+    ready: Any = None,
+    limits: Any = None,
+    stopper: Stopper | None = None,
+) -> None:
     import uvicorn
 
     http: Any = "auto"
@@ -225,6 +296,8 @@ async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: 
         app, host=host, port=port, log_level=log_level.lower(), lifespan="on", access_log=False, http=http
     )
     server = uvicorn.Server(config)
+    if stopper is not None:
+        stopper.attach(server)
     if ready is not None:
 
         async def report() -> None:
@@ -239,7 +312,15 @@ async def serve_http(app: ASGIApp, host: str, port: int, log_level: str, ready: 
         await server.serve()
 
 
-async def serve(state: ProxyState, server: Server[Any], transport: str, host: str, port: int, log_level: str) -> None:
+async def serve(
+    state: ProxyState,
+    server: Server[Any],
+    transport: str,
+    host: str,
+    port: int,
+    log_level: str,
+    stopper: Stopper | None = None,
+) -> None:
     if transport == "stdio":
         await serve_stdio(server)
         return
@@ -267,6 +348,8 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
         extra_hosts=state.settings.server.allowed_hosts,
         extra_origins=state.settings.server.allowed_origins,
     )
+    if stopper is not None:
+        app = EndStreamsOnExit(app, stopper)
     path = "/mcp" if transport == "streamable-http" else "/sse"
 
     def ready(uv: Any) -> None:
@@ -280,4 +363,4 @@ async def serve(state: ProxyState, server: Server[Any], transport: str, host: st
                     file=__import__("sys").stderr,
                 )
 
-    await serve_http(app, host, port, log_level, ready, limits=state.settings.server)
+    await serve_http(app, host, port, log_level, ready, limits=state.settings.server, stopper=stopper)

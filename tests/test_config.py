@@ -202,7 +202,12 @@ def test_serve_refuses_the_unfilled_template_and_a_ledger_url_no_backend_serves(
     assert flag.returncode == 2 and "--ledger: ledger URL mysql://u@h/db: unsupported scheme 'mysql'" in flag.stderr
     env = serve("--", *fixture_cmd(), env={"OFFLOAD_MCP_LEDGER": "mysql://u@h/db"})
     assert env.returncode == 2 and "OFFLOAD_MCP_LEDGER: ledger URL mysql://u@h/db" in env.stderr
-    for done in (template, in_config, flag, env):
+    # A directory is never a ledger file: it passed results through unshaped for the whole session.
+    folder = serve("--ledger", str(tmp_path), "--", *fixture_cmd())
+    assert (
+        folder.returncode == 2 and f"ledger: {tmp_path} is a directory; a ledger file path is expected" in folder.stderr
+    )
+    for done in (template, in_config, flag, env, folder):
         assert "Traceback" not in done.stderr and "serving" not in done.stderr and done.stdout == ""
         assert "pw" not in done.stderr
     assert list(cwd.iterdir()) == []  # no ledger file named after a placeholder
@@ -251,3 +256,20 @@ def test_inline_servers_are_named_after_the_server_not_its_launcher(command: lis
     from offload_mcp.config import inline_server_config
 
     assert list(inline_server_config(command).mcpServers) == [name]
+
+
+def test_serve_warns_once_when_its_model_has_no_price_and_the_gate_cannot_fire(tmp_path: Path) -> None:
+    # Not refused (a model newer than the table is fair to run), but no longer silent.
+    config = _write(
+        tmp_path, {"mcpServers": {"fx": {"command": "sleep", "args": ["5"]}}, "offload": {"policy": {"model": "gpt-9"}}}
+    )
+    done = subprocess.run(
+        [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
+        capture_output=True,
+        text=True,
+        env=proxy_env(None),
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("offload.policy.model 'gpt-9' has no pricing row: the net-saving gate will not fire") == 1

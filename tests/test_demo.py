@@ -136,6 +136,11 @@ def test_demo_refuses_a_ledger_it_cannot_create_before_the_session(tmp_path, rea
     assert (
         directory.returncode == 2 and f"{tmp_path} is a directory; a ledger file path is expected" in directory.stderr
     )
+    # A model without a price: the gate would never fire and the demo would show nothing offloaded (replay refuses it too).
+    (tmp_path / "unpriced").mkdir()
+    unpriced, _, _ = run_demo(tmp_path / "unpriced", "--model", "gpt-9")
+    assert unpriced.returncode == 2 and "--model gpt-9: no pricing row for this model" in unpriced.stderr
+    assert "Traceback" not in unpriced.stderr and "git_log" not in unpriced.stdout
 
 
 def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):

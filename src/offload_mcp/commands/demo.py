@@ -170,7 +170,8 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from rich.console import Console
 
     from .. import demo_workspace as demo_server
-    from ..config import load_config
+    from ..config import ConfigError, load_config
+    from ..policy.pricing import resolve_price
     from ..record import DecisionEvent
     from ..stats import report_from_ledger
     from ..store import Ledger
@@ -179,6 +180,9 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)
     settings = load_config(config_path).offload
+    if args.model and resolve_price(args.model, settings.policy.pricing) is None:
+        # As replay refuses it: without a price the gate never fires, and the demo would show no offload.
+        raise ConfigError(f"--model {args.model}: no pricing row for this model (add one under offload.policy.pricing)")
     originals = {
         "git_status": demo_server.git_status_text,
         "git_log": demo_server.git_log_text,

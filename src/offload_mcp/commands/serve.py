@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = resolve_config(args)
     _check_ledger_location(config, args.ledger)
+    _warn_unpriced_model(config)
     if getattr(args, "auth_token", None):
         config.offload.server.auth_token = args.auth_token
     if args.transport != "stdio":
@@ -128,14 +129,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_ledger_location(config: Config, override: str | None) -> None:
-    """A ledger URL no backend serves is a mistake to fix now. Only an outage (a database that
-    does not answer, a file that cannot be written) lets serving start with results passing through."""
-    from ..store.location import LedgerLocationError, resolve
+    """A ledger URL no backend serves, or a directory where a file is meant, is a mistake to fix now.
+    Only an outage (a database that does not answer, a file that cannot be written) lets serving
+    start with results passing through."""
+    from ..store.location import LedgerLocationError, file_problem, resolve
 
     try:
-        resolve(config.offload.ledger, override)
+        target = resolve(config.offload.ledger, override)
     except LedgerLocationError as err:
         raise ConfigError(str(err)) from None
+    problem = file_problem(target.path, writable=False) if target.path is not None else None
+    if problem is not None:
+        raise ConfigError(f"ledger: {problem}")
+
+
+def _warn_unpriced_model(config: Config) -> None:
+    """Without a price row the gate cannot prove a saving and never fires (only the client bound
+    offloads). Not refused: a model newer than the table is a fair thing to run; said once here."""
+    from ..policy.pricing import resolve_price
+
+    policy = config.offload.policy
+    if policy.enabled and resolve_price(policy.model, policy.pricing) is None:
+        logger.warning(
+            "offload.policy.model %r has no pricing row: the net-saving gate will not fire (add one under "
+            "offload.policy.pricing); results over offload.policy.client_max_result_chars are still offloaded",
+            policy.model,
+        )
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> int:

@@ -113,6 +113,21 @@ async def test_a_read_only_ledger_file_behind_the_real_proxy(tmp_path: Path) -> 
         assert text_of(result) == make_text(200_000)
 
 
+async def test_a_ledger_that_cannot_be_opened_is_named_with_its_reason_by_recall_and_expand(tmp_path: Path) -> None:
+    # A file that is not a database: results pass through, and recall said only "no ledger is open".
+    path = tmp_path / "l.db"
+    path.write_bytes(os.urandom(64 * 1024))
+    async with proxy_session(["--ledger", str(path), "--", *fixture_cmd()]) as s:
+        assert text_of(await s.call_tool("make_text", {"size": 200_000})) == make_text(200_000)
+        for tool, args in (
+            ("recall_tool_result", {"mem_id": "trm_0123456789abcdef"}),
+            ("context_guru_expand", {"marker": "<<cg:0123456789abcdef>>"}),
+        ):
+            answer = await s.call_tool(tool, args)
+            text = text_of(answer)
+            assert answer.is_error and "no ledger is open in this proxy (" in text and str(path) in text, text
+
+
 def test_a_full_disk_passes_results_through_and_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     ledger = Ledger.open(path=tmp_path / "l.db")
     shaper = make_shaper(OffloadSettings(), ledger)

@@ -394,6 +394,8 @@ class ResultShaper:
         self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_no_ledger = False
+        self.ledger_problem: str | None = None
+        """Why `ledger` is None, when opening it failed (build_shaper): recall and expand say it."""
 
     # ---- session memory ---------------------------------------------------
 
@@ -777,4 +779,7 @@ def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] 
         ledger = Ledger.open(settings.ledger, ledger_path)
     except LedgerUnavailable as err:
         log.warning("%s; results will pass through unmodified", err)
+        shaper = ResultShaper(settings, None)
+        shaper.ledger_problem = str(err)
+        return shaper
     return ResultShaper(settings, ledger)

@@ -161,6 +161,7 @@ class CallDispatcher:
             forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner),
             catalog=self.view.catalog,
             owner=owner,
+            ledger_problem=self.shaper.ledger_problem,
         )
         try:
             result = await own.handle(arguments, env)

@@ -31,7 +31,7 @@ import mcp_types as types
 
 from ..reducers.base import HASH_RE, MARKER_RE
 from .recall import _names, _shown
-from .registry import EXPAND, ToolEnv, error_result
+from .registry import EXPAND, ToolEnv, error_result, no_ledger
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +145,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {_shown(offset)}.")
     if env.ledger is None:
-        return error_result(
-            "context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read."
-        )
+        return error_result(f"context_guru_expand: {no_ledger(env)}, so no original can be read.")
     return await anyio.to_thread.run_sync(_expand, env, hash_, offset)
 
 
@@ -171,9 +169,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     from ..store import LedgerCorrupt, LedgerError, UnknownId
 
     if env.ledger is None:
-        return error_result(
-            "context_guru_expand: no ledger is open in this offload-mcp process, so no original can be read."
-        )
+        return error_result(f"context_guru_expand: {no_ledger(env)}, so no original can be read.")
     try:
         original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     except LedgerCorrupt as err:  # a retry reads the same bytes: the call that made the result can make it anew

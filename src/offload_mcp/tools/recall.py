@@ -47,7 +47,7 @@ import orjson
 
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from .jsonpath_worker import JsonPathFailed, evaluate
-from .registry import RECALL, ToolEnv, error_result
+from .registry import RECALL, ToolEnv, error_result, no_ledger
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
         return _load_marker(env, mem_id)
     ledger = env.ledger
     if ledger is None:
-        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     key = (ledger.location, mem_id)
     scoped = ledger.scope != "global"
     with _CACHE_LOCK:
@@ -241,7 +241,7 @@ def _load_marker(env: ToolEnv, marker: str) -> _Body:
     hash_ = parse_hash(marker)
     assert hash_ is not None
     if env.ledger is None:
-        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
     return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))
@@ -344,7 +344,7 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     if mode == "structural" and (query is not None or lines is not None):
         raise _BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
     if env.ledger is None:
-        raise _BadInput("no ledger is open in this proxy, so nothing can be recalled")
+        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     try:
         body = await anyio.to_thread.run_sync(_load, env, mem_id)
     except Evicted as err:

@@ -38,10 +38,19 @@ class ToolEnv:
     catalog: Catalog | None = None
     owner: str | None = None
     """The caller's ledger ownership key (server/identity.py); None: the session id."""
+    ledger_problem: str | None = None
+    """Why no ledger is open, when none is (the error opening it gave), for the tools to say."""
 
     @property
     def ledger_owner(self) -> str:
         return self.owner or self.session_id
+
+
+def no_ledger(env: ToolEnv) -> str:
+    """ "no ledger is open in this proxy", with the reason it could not be opened when that is known:
+    the model (and the user reading its transcript) learn what to fix, not only that nothing works."""
+    why = f" ({env.ledger_problem})" if env.ledger_problem else ""
+    return f"no ledger is open in this proxy{why}"
 
 
 def error_result(message: str) -> types.CallToolResult:

@@ -216,6 +216,29 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
     assert lines.partition("\n")[2] == big.splitlines(keepends=True)[5000] + big.splitlines(keepends=True)[5001]
 
 
+@needs_npm
+def test_a_colour_test_log_reaches_the_model_as_its_failures_without_escapes(tmp_path: Path) -> None:
+    # The demo's run_tests stub said "prose / plain text", had no index and showed ESC bytes: the model
+    # learned neither which test failed nor the tally, the two things it ran the tests for.
+    from offload_mcp.demo_workspace import run_tests_text
+
+    log = run_tests_text()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "pytest.log").write_text(log)
+    servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "pytest.log")), {"text": "done"}],
+    )
+    (shown,) = results_of(api, "read_text_file")
+    assert_inline(shown)
+    assert TRM.search(shown) and "looks like a test log" in shown
+    assert "tests/billing/test_billing_exports.py::test_invoice_total_rounding FAILED" in shown
+    assert "1 failed, 599 passed, 150 warnings in 41.87s" in shown
+    assert "\x1b" not in shown and "\\u001b" not in shown and "\x1b" in log
+
+
 def test_output_schema_tool_with_3mb_structured_content(tmp_path: Path) -> None:
     servers = {"rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
     api, _ = run_claude(

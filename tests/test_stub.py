@@ -388,15 +388,15 @@ def new_index_of(text: str, budget: int) -> str:
 
 
 def test_error_words_are_found_beside_letters_the_rest_of_the_log_lacks():
-    """index._find_all skips a word only when the text lacks one of its letters: each word is still
+    """index._lines_holding skips a word only when the text lacks one of its letters: each word is still
     found in a log that otherwise has none of its capitals (the skip is a shortcut, not a filter)."""
-    from offload_mcp.policy.index import _ERROR_WORDS, _find_all
+    from offload_mcp.policy.index import _ERROR_WORDS, _lines_holding
 
     quiet = "".join(f"2026-11-29T16:00:{i % 60:02d}Z info request ok id={i:06d}\n" for i in range(300))
-    assert list(_find_all(quiet, _ERROR_WORDS)) == []
+    assert _lines_holding(quiet, _ERROR_WORDS) == []
     for word in _ERROR_WORDS:
         noisy = quiet + f"2026-11-29T16:01:00Z {word} in handler id=999999\n" + quiet
-        assert list(_find_all(noisy, _ERROR_WORDS)) == [len(quiet) + 21]
+        assert _lines_holding(noisy, _ERROR_WORDS) == [len(quiet)]
 
 
 def _colour_pytest_log(tests: int, failing: set[int]) -> str:
@@ -489,3 +489,28 @@ def test_a_passing_run_is_indexed_by_its_tally_and_a_non_test_text_is_not():
     assert "==== 3000 passed in 12.3s ====" in stub(body_of(PYTEST), index_chars=6000)
     for text in (CSV, LISTING, SOURCE, "FAILED to connect\n" * 10 + "plain words\n" * 500):
         assert "failure and result lines" not in stub(body_of(text), index_chars=6000)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "a::" * 2_000 + " FAIL",  # a first word of many `::`: the failure pattern backtracked cubically (250 s)
+        "= " + "1 passed " * 30_000,  # a long last line: the tally pattern's two open spans, quadratic
+        "FAIL x " * 200_000,  # many failure words on one line: a backward scan per hit, quadratic
+    ],
+)
+def test_a_hostile_line_in_a_test_log_costs_what_its_length_does(hostile):
+    import time
+
+    log = "tests/test_shop.py::test_order PASSED\n" * 50 + hostile + "\n"
+    started = time.perf_counter()
+    out = stub(body_of(log), index_chars=6000)
+    assert time.perf_counter() - started < 2.0  # linear: ~5 ms here; each of these took seconds to minutes
+    assert "looks like a test log" in out
+
+
+def test_a_crlf_unittest_log_is_a_test_log_as_its_lf_twin_is():
+    log = "test_a (t.T.test_a) ... ok\n" * 40 + "FAIL: test_b (t.T)\n\nRan 41 tests in 0.01s\n\nFAILED (failures=1)\n"
+    for text in (log, log.replace("\n", "\r\n")):
+        out = stub(body_of(text), index_chars=6000)
+        assert "looks like a test log" in out and "  FAIL: test_b (t.T)\n" in out and "  Ran 41 tests in 0.01s\n" in out

@@ -296,14 +296,11 @@ def test_counts_up_matches_its_loop_on_any_values(values: list[Any]) -> None:
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
-def test_error_words_are_all_found(text: str) -> None:
-    plain = []
-    for word in index._ERROR_WORDS:
-        pos = text.find(word)
-        while pos >= 0:
-            plain.append(pos)
-            pos = text.find(word, pos + len(word))
-    assert list(index._find_all(text, index._ERROR_WORDS)) == plain
+def test_every_line_holding_an_error_word_is_found(text: str) -> None:
+    plain = sorted(
+        {text.rfind("\n", 0, m.start()) + 1 for word in index._ERROR_WORDS for m in re.finditer(re.escape(word), text)}
+    )
+    assert index._lines_holding(text, index._ERROR_WORDS) == plain
 
 
 def test_python_literal_after_blanks() -> None:

@@ -92,7 +92,7 @@ _TEST_AT_START = re.compile(
     r"=+ test session starts|(not )?ok \d+|\s*✓|\s*✗|Tests?:\s+\d|--- (PASS|FAIL):|(PASS|FAIL)\s"
 )
 # unittest and cargo print `name ... ok` per test; the words alone would also admit prose's "... ok".
-_TEST_WORD = re.compile(r"\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d|\S \.\.\. (?:ok|FAIL|FAILED|ERROR|skipped\b.*)$")
+_TEST_WORD = re.compile(r"\bPASSED\b|\bFAILED\b|\bpassed\b.*\bin \d|\S \.\.\. (?:ok|FAIL|FAILED|ERROR|skipped\b.*)\r?$")
 
 
 def _is_test_line(line: str) -> bool:

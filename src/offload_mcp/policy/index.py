@@ -399,7 +399,7 @@ _LOG_LINE_SHORT = 80
 # go test (test and package), jest/vitest (file and test marks), cargo, TAP.
 _TEST_FAILED = re.compile(
     r"(?:FAILED|ERROR)\s+\S+(?:::|\.py\b)"
-    r"|\S+::\S+.*?\s(?:FAILED|ERROR)\b"
+    r"|(?=\S+::\S)\S++.*?\s(?:FAILED|ERROR)\b"
     r"|(?:FAIL|ERROR): \w"
     r"|\s*--- FAIL: "
     r"|FAIL\s+\S"
@@ -408,9 +408,12 @@ _TEST_FAILED = re.compile(
     r"|not ok \d+"
 )
 _TEST_FAILED_WORDS = ("FAIL", "ERROR", "✕", "×", "✗", "not ok")
+_TEST_LINE_CHARS = 1024
+"""A runner's failure line is short: only a line's start is matched, so a hostile 1 MB line costs what 1 KB does.
+The first word is taken possessively (a word of many `::` backtracked cubically: 6 KB took 250 s)."""
 # Its closing tally: pytest's `== 1 failed, 599 passed in 41.87s ==`, jest/vitest, cargo, unittest, mocha.
 _TEST_TALLY = re.compile(
-    r"=+ .*\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b.* in [\d.]+s"
+    r"=+ [^\n]*?\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b[^\n]*? in [\d.]+s"
     r"|\s*Tests?:?\s+\d"
     r"|\s*Test Files\s+\d"
     r"|test result: "
@@ -420,6 +423,8 @@ _TEST_TALLY = re.compile(
 )
 _TEST_TALLY_LINES = 40
 """A runner prints its tally last: only the last lines are read for it, whatever the log's length."""
+_TEST_TALLY_CHARS = 256
+"""And only their start: the pytest pattern's two open spans are quadratic in a line's length."""
 
 Found = tuple[str, tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
 """(head, what each level shows (richest first), (line number, the record at each level) lazily, how many records)."""
@@ -524,8 +529,11 @@ def _table_first_column(scan: TextScan) -> Found | None:
     return None
 
 
-def _find_all(text: str, words: tuple[str, ...]) -> Iterator[int]:
-    """Every position of each word, by str.find (a regex alternation costs ~25 ms per MB).
+def _lines_holding(text: str, words: tuple[str, ...]) -> list[int]:
+    """The start of every line holding one of `words`, in order, by str.find (a regex alternation costs
+    ~25 ms per MB). After a hit the search goes on from the next line: a line is found once per word,
+    so many hits on one long line cost one pass, where a backward scan per hit was quadratic (a 1.4 MB
+    line of `FAIL x` took 2.9 s).
 
     A word with a letter the text lacks is not looked for: a one-char `in` is a memchr pass (0.007-0.01
     ms/MB, the whole text when the letter is missing), a word's find 0.3 ms/MB. On bench_offload's 1 MB
@@ -534,13 +542,18 @@ def _find_all(text: str, words: tuple[str, ...]) -> Iterator[int]:
     first): the E of ERROR answers for Exception, and the 1 MB log pays 4 memchr passes, not 5-6.
     """
     present: dict[str, bool] = {}
+    starts: set[int] = set()
     for word in words:
         if not all(_has(text, letter, present) for letter in word):
             continue
         pos = text.find(word)
         while pos >= 0:
-            yield pos
-            pos = text.find(word, pos + len(word))
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            end = text.find("\n", pos)
+            if end < 0:
+                break
+            pos = text.find(word, end + 1)
+    return sorted(starts)
 
 
 def _has(text: str, letter: str, present: dict[str, bool]) -> bool:
@@ -555,7 +568,7 @@ def _error_lines(scan: TextScan) -> Found | None:
     sample = not_blank(scan.head(200))
     if not sample or not _may_be_log(first_chars(sample)) or not share_above(sample, _LOG_LINE.match, 0.5):
         return None
-    starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in _find_all(text, _ERROR_WORDS)})
+    starts = _lines_holding(text, _ERROR_WORDS)
     if not starts:
         return None
     lines = scan.line_count()
@@ -584,14 +597,14 @@ def _test_outcomes(scan: TextScan) -> Found | None:
     if not looks_like_test_log(scan):
         return None
     text = scan.text
-    starts = sorted({text.rfind("\n", 0, pos) + 1 for pos in _find_all(text, _TEST_FAILED_WORDS)})
+    starts = _lines_holding(text, _TEST_FAILED_WORDS)
     found: dict[int, str] = {}
     line, pos = 1, 0
     for start in starts:
         line += text.count("\n", pos, start)
         pos = start
         end = text.find("\n", start)
-        full = text[start : end if end >= 0 else len(text)]
+        full = text[start : end if end >= 0 and end - start <= _TEST_LINE_CHARS else start + _TEST_LINE_CHARS]
         if _TEST_FAILED.match(full):
             found[line] = full.strip()
     tail_end = len(text.rstrip("\n"))
@@ -603,7 +616,7 @@ def _test_outcomes(scan: TextScan) -> Found | None:
     tail += 1
     first_tail_line = scan.newlines - text.count("\n", tail) + 1
     for n, ln in enumerate(text[tail:tail_end].split("\n"), first_tail_line):
-        if n not in found and _TEST_TALLY.match(ln):
+        if n not in found and _TEST_TALLY.match(ln[:_TEST_TALLY_CHARS]):
             found[n] = ln.strip()
     if not found:
         return None

@@ -389,3 +389,22 @@ async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, q
         spans.append((lo, lo + len(piece) - 1))
     for p in listed:  # each match, whole and in place, under one label
         assert MADE[p : p + len(query)] == query and any(lo <= p and p + len(query) <= hi for lo, hi in spans)
+
+
+async def test_a_query_copied_from_a_colour_logs_stub_names_the_lines_that_hold_it(env):
+    # The stub reads a colourised log without its escapes; the stored text keeps them, so the index's
+    # `FAILED tests/...` has a colour code between its two words there and a plain query found nothing.
+    from offload_mcp.demo_workspace import run_tests_text
+
+    e, shaper = env
+    log = run_tests_text()
+    mem_id = offload(shaper, t.CallToolResult(content=[t.TextContent(text=log)]))
+    err, text = await call(e, mem_id=mem_id, query="FAILED tests/billing")
+    assert not err and "0 matches for 'FAILED tests/billing'" in text
+    (line,) = re.findall(r'lines="(\d+)-\1"', text)
+    assert "occurs 1 time, on line " in text and "terminal colour codes" in text
+    err, shown = await call(e, mem_id=mem_id, lines=f"{line}-{line}")
+    assert not err and split(shown)[1] == log.split("\n")[int(line) - 1] + "\n"
+    assert "\x1b[31mFAILED\x1b[0m tests/billing/test_billing_exports.py::test_invoice_total_rounding" in shown
+    err, text = await call(e, mem_id=mem_id, query="no such text anywhere")
+    assert not err and "terminal colour codes" not in text  # only a query the plain view holds is pointed at

@@ -448,7 +448,9 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         pos = haystack.find(needle, pos + max(len(needle), 1))
     if not positions:
         where = f" after offset {offset:,}" if offset else ""
-        elsewhere = _in_structured(body, mem_id, query, settings) if count == 0 else ""
+        elsewhere = ""
+        if count == 0:
+            elsewhere = _behind_escapes(body, mem_id, query) or _in_structured(body, mem_id, query, settings)
         return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
     spans: list[tuple[str, int, int]] = []  # (label, lo, hi) of each piece of text shown
     used = 0
@@ -510,6 +512,46 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         f"at chars {listing}; ±{window} chars each{cut}; {nxt}]"
     )
     return header + "\n" + "".join(f"{label}{body.text[lo:hi]}\n" for label, lo, hi in spans)
+
+
+_ESCAPE_LINES_SHOWN = 5
+
+
+def _behind_escapes(body: _Body, mem_id: str, query: str) -> str:
+    """A note for a query found only once terminal colour codes are set aside, with the lines that hold it.
+
+    The stub's index and head read a colourised log without its escapes (policy/textscan.without_escapes),
+    so a model that copies `FAILED tests/x.py::test_y` from the index into `query` finds nothing in the
+    stored text, where a colour code sits between the two words. That view keeps every line break, so
+    its line numbers are the stored body's: the note names `lines` calls that read them exactly.
+    """
+    if "\x1b" not in body.text:
+        return ""
+    from ..policy.textscan import without_escapes
+
+    plain = without_escapes(body.text)
+    exact = any(c.isupper() for c in query)
+    haystack, needle = (plain, query) if exact else (plain.lower(), query.lower())
+    if len(haystack) != len(plain):
+        haystack, needle = plain, query
+    pos = haystack.find(needle)
+    if pos < 0:
+        return ""
+    count = haystack.count(needle)
+    lines: list[int] = []
+    line, seen = 1, 0
+    while pos >= 0 and len(lines) < _ESCAPE_LINES_SHOWN:
+        line += plain.count("\n", seen, pos)
+        seen = pos
+        if not lines or lines[-1] != line:
+            lines.append(line)
+        pos = haystack.find(needle, pos + max(len(needle), 1))
+    calls = "; ".join(_call(mem_id, lines=f"{n}-{n}") for n in lines)
+    return (
+        f"; the stored text keeps its terminal colour codes, and without them it occurs {count:,} "
+        f"time{'' if count == 1 else 's'}, on line{'' if len(lines) == 1 else 's'} "
+        f"{', '.join(f'{n:,}' for n in lines)}{' and more' if count > len(lines) else ''}: {calls}"
+    )
 
 
 def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:

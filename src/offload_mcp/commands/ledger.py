@@ -67,7 +67,8 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What the command line itself got wrong (exit 2), told apart from a copy that failed (exit 1).
-    The source is checked first and the target only read, so a refused command creates nothing."""
+    Checked before any copy: a refused command creates no new file. An existing target is opened to
+    count its entries, which brings its schema up to date as any open does (it gains nothing else)."""
     from ..store import Ledger, LedgerError
     from ..store.location import file_problem, is_url, url_problem
     from ..store.settings import LedgerSettings

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -50,58 +49,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from ..store.migrate import MigrationError, migrate
+    from ..store.migrate import MigrationError, MigrationRefused, migrate
 
-    problem = _usage_problem(args)
-    if problem is not None:
-        print(f"offload-mcp ledger migrate: {problem}", file=sys.stderr)
-        return 2
     try:
         report = migrate(args.source, args.target, merge=args.merge)
     except MigrationError as err:
         print(f"offload-mcp ledger migrate: {err}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(err, MigrationRefused) else 1
     print(report.summary())
     return 0
-
-
-def _usage_problem(args: argparse.Namespace) -> str | None:
-    """What the command line itself got wrong (exit 2), told apart from a copy that failed (exit 1).
-    Checked before any copy: a refused command creates no new file. An existing target is opened to
-    count its entries, which brings its schema up to date as any open does (it gains nothing else)."""
-    from ..store import Ledger, LedgerError
-    from ..store.location import file_problem, is_url, url_problem
-    from ..store.settings import LedgerSettings
-
-    source = Path(args.source).expanduser()
-    if not source.is_file():
-        return f"--from {args.source}: no such ledger file"
-    target = str(args.target)
-    if target == str(args.source) or (not is_url(target) and Path(target).expanduser().resolve() == source.resolve()):
-        return "--from and --to name the same ledger"
-    if is_url(target):
-        problem = url_problem(target)
-        if problem is not None:
-            return f"--to: {problem}"
-    else:
-        problem = file_problem(Path(target).expanduser(), writable=True)
-        if problem is not None:
-            return f"--to: {problem}"
-        if not Path(target).expanduser().exists():
-            return None  # a new file is empty
-    if args.merge:
-        return None
-    try:
-        dst = Ledger.open(LedgerSettings(), path=target)
-        try:
-            counts = dst.counts()
-        finally:
-            dst.close()
-    except LedgerError:
-        return None  # a database that does not answer is no usage error: the copy reports it (exit 1)
-    if counts.get("bodies") or counts.get("stash"):
-        return (
-            f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash entries): "
-            "pass --merge to copy into it anyway (events copied twice count twice)"
-        )
-    return None

@@ -25,7 +25,7 @@ from typing import Any
 from .errors import LedgerError, LedgerUnavailable
 from .interfaces import BodyRow, CallRow, CommitRows, EventRow, StashRow
 from .ledger import Ledger
-from .location import is_url
+from .location import file_problem, is_url, url_problem
 from .settings import LedgerSettings
 from .sqlite import SqliteBackend
 
@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 class MigrationError(Exception):
     """The copy could not be made or does not match its source; says why."""
+
+
+class MigrationRefused(MigrationError):
+    """The call itself asked for what cannot be done (the CLI's bad usage, exit 2); nothing was copied."""
 
 
 @dataclass
@@ -56,38 +60,61 @@ class MigrationReport:
 
 
 def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batch: int = 500) -> MigrationReport:
-    """Copy the SQLite ledger at `source` into the ledger at `target` (a path or a postgresql:// URL)."""
+    """Copy the SQLite ledger at `source` into the ledger at `target` (a path or a postgresql:// URL).
+
+    What the caller asked wrongly raises MigrationRefused before anything is written: no source, the
+    same ledger twice, a target that cannot be one, a non-empty target without `merge` (then only
+    the target has been opened, to count it). Other failures raise MigrationError."""
     source_path = Path(source).expanduser()
     if not source_path.is_file():
-        raise MigrationError(f"--from {source}: no such ledger file")
+        raise MigrationRefused(f"--from {source}: no such ledger file")
     if str(target) == str(source) or (
         not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()
     ):
-        raise MigrationError("--from and --to name the same ledger")
-    try:
-        src = Ledger.open(LedgerSettings(), path=source_path)
-    except LedgerUnavailable as err:
-        raise MigrationError(f"--from {source}: {err}") from err
-    try:
+        raise MigrationRefused("--from and --to name the same ledger")
+    target_path = None if is_url(str(target)) else Path(target).expanduser()
+    problem = url_problem(str(target)) if target_path is None else file_problem(target_path, writable=True)
+    if problem is not None:
+        raise MigrationRefused(f"--to: {problem}")
+    dst: Ledger | None = None
+    if not merge and (target_path is None or target_path.exists()):
+        # Counted before the source is opened (which writes to it): a refused run leaves both as they were.
+        dst = _open_target(target)
         try:
-            dst = Ledger.open(LedgerSettings(), path=target)
-        except LedgerUnavailable as err:
-            raise MigrationError(f"--to {target}: {err}") from err
-        try:
-            return _copy(src, dst, merge=merge, batch=batch)
-        finally:
+            counts = dst.counts()
+        except BaseException:
             dst.close()
+            raise
+        if counts.get("bodies") or counts.get("stash"):
+            dst.close()
+            raise MigrationRefused(
+                f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash "
+                "entries): pass --merge to copy into it anyway (events copied twice count twice)"
+            )
+    try:
+        try:
+            src = Ledger.open(LedgerSettings(), path=source_path)
+        except LedgerUnavailable as err:
+            raise MigrationError(f"--from {source}: {err}") from err
+        try:
+            if dst is None:  # a new file is made only once the source has opened
+                dst = _open_target(target)
+            return _copy(src, dst, batch=batch)
+        finally:
+            src.close()
     finally:
-        src.close()
+        if dst is not None:
+            dst.close()
 
 
-def _copy(src: Ledger, dst: Ledger, *, merge: bool, batch: int) -> MigrationReport:
-    counts = dst.counts()
-    if not merge and (counts.get("bodies") or counts.get("stash")):
-        raise MigrationError(
-            f"the target ledger is not empty ({counts.get('bodies', 0)} bodies, {counts.get('stash', 0)} stash entries): "
-            "pass --merge to copy into it anyway (events copied twice count twice)"
-        )
+def _open_target(target: str | Path) -> Ledger:
+    try:
+        return Ledger.open(LedgerSettings(), path=target)
+    except LedgerUnavailable as err:
+        raise MigrationError(f"--to {target}: {err}") from err
+
+
+def _copy(src: Ledger, dst: Ledger, *, batch: int) -> MigrationReport:
     source = src.sqlite
     report = MigrationReport()
     try:

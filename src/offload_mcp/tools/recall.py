@@ -39,6 +39,7 @@ import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -432,13 +433,21 @@ def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     return f"[{mem_id}: {what} (chars {start:,}–{cut:,} of {total:,}; capped at {limit:,}); next: {nxt}]\n{body.text[start:cut]}"
 
 
+def _smart_case(query: str, text: str, lowered: Callable[[], str]) -> tuple[str, str]:
+    """(haystack, needle) of a smart-case search: exact when the query has a capital, else both lowercased
+    (`lowered()`: the text's lowercase, asked only then); exact too when lowercasing changed the text's
+    length (rare scripts), so positions found are the text's own."""
+    if any(c.isupper() for c in query):
+        return text, query
+    low = lowered()
+    return (low, query.lower()) if len(low) == len(text) else (text, query)
+
+
 def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settings: Any) -> str:
     total = len(body.text)
     if offset > total:
         raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
-    haystack, needle = (body.text, query) if any(c.isupper() for c in query) else (body.lower, query.lower())
-    if len(haystack) != total:  # lowercasing changed lengths (rare scripts): search exactly instead
-        haystack, needle = body.text, query
+    haystack, needle = _smart_case(query, body.text, lambda: body.lower)
     count = haystack.count(needle)
     window = settings.window_chars
     positions: list[int] = []
@@ -530,10 +539,7 @@ def _behind_escapes(body: _Body, mem_id: str, query: str) -> str:
     from ..policy.textscan import without_escapes
 
     plain = without_escapes(body.text)
-    exact = any(c.isupper() for c in query)
-    haystack, needle = (plain, query) if exact else (plain.lower(), query.lower())
-    if len(haystack) != len(plain):
-        haystack, needle = plain, query
+    haystack, needle = _smart_case(query, plain, plain.lower)
     pos = haystack.find(needle)
     if pos < 0:
         return ""

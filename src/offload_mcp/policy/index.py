@@ -563,6 +563,18 @@ def _has(text: str, letter: str, present: dict[str, bool]) -> bool:
     return found
 
 
+def _lines_at(text: str, starts: list[int], limit: int | None = None) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) of each line that begins at one of `starts` (sorted), counting line breaks
+    only between one start and the next; with `limit`, only a line's first `limit` chars are read."""
+    line, pos = 1, 0
+    for start in starts:
+        line += text.count("\n", pos, start)
+        pos = start
+        stop = len(text) if limit is None else min(len(text), start + limit)
+        end = text.find("\n", start, stop)
+        yield line, text[start : stop if end < 0 else end]
+
+
 def _error_lines(scan: TextScan) -> Found | None:
     text = scan.text
     sample = not_blank(scan.head(200))
@@ -574,12 +586,8 @@ def _error_lines(scan: TextScan) -> Found | None:
     lines = scan.line_count()
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
-        line, pos = 1, 0
-        for start in starts:
-            line += text.count("\n", pos, start)
-            pos = start
-            end = text.find("\n", start)
-            full = text[start : end if end >= 0 else len(text)].strip()
+        for line, raw in _lines_at(text, starts):
+            full = raw.strip()
             yield line, (_clip(full), _clip(_LOG_STAMP.sub("", full), _LOG_LINE_SHORT), _identifiers(full))
 
     head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines, one line each: "
@@ -599,12 +607,7 @@ def _test_outcomes(scan: TextScan) -> Found | None:
     text = scan.text
     starts = _lines_holding(text, _TEST_FAILED_WORDS)
     found: dict[int, str] = {}
-    line, pos = 1, 0
-    for start in starts:
-        line += text.count("\n", pos, start)
-        pos = start
-        end = text.find("\n", start)
-        full = text[start : end if end >= 0 and end - start <= _TEST_LINE_CHARS else start + _TEST_LINE_CHARS]
+    for line, full in _lines_at(text, starts, _TEST_LINE_CHARS):
         if _TEST_FAILED.match(full):
             found[line] = full.strip()
     tail_end = len(text.rstrip("\n"))

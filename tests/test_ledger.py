@@ -4,6 +4,7 @@ The contract tests run against both backends (`where` is a SQLite file or a Post
 schema of its own); the file-level ones (modes, WAL, locks, read-only, migration) are SQLite's.
 """
 
+import hashlib
 import os
 import sqlite3
 import stat
@@ -15,6 +16,7 @@ import threading
 import pytest
 
 from conftest import run_unprivileged
+from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import (
     BodyRecord,
     Evicted,
@@ -26,6 +28,7 @@ from offload_mcp.store import (
     UnknownId,
     codec,
 )
+from offload_mcp.store.records import trm_id_for
 from offload_mcp.store.settings import LedgerSettings
 
 BODY = {"content": [{"type": "text", "text": "x" * 5000}], "structuredContent": {"n": 1}, "isError": False}
@@ -89,6 +92,18 @@ def overwrite(where, request, table, column, blob):
     outside.close()
 
 
+def rename_stash(where, request, hash_):
+    """Store every stash row under `hash_`, from outside the proxy."""
+    if isinstance(where, str):
+        schema = where.rsplit("%3D", 1)[1]
+        request.getfixturevalue("postgres").execute(f"UPDATE {schema}.stash SET hash = '{hash_}'")
+        return
+    outside = sqlite3.connect(where)
+    outside.execute("UPDATE stash SET hash = ?", (hash_,))
+    outside.commit()
+    outside.close()
+
+
 def test_file_0600_and_created_dir_0700(sqlite_ledger, tmp_path):
     ledger = sqlite_ledger
     assert stat.S_IMODE(os.stat(tmp_path / "state").st_mode) == 0o700
@@ -145,7 +160,7 @@ def test_unknown_ids(ledger):
 def test_stash_and_events_commit_together(ledger):
     ledger.commit(
         bodies=[record()],
-        stash={"0123456789abcdef": "original ✓ text"},
+        stash={cg_hash("original ✓ text"): "original ✓ text"},
         events=[
             LedgerEvent(
                 "decision",
@@ -158,7 +173,7 @@ def test_stash_and_events_commit_together(ledger):
             )
         ],
     )
-    assert ledger.get_stash("0123456789abcdef") == "original ✓ text"
+    assert ledger.get_stash(cg_hash("original ✓ text")) == "original ✓ text"
     (ev,) = list(ledger.events(kinds=["decision"]))
     assert (ev["verdict"], ev["reason"], ev["detail"]) == ("offload", "gate_fired", {"net": 1.5})
 
@@ -231,19 +246,52 @@ def test_read_only_ledger_still_recalls_and_names_the_cause(tmp_path):
 def test_stored_bytes_that_do_not_decode_are_corrupt_not_a_passing_outage(ledger, where, request):
     # They were a ZstdError or JSONDecodeError out of the ledger: "failed inside offload-mcp" at recall.
     rec = record()
-    ledger.commit(bodies=[rec], stash={"0123456789abcdef": "original"})
+    h = cg_hash("original")
+    ledger.commit(bodies=[rec], stash={h: "original"})
     overwrite(where, request, "bodies", "body", b"\x00 not a zstd frame")
     overwrite(where, request, "stash", "original", b"\x00 not a zstd frame")
     with pytest.raises(LedgerCorrupt, match=f"the stored copy of {rec.trm_id} does not decompress"):
         ledger.get_body_json(rec.trm_id)
-    with pytest.raises(LedgerCorrupt, match="the stored copy of <<cg:0123456789abcdef>> does not decompress"):
-        ledger.get_stash("0123456789abcdef")
+    with pytest.raises(LedgerCorrupt, match=f"the stored copy of <<cg:{h}>> does not decompress"):
+        ledger.get_stash(h)
     overwrite(where, request, "bodies", "body", codec.compress(b"{not json"))
     overwrite(where, request, "stash", "original", codec.compress(b"\xff\xfe"))
-    with pytest.raises(LedgerCorrupt, match=f"the stored body of {rec.trm_id} is not JSON"):
+    with pytest.raises(LedgerCorrupt, match=f"the stored body of {rec.trm_id} does not match its id"):
         ledger.get_body(rec.trm_id)
-    with pytest.raises(LedgerCorrupt, match="the stored original of <<cg:0123456789abcdef>> is not text"):
-        ledger.get_stash("0123456789abcdef")
+    with pytest.raises(LedgerCorrupt, match=f"the stored original of <<cg:{h}>> does not match its hash"):
+        ledger.get_stash(h)
+
+
+def test_damaged_bytes_that_still_decompress_are_corrupt_not_a_wrong_result(ledger, where, request):
+    # zstd frames are written without a checksum: a frame of other bytes decompresses cleanly, and the
+    # model was handed another result (valid JSON, a plausible text) as if it were this one.
+    rec = record()
+    other = record({"content": [{"type": "text", "text": "y" * 5000}], "isError": False})
+    h = cg_hash("original cut")
+    ledger.commit(bodies=[rec], stash={h: "original cut"})
+    overwrite(where, request, "bodies", "body", codec.compress(other.body_json))
+    overwrite(where, request, "stash", "original", codec.compress(b"original cuT"))
+    with pytest.raises(LedgerCorrupt, match=f"the stored body of {rec.trm_id} does not match its id \\(damaged\\)"):
+        ledger.get_body(rec.trm_id)
+    with pytest.raises(LedgerCorrupt, match=f"the stored original of <<cg:{h}>> does not match its hash"):
+        ledger.get_stash(h)
+    overwrite(where, request, "bodies", "body", codec.compress(rec.body_json))
+    overwrite(where, request, "stash", "original", codec.compress(b"original cut"))
+    assert ledger.get_body(rec.trm_id) == BODY and ledger.get_stash(h) == "original cut"
+
+
+def test_bytes_that_match_their_id_but_are_not_a_result_are_corrupt(ledger, where, request):
+    # Only a forged row gets here (the id is the hash of these very bytes); still an error, not a crash.
+    forged = BodyRecord(trm_id_for(b"{not json"), b"{not json", "srv", "tool", {}, "s1", 9)
+    ledger.commit(bodies=[forged], stash={cg_hash("cut"): "cut"})
+    with pytest.raises(LedgerCorrupt, match=f"the stored body of {forged.trm_id} is not JSON"):
+        ledger.get_body(forged.trm_id)
+    not_text = b"\xff\xfe"
+    forged_hash = hashlib.sha256(not_text).hexdigest()[:16]
+    overwrite(where, request, "stash", "original", codec.compress(not_text))
+    rename_stash(where, request, forged_hash)
+    with pytest.raises(LedgerCorrupt, match=f"the stored original of <<cg:{forged_hash}>> is not text"):
+        ledger.get_stash(forged_hash)
 
 
 def test_a_damaged_sqlite_file_is_corrupt_not_a_passing_outage(tmp_path):
@@ -317,13 +365,13 @@ def test_retention_is_off_by_default(ledger):
 def test_max_age_evicts_and_leaves_a_tombstone(where):
     led = Ledger.open(LedgerSettings(max_age_days=1), where)
     rec = record()
-    led.commit(bodies=[rec], stash={"0123456789abcdef": "cut"})
+    led.commit(bodies=[rec], stash={cg_hash("cut"): "cut"})
     led.evict(now=led.body_info(rec.trm_id).last_used_at + 2 * 86400)
     with pytest.raises(Evicted) as err:
         led.get_body(rec.trm_id)
     assert "max_age_days=1" in str(err.value) and "UTC" in str(err.value)
     with pytest.raises(Evicted):
-        led.get_stash("0123456789abcdef")
+        led.get_stash(cg_hash("cut"))
     led.commit(bodies=[rec])  # storing it again revives it
     assert led.get_body(rec.trm_id) == BODY
     led.close()
@@ -440,16 +488,19 @@ def test_a_ledger_from_before_the_codec_column_is_migrated_and_keeps_its_bodies(
         " raw_bytes INTEGER, stored_bytes INTEGER, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
         "CREATE TABLE stash (hash TEXT PRIMARY KEY, original BLOB, chars INTEGER, created_at FLOAT, last_used_at FLOAT);"
     )
+    # ids as that era wrote them: sha256 of the body bytes, before trm ids moved to BLAKE3
+    old_id = "trm_" + hashlib.sha256(b'{"content":[]}').hexdigest()[:16]
     old.execute(
-        "INSERT INTO bodies VALUES ('trm_old', 's', 't', '{}', 's1', ?, 2, 2, 2, 0, 0)",
-        (zlib.compress(b'{"content":[]}'),),
+        "INSERT INTO bodies VALUES (?, 's', 't', '{}', 's1', ?, 2, 2, 2, 0, 0)",
+        (old_id, zlib.compress(b'{"content":[]}')),
     )
-    old.execute("INSERT INTO stash VALUES ('00000000000000aa', ?, 5, 0, 0)", (zlib.compress(b"hello"),))
+    old.execute("INSERT INTO stash VALUES (?, ?, 5, 0, 0)", (cg_hash("hello"), zlib.compress(b"hello")))
     old.commit()
     old.close()
     led = Ledger.open(LedgerSettings(), path)
-    assert led.get_body("trm_old") == {"content": []}
-    assert led.get_stash("00000000000000aa") == "hello"
+    assert old_id != trm_id_for(b'{"content":[]}')
+    assert led.get_body(old_id) == {"content": []}
+    assert led.get_stash(cg_hash("hello")) == "hello"
     led.commit(bodies=[record()])  # writes work again: before, every write failed on the missing column
     assert led.counts()["bodies"] == 2
     led.close()
@@ -459,10 +510,10 @@ def test_commit_takes_a_generator_whole(where):
     """`bodies` is read three times (rows, calls, owners): a generator must not lose the calls rows."""
     led = Ledger.open(LedgerSettings(scope="session"), where)
     recs = [record({"content": [{"type": "text", "text": f"gen {i}"}]}, session_id=f"s{i}") for i in range(3)]
-    led.commit(bodies=(r for r in recs), stash={"00000000000000ab": "cut"}, events=(e for e in [decision(1)]))
+    led.commit(bodies=(r for r in recs), stash={cg_hash("cut"): "cut"}, events=(e for e in [decision(1)]))
     for i, r in enumerate(recs):
         assert led.get_body(r.trm_id, session_id=f"s{i}")["content"][0]["text"] == f"gen {i}"  # the calls row is there
-    assert led.get_stash("00000000000000ab", session_id="s2") == "cut"  # so are the marker's owners
+    assert led.get_stash(cg_hash("cut"), session_id="s2") == "cut"  # so are the marker's owners
     assert [e["tool"] for e in led.events()] == ["t1"]
     led.close()
 

@@ -20,6 +20,7 @@ from mcp.client.stdio import stdio_client
 
 from conftest import _params, fixture_cmd, text_of
 from offload_mcp.config import OffloadSettings
+from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import Ledger
 from test_ledger import record
 from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
@@ -64,7 +65,7 @@ def test_two_handles_on_a_deleted_file_merge_what_they_hold(tmp_path: Path) -> N
     path = tmp_path / "l.db"
     a, b = Ledger.open(path=path), Ledger.open(path=path)
     ra = record({"content": [{"type": "text", "text": "from a"}]})
-    a.commit(bodies=[ra], stash={"00000000000000aa": "cut a"})
+    a.commit(bodies=[ra], stash={cg_hash("cut a"): "cut a"})
     remove_ledger(path)
     rb = record({"content": [{"type": "text", "text": "from b"}]})
     b.commit(bodies=[rb])  # b notices first: recreates from its copy (which holds ra too)
@@ -78,7 +79,7 @@ def test_two_handles_on_a_deleted_file_merge_what_they_hold(tmp_path: Path) -> N
         "from b",
         "from a, later",
     ]
-    assert fresh.get_stash("00000000000000aa") == "cut a"
+    assert fresh.get_stash(cg_hash("cut a")) == "cut a"
     fresh.close()
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import OFFLOAD_MCP, proxy_env
+from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
 
@@ -29,7 +30,8 @@ def build_source(path: Path) -> tuple[list[str], list[str]]:
             record = BodyRecord.of(
                 body, server="git", tool="git_log", arguments={"n": i}, session_id=f"s{i}", chars=1000 + i
             )
-            stash = {f"{i:016x}": f"cut {i} " + "y" * (500 + i)}
+            cut = f"cut {i} " + "y" * (500 + i)
+            stash = {cg_hash(cut): cut}
             event = LedgerEvent(
                 "decision",
                 session_id=f"s{i}",
@@ -41,7 +43,7 @@ def build_source(path: Path) -> tuple[list[str], list[str]]:
             )
             ledger.commit(bodies=[record], stash=stash, events=[event], owner=owner)
             ids.append(record.trm_id)
-            hashes.append(f"{i:016x}")
+            hashes.append(cg_hash(cut))
     finally:
         ledger.close()
     return ids, hashes

@@ -272,17 +272,21 @@ async def test_a_corrupt_row_is_reported_as_corrupt_with_the_call_that_helps(tmp
     path = tmp_path / "l.db"
     async with proxy_session(["--ledger", str(path), "--", *HOSTILE]) as s:
         ids = []
-        for seed in (1, 2):
+        for seed in (1, 2, 3, 4):
             found = TRM.search(text_of(await s.call_tool("chunks", {"size": 200_000, "seed": seed})))
             assert found
             ids.append(found.group(0))
     outside = sqlite3.connect(path)
     outside.execute("UPDATE bodies SET codec = CAST(x'ff80' AS TEXT) WHERE id = ?", (ids[0],))  # not UTF-8
     outside.execute("UPDATE bodies SET body = x'00' WHERE id = ?", (ids[1],))
+    # another result's intact frame: it decompresses, and recall answered with the wrong result
+    outside.execute("UPDATE bodies SET body = (SELECT body FROM bodies WHERE id = ?) WHERE id = ?", (ids[3], ids[2]))
     outside.commit()
     outside.close()
+    causes = ["Could not decode to UTF-8 column 'codec'", "does not decompress", "does not match its id (damaged)"]
     async with proxy_session(["--ledger", str(path), "--", *HOSTILE]) as s:
-        for trm_id, cause in zip(ids, ["Could not decode to UTF-8 column 'codec'", "does not decompress"], strict=True):
+        assert await recall_whole(s, ids[3], max_chars=100_000) == "\n".join(hostile_server.chunk_blocks(200_000, 4))
+        for trm_id, cause in zip(ids[:3], causes, strict=True):
             answer = await s.call_tool("recall_tool_result", {"mem_id": trm_id})
             text = text_of(answer)
             assert answer.is_error and text.startswith(

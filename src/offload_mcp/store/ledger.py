@@ -2,8 +2,9 @@
 
 How it works: bodies are the whole CallToolResult JSON exactly as the downstream returned it
 (canonical bytes, `records`), compressed (`codec`), keyed by `trm_` + 16 hex of the BLAKE3 hash of those
-bytes, so the same body always gets the same id. Reducer cuts live in the stash, keyed by their
-`cg` hash. `commit()` writes bodies, stash entries and events in one transaction; the shaper shows
+bytes, so the same body always gets the same id, and a read checks what it decompressed against
+that id (damaged bytes are `LedgerCorrupt`, never a wrong result). Reducer cuts live in the stash,
+keyed by their `cg` hash and checked against it the same way. `commit()` writes bodies, stash entries and events in one transaction; the shaper shows
 a stub or marker only after it returns. Any failure raises `LedgerWriteError` naming the cause,
 and the shaper passes the result through unmodified.
 
@@ -30,7 +31,7 @@ from . import codec, retention
 from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
 from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow
 from .location import default_ledger_path, resolve
-from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, trm_id_for
+from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, is_body_of, is_original_of, trm_id_for
 from .settings import LedgerSettings
 from .sqlite import SqliteBackend
 
@@ -287,7 +288,7 @@ class Ledger:
 
     def get_body_json(self, trm_id: str, *, session_id: str | None = None) -> bytes:
         """The stored CallToolResult JSON bytes; raises UnknownId / Evicted (LedgerUnavailable when unreachable,
-        LedgerCorrupt when the stored bytes cannot be read back)."""
+        LedgerCorrupt when the stored bytes cannot be read back or are not the body the id names)."""
         stored = self.backend.read_body(trm_id)
         if stored is None:
             self._raise_missing(trm_id)
@@ -298,7 +299,10 @@ class Ledger:
         ):
             raise UnknownId(trm_id, f"{trm_id} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
         self._touch("body", trm_id)
-        return self._unpacked(trm_id, stored.data, stored.codec)
+        raw = self._unpacked(trm_id, stored.data, stored.codec)
+        if not is_body_of(trm_id, raw):
+            raise LedgerCorrupt(f"ledger {self.location}: the stored body of {trm_id} does not match its id (damaged)")
+        return raw
 
     def get_body(self, trm_id: str, *, session_id: str | None = None) -> dict[str, Any]:
         """The stored CallToolResult as a JSON object; raises UnknownId / Evicted (LedgerCorrupt when not JSON)."""
@@ -333,6 +337,10 @@ class Ledger:
             )
         self._touch("stash", cg_hash)
         raw = self._unpacked(f"<<cg:{cg_hash}>>", stored.data, stored.codec)
+        if not is_original_of(cg_hash, raw):
+            raise LedgerCorrupt(
+                f"ledger {self.location}: the stored original of <<cg:{cg_hash}>> does not match its hash (damaged)"
+            )
         try:
             return raw.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError as err:

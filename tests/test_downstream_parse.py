@@ -4,9 +4,11 @@ on every transport: stdio lines, and large HTTP answers parsed off the loop."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
+import anyio
 import mcp_types as types
 import orjson
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from offload_mcp.downstream.http_limits import ParsedMessages
-from offload_mcp.downstream.parse import parse_message
+from offload_mcp.downstream.parse import parse_message, with_lone_surrogates_replaced
 
 
 def sdk_parse(data: bytes | str) -> types.JSONRPCMessage:
@@ -184,3 +186,51 @@ def test_any_text_with_surrogates_is_read_as_a_js_client_reads_it(result: dict[s
     if not expected[2][0]:  # none lone: the fast path, the SDK's message
         expected = ("ok", sdk_parse(data), [])
     assert repr(lenient_outcome(data)) == repr(expected)
+
+
+# ---- the same, as bytes handed to the SDK (remote servers: http_limits.ParsedMessages) -----------------------
+
+
+class _Noting(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__()
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage().split(" in a message")[0])
+
+
+@pytest.mark.parametrize("data", [d for d in LONE if isinstance(d, bytes)])
+def test_remote_bytes_with_lone_surrogates_rewritten_parse_in_the_sdk_as_a_js_client_reads_them(data: bytes) -> None:
+    fixed, count = with_lone_surrogates_replaced(data)
+    expected = js_reading(data)
+    assert count == expected[2][0] > 0
+    assert repr(sdk_parse(fixed)) == repr(expected[1])  # the SDK's own parse of the rewritten bytes
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    result=st.dictionaries(
+        st.text(st.characters(categories=["Cs", "Ll", "So"]), max_size=6),
+        st.lists(st.text(st.characters(categories=["Cs", "Ll", "So", "Po"]), max_size=12), max_size=4),
+        max_size=4,
+    ),
+    sse=st.booleans(),
+)
+def test_every_remote_message_reaches_the_sdk_as_a_js_client_reads_it(result: dict[str, Any], sse: bool) -> None:
+    data = json.dumps({"jsonrpc": "2.0", "id": 3, "result": result}).encode()  # ASCII: surrogates as escapes
+    noted: list[str] = []
+    log = logging.getLogger("test.remote.lone")
+    handler = _Noting(noted)
+    log.addHandler(handler)
+    parsed = ParsedMessages(log=log)
+    sent = b"event: message\ndata: " + data + b"\n\n" if sse else data
+    whole = anyio.run(parsed.events if sse else parsed.body, sent)
+    passed = whole[len(b"event: message\ndata: ") : -2] if sse else whole
+    assert whole == sent.replace(data, passed)  # the event's other lines as they were
+    log.removeHandler(handler)
+    expected = js_reading(data)
+    assert repr(sdk_parse(passed)) == repr(expected[1])
+    lone = expected[2][0]
+    assert (whole is sent) == (lone == 0)  # no escape to rewrite: the very bytes, no copy
+    assert noted == ([f"replaced {lone} lone UTF-16 surrogate escape(s)"] if lone else [])

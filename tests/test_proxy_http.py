@@ -71,7 +71,7 @@ def test_healthz_reports_servers(http_proxy: tuple[str, str]) -> None:
     base = url.rsplit("/", 1)[0]
     body = httpx2.get(f"{base}/healthz").json()
     assert body["status"] == "ok"
-    assert body["servers"][0]["state"] == "ready" and body["servers"][0]["tools"] == 18
+    assert body["servers"][0]["state"] == "ready" and body["servers"][0]["tools"] == 19
     metrics = httpx2.get(f"{base}/metrics")
     assert metrics.status_code == 200 and "offload_mcp_calls" in metrics.text
 

@@ -15,6 +15,7 @@ FIXTURE_TOOLS = [
     "json_array",
     "json_records",
     "image",
+    "cut_emoji",
     "audio",
     "resources_mix",
     "structured",

@@ -23,7 +23,10 @@ from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import fixture_server  # noqa: E402
 import hostile_server  # noqa: E402
+
+from test_proxy_http import fixture_over_http  # noqa: E402
 
 
 def hostile_entry(*opts: str) -> dict[str, Any]:
@@ -101,6 +104,39 @@ async def test_lone_surrogate_escapes_are_read_as_u_fffd_inline_offloaded_and_re
         f"offload_mcp.downstream.bad: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
         " (a string cut inside a character?)"
         for n in (1, sent.count("\ud83d"))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("transport", "opts"), [("streamable-http", ()), ("streamable-http", ("--json-response",)), ("sse", ())]
+)
+async def test_a_remote_servers_lone_surrogate_escapes_are_read_as_u_fffd_inline_offloaded_and_recalled(
+    tmp_path: Path, transport: str, opts: tuple[str, ...]
+) -> None:
+    # The SDK's parse refused the whole message: over streamable HTTP the call failed with a -32700 parse
+    # error, and over legacy SSE the event was dropped and the call waited out its whole timeout.
+    log = tmp_path / "proxy.log"
+    with fixture_over_http(transport, *opts) as url:
+        config = write_config(
+            tmp_path, {"web": {"url": url, "type": transport}}, {"downstream": {"call_timeout_s": 20}}
+        )
+        with log.open("w") as errlog:
+            params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                small = await _call(s, "cut_emoji")
+                assert not small.is_error and text_of(small) == "row \ufffd"
+                large = await _call(s, "cut_emoji", {"size": 400_000})  # parsed off the loop (> 256 KiB)
+                assert not large.is_error
+                found = re.search(r"trm_[0-9a-f]{16}", text_of(large))
+                assert found, text_of(large)[:300]
+                assert await recall_whole(s, found.group(0)) == fixture_server.lone_surrogate_text(400_000, "\ufffd")
+                assert text_of(await _call(s, "echo", {"text": "still serving"})) == "still serving"
+    warnings = [line for line in log.read_text().splitlines() if "lone UTF-16 surrogate" in line]
+    assert [re.sub(r".* WARNING ", "", line) for line in warnings] == [
+        f"offload_mcp.downstream.web: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
+        " (a string cut inside a character?)"
+        for n in (1, 400_000 // 50 + 1)
     ]
 
 

@@ -187,7 +187,7 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
             async with AsyncExitStack() as stack:
                 # the default bound: only the initialize answer is read
                 bound = DownstreamSettings().max_result_bytes
-                read, write = await stack.enter_async_context(_remote_transport(remote, bound))
+                read, write = await stack.enter_async_context(_remote_transport(remote, bound, "probe"))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 result = await session.initialize()
                 return str(result.server_info.name)

@@ -24,13 +24,21 @@ puts the parsed message back in its place on the session's read stream.
 When it is inert: smaller messages (most), messages that are not responses,
 and ones the worker cannot parse (the SDK then parses them and reports the
 error as before).
+
+Lone surrogate escapes: a Node server writes `"row \\ud83d"` for a string cut inside an emoji, and
+the SDK's parse refuses the whole message: a streamable HTTP call failed with a -32700 parse error
+and a legacy SSE call waited out its whole timeout (the SDK logs the event and drops it). Each
+message up to PARSE_OFF_LOOP_BYTES is searched for such an escape on its way to the SDK (one regex
+search: ~0.08 ms for 256 KiB of JSON); a larger one only when the worker's parse fails. Each lone
+one is written `\\ufffd`, as stdio reads it (parse.py), with one warning per message in that
+server's log.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -40,7 +48,7 @@ import orjson
 from mcp.shared.message import SessionMessage
 
 from .aside import SET_ASIDE_BYTES, StructuredAside
-from .parse import parse_message
+from .parse import log_lone_surrogates, parse_message, with_lone_surrogates_replaced
 from .shelf import TokenShelf
 from .stdio import UNUSABLE_ANSWER
 
@@ -114,11 +122,12 @@ PLACEHOLDER_KEY = "offload-mcp/parsed-off-loop"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _parse_response(data: bytes) -> types.JSONRPCResponse | None:
-    """The JSON-RPC response in `data`, as the SDK would parse it; None if it is anything else (worker thread)."""
+def _parse_response(data: bytes, on_lone_surrogates: Callable[[int], None]) -> types.JSONRPCResponse | None:
+    """The JSON-RPC response in `data`, as the SDK would parse it but for lone surrogate escapes (read as
+    U+FFFD); None if it is anything else (worker thread)."""
     try:
         # The JSON scan holds the GIL (the loop waits for it): parse_message's is the fastest exact one.
-        message = parse_message(data)
+        message = parse_message(data, on_lone_surrogates)
     except ValueError:  # pydantic's errors included: the SDK parses it again and says why
         return None
     return message if isinstance(message, types.JSONRPCResponse) else None
@@ -150,9 +159,11 @@ class ParsedMessages:
     `max_held` wait (the read stream hands each placeholder on as soon as the SDK has parsed it).
     """
 
-    def __init__(self, max_held: int = 16, aside: StructuredAside | None = None) -> None:
+    def __init__(self, max_held: int = 16, aside: StructuredAside | None = None, log: logging.Logger = logger) -> None:
         self.aside = aside
         """With it, a large tools/call answer's structuredContent is set aside past the SDK (aside.py)."""
+        self.log = log
+        """The server's own log, for the lone surrogate escapes its messages held."""
         self._held: TokenShelf[types.JSONRPCResponse] = TokenShelf(max_held)
 
     def _hold(self, message: types.JSONRPCResponse) -> bytes:
@@ -161,35 +172,43 @@ class ParsedMessages:
             logger.warning("a remote answer parsed off the loop was never read (%s); it is dropped", lost)
         return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": {"_meta": {PLACEHOLDER_KEY: token}}})
 
+    def _noted(self, count: int) -> None:
+        log_lone_surrogates(self.log, count)
+
+    def _lenient(self, data: bytes) -> bytes:
+        """`data` with each lone surrogate escape written `\\ufffd` (the SDK's parse refuses the whole message)."""
+        fixed, count = with_lone_surrogates_replaced(data)
+        if count:
+            self._noted(count)
+        return fixed
+
     async def body(self, data: bytes) -> bytes:
         """A JSON response body, or its placeholder when it is large."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
-            return data
-        message = await anyio.to_thread.run_sync(_parse_response, data)
-        return data if message is None else self._hold(message)
+            return self._lenient(data)
+        message = await anyio.to_thread.run_sync(_parse_response, data, self._noted)
+        return self._lenient(data) if message is None else self._hold(message)
 
     async def events(self, data: bytes) -> bytes:
         """Whole SSE events, each large one replaced by an event with the same fields and a placeholder."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
-            return data
+            return self._lenient(data)
         out: list[bytes] = []
         while data:
             end = _first_event_end(data)
             event, data = (data, b"") if end < 0 else (data[:end], data[end:])
-            if len(event) > PARSE_OFF_LOOP_BYTES:
-                event = await self._event(event)
-            out.append(event)
+            out.append(await self._event(event) if len(event) > PARSE_OFF_LOOP_BYTES else self._lenient(event))
         return b"".join(out)
 
     async def _event(self, event: bytes) -> bytes:
         def parse() -> tuple[list[bytes], types.JSONRPCResponse] | None:
             found = _event_data(event)
-            message = _parse_response(found[1]) if found else None
+            message = _parse_response(found[1], self._noted) if found else None
             return (found[0], message) if found and message else None
 
         parsed = await anyio.to_thread.run_sync(parse)
         if parsed is None:
-            return event
+            return self._lenient(event)
         fields, message = parsed
         return b"\n".join([*fields, b"data: " + self._hold(message)]) + b"\n\n"
 

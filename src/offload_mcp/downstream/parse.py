@@ -8,8 +8,9 @@ the envelope and keep `result` as it is) cost ~6 ms, and ~0.1 ms instead of ~0.2
 orjson is no substitute: it turns an integer over 64 bits into a float. Bytes that are not JSON
 or not a message are parsed again by `validate_json`, so the error is the SDK's, word for word.
 
-One departure from the SDK, for callers that pass `on_lone_surrogates` (stdio): a lone UTF-16 surrogate
-escape (`"row \\ud83d"`) is read as U+FFFD. Node's JSON.stringify writes one when a server slices a
+One departure from the SDK, for callers that pass `on_lone_surrogates` (stdio), and for remote answers
+through `with_lone_surrogates_replaced` (http_limits.py): a lone UTF-16 surrogate escape (`"row \\ud83d"`)
+is read as U+FFFD. Node's JSON.stringify writes one when a server slices a
 string inside an emoji; it is valid JSON and JS clients take it, but pydantic-core refuses it, so the
 whole answer was lost where invalid UTF-8 bytes cost only the bad characters. Only after the fast parse
 has failed are the escapes rewritten in the JSON text and the text parsed again by the same parser, so
@@ -19,6 +20,7 @@ say so in its server's log.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +32,7 @@ import pydantic_core
 # a high surrogate escape right before a low one is a pair and stays. Every alternative behind one
 # leading backslash: alternatives each starting with it made the scan ~14x slower on escape-dense text.
 _SURROGATE_ESCAPE = re.compile(
-    r"\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|([dD][89a-fA-F][0-9a-fA-F]{2}))|\\)"
+    rb"\\(?:u(?:[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|([dD][89a-fA-F][0-9a-fA-F]{2}))|\\)"
 )
 _ANY_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -57,29 +59,43 @@ def parse_message(data: bytes | str, on_lone_surrogates: Callable[[int], None] |
     return message
 
 
-def _lone_surrogates_replaced(data: bytes | str) -> tuple[Any, int] | None:
-    """The JSON value of `data` with each lone surrogate escape read as U+FFFD, and how many there were;
-    None when there were none, or when the text is not JSON even so."""
-    if isinstance(data, bytes):
-        if _ANY_SURROGATE_ESCAPE.search(data) is None:  # most often a message cut short: no second parse
-            return None
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:  # the caller decodes it leniently and asks again
-            return None
+def with_lone_surrogates_replaced(data: bytes) -> tuple[bytes, int]:
+    """JSON text `data` with each lone surrogate escape written `\\ufffd`, and how many there were (`data` itself
+    and 0 when there were none). The search skips to each backslash at memchr speed: ~0.3 ms per MB of JSON,
+    3 ms per MB of CJK text as `json.dumps` escapes it (`in` with the escape's first bytes measured slower)."""
+    if _ANY_SURROGATE_ESCAPE.search(data) is None:
+        return data, 0
     count = 0
 
-    def replace(found: re.Match[str]) -> str:
+    def replace(found: re.Match[bytes]) -> bytes:
         nonlocal count
         if found.group(1) is None:  # an escaped backslash, or a pair
             return found.group(0)
         count += 1
-        return "\\ufffd"
+        return b"\\ufffd"
 
     fixed = _SURROGATE_ESCAPE.sub(replace, data)
-    if not count:
+    return (fixed, count) if count else (data, 0)
+
+
+def _lone_surrogates_replaced(data: bytes | str) -> tuple[Any, int] | None:
+    """The JSON value of `data` with each lone surrogate escape read as U+FFFD, and how many there were;
+    None when there were none, or when the text is not JSON even so."""
+    if isinstance(data, str):  # stdio's lenient decoding of bytes that were not UTF-8: UTF-8 again, the same JSON
+        data = data.encode("utf-8", "surrogatepass")
+    fixed, count = with_lone_surrogates_replaced(data)
+    if not count:  # most often a message cut short: no second parse
         return None
     try:
         return pydantic_core.from_json(fixed), count
     except ValueError:
         return None
+
+
+def log_lone_surrogates(log: logging.Logger, count: int) -> None:
+    """The warning for a message whose `count` lone surrogate escapes were read as U+FFFD, in its server's log."""
+    # One line per message, not per escape: a server that cuts every string of a listing would flood the log.
+    log.warning(
+        "replaced %d lone UTF-16 surrogate escape(s) in a message with U+FFFD (a string cut inside a character?)",
+        count,
+    )

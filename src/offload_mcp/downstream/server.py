@@ -206,7 +206,7 @@ class DownstreamServer:
                 raise DownstreamDown(f"command not executable: {entry.command}") from None
         else:
             read, write = await stack.enter_async_context(
-                _remote_transport(entry, self.settings.max_result_bytes, self._aside)
+                _remote_transport(entry, self.settings.max_result_bytes, self.name, self._aside)
             )
         write = self._aside.noting(write)  # the tools/call ids in flight, whichever transport carries them
         if self.relay is None:
@@ -551,11 +551,12 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
 
 @asynccontextmanager
 async def _remote_transport(
-    entry: RemoteServer, max_result_bytes: int, aside: StructuredAside | None = None
+    entry: RemoteServer, max_result_bytes: int, log_name: str, aside: StructuredAside | None = None
 ) -> AsyncIterator[Any]:
     from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
 
-    parsed = ParsedMessages(aside=aside)  # large answers are parsed off the event loop (http_limits.py)
+    # Large answers are parsed off the event loop, and lone surrogate escapes read as U+FFFD (http_limits.py).
+    parsed = ParsedMessages(aside=aside, log=logging.getLogger(f"offload_mcp.downstream.{log_name}"))
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 

@@ -53,7 +53,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
 from .aside import StructuredAside
-from .parse import parse_message
+from .parse import log_lone_surrogates, parse_message
 
 logger = logging.getLogger(__name__)
 
@@ -214,14 +214,6 @@ def _parse_line(
     message = f"{UNUSABLE_ANSWER}: {problem}"
     return SessionMessage(
         types.JSONRPCError(jsonrpc="2.0", id=id_, error=types.ErrorData(code=types.INTERNAL_ERROR, message=message))
-    )
-
-
-def _lone_surrogates_noted(child_log: logging.Logger, count: int) -> None:
-    # One line per message, not per escape: a server that cuts every string of a listing would flood the log.
-    child_log.warning(
-        "replaced %d lone UTF-16 surrogate escape(s) in a message with U+FFFD (a string cut inside a character?)",
-        count,
     )
 
 
@@ -451,7 +443,7 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self._lines = _LineSplitter(limit)
         self._ready: deque[_Line] = deque()
         self._log = child_log
-        self._on_lone_surrogates = partial(_lone_surrogates_noted, child_log)
+        self._on_lone_surrogates = partial(log_lone_surrogates, child_log)
         self._on_eof = on_eof
         self._ended = False
         self._closed = False

@@ -100,6 +100,32 @@ def test_migrate_copies_bytes_ownership_and_events(tmp_path: Path, target: str) 
     assert merged.returncode == 0 and "verified 60 entries" in merged.stdout, merged.stderr
 
 
+def test_a_damaged_source_row_is_copied_and_named_not_a_traceback(tmp_path: Path) -> None:
+    # A row whose bytes decompress into another body (or not at all) made the read-back check raise out of
+    # migrate with a traceback; it is a failed check (exit 1) that names each damaged id.
+    import sqlite3
+
+    from offload_mcp.store import codec
+
+    source = tmp_path / "source.db"
+    ids, hashes = build_source(source)
+    conn = sqlite3.connect(source)
+    conn.execute("UPDATE bodies SET body = ? WHERE id = ?", (codec.compress(b'{"content":[]}'), ids[3]))
+    conn.execute("UPDATE stash SET original = x'00' WHERE hash = ?", (hashes[5],))
+    conn.commit()
+    conn.close()
+    done = run("--from", str(source), "--to", str(tmp_path / "target.db"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "2 entries differ after the copy" in done.stderr
+    damaged = "(damaged in the source: its bytes do not read back as what it names)"
+    assert f"{ids[3]} {damaged}" in done.stderr and f"<<cg:{hashes[5]}>> {damaged}" in done.stderr
+    target = Ledger.open(LedgerSettings(), path=tmp_path / "target.db")
+    try:  # every other entry arrived whole
+        assert target.get_body_json(ids[4]) and target.get_stash(hashes[4])
+    finally:
+        target.close()
+
+
 def test_migrate_refuses_bad_input_clearly(tmp_path: Path, target: str) -> None:
     """Bad usage exits 2 (it exited 1, as a failed copy does), with the same messages."""
     missing = run("--from", str(tmp_path / "nope.db"), "--to", target)

@@ -17,12 +17,12 @@ for them rather than "evicted at ...".
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import LedgerError, LedgerUnavailable
+from .errors import LedgerCorrupt, LedgerError, LedgerUnavailable
 from .interfaces import BodyRow, CallRow, CommitRows, EventRow, StashRow
 from .ledger import Ledger
 from .location import file_problem, is_url, url_problem
@@ -198,11 +198,30 @@ def _verify(src: Ledger, dst: Ledger, report: MigrationReport, batch: int) -> No
     source = src.sqlite
     for rows in _page(source, "SELECT id FROM bodies WHERE id > ? ORDER BY id", batch):
         for (trm_id,) in rows:
-            report.verified += 1
-            if dst.get_body_json(trm_id) != src.get_body_json(trm_id):
-                report.mismatches.append(trm_id)
+            _compare(trm_id, trm_id, src.get_body_json, dst.get_body_json, report)
     for rows in _page(source, "SELECT hash FROM stash WHERE hash > ? ORDER BY hash", batch):
         for (hash_,) in rows:
-            report.verified += 1
-            if dst.get_stash(hash_) != src.get_stash(hash_):
-                report.mismatches.append(f"<<cg:{hash_}>>")
+            _compare(f"<<cg:{hash_}>>", hash_, src.get_stash, dst.get_stash, report)
+
+
+def _compare(
+    name: str,
+    key: str,
+    read_source: Callable[[str], object],
+    read_target: Callable[[str], object],
+    report: MigrationReport,
+) -> None:
+    """A mismatch, named, when the target's copy differs from the source's or either one's bytes are damaged
+    (a damaged source row is copied as it was: the report says which ids were damaged before the copy)."""
+    report.verified += 1
+    try:
+        expected = read_source(key)
+    except LedgerCorrupt:
+        report.mismatches.append(f"{name} (damaged in the source: its bytes do not read back as what it names)")
+        return
+    try:
+        same = read_target(key) == expected
+    except LedgerCorrupt:
+        same = False
+    if not same:
+        report.mismatches.append(name)

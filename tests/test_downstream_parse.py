@@ -172,14 +172,16 @@ def test_a_lone_surrogate_in_what_is_not_a_message_is_the_envelopes_error() -> N
     assert kind == "error" and "jsonrpc" in error and "Invalid JSON" not in error and counts == []
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    result=st.dictionaries(
-        st.text(st.characters(categories=["Cs", "Ll", "So"]), max_size=6),
-        st.lists(st.text(st.characters(categories=["Cs", "Ll", "So", "Po"]), max_size=12), max_size=4),
-        max_size=4,
-    )
+RESULTS_WITH_SURROGATES = st.dictionaries(
+    st.text(st.characters(categories=["Cs", "Ll", "So"]), max_size=6),
+    st.lists(st.text(st.characters(categories=["Cs", "Ll", "So", "Po"]), max_size=12), max_size=4),
+    max_size=4,
 )
+"""Results whose keys and strings hold surrogates, lone or paired (json.dumps writes them as escapes)."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(result=RESULTS_WITH_SURROGATES)
 def test_any_text_with_surrogates_is_read_as_a_js_client_reads_it(result: dict[str, Any]) -> None:
     data = json.dumps({"jsonrpc": "2.0", "id": 3, "result": result}).encode()  # ASCII: surrogates as escapes
     expected = js_reading(data)
@@ -210,11 +212,7 @@ def test_remote_bytes_with_lone_surrogates_rewritten_parse_in_the_sdk_as_a_js_cl
 
 @settings(max_examples=200, deadline=None)
 @given(
-    result=st.dictionaries(
-        st.text(st.characters(categories=["Cs", "Ll", "So"]), max_size=6),
-        st.lists(st.text(st.characters(categories=["Cs", "Ll", "So", "Po"]), max_size=12), max_size=4),
-        max_size=4,
-    ),
+    result=RESULTS_WITH_SURROGATES,
     sse=st.booleans(),
 )
 def test_every_remote_message_reaches_the_sdk_as_a_js_client_reads_it(result: dict[str, Any], sse: bool) -> None:

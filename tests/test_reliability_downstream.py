@@ -79,32 +79,39 @@ async def test_malformed_answers_get_clear_errors_and_nothing_else_breaks(config
         assert text_of(alive) == "same process"
 
 
-async def test_lone_surrogate_escapes_are_read_as_u_fffd_inline_offloaded_and_recalled(
-    config: Path, tmp_path: Path
+async def _cut_emoji_read_as_u_fffd(
+    config: Path, tmp_path: Path, tool: str, size: int, recalled: str, server: str, still: str
 ) -> None:
-    # Node writes `"row \\ud83d"` for a string sliced inside an emoji: the whole answer was an error.
+    """Through the proxy, `tool` answers "row \\ufffd" inline and, with `size`, is offloaded and recalled as
+    `recalled`; `still` (an echo) serves after; `server`'s log says once per message how many were replaced."""
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
         params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
-            small = await _call(s, "lone_surrogates")
+            small = await _call(s, tool)
             assert not small.is_error and text_of(small) == "row \ufffd"
-
-            sent = hostile_server.surrogate_text(500_000)  # a lone high surrogate, then a whole emoji, per line
-            large = await _call(s, "lone_surrogates", {"size": 500_000})
+            large = await _call(s, tool, {"size": size})
             assert not large.is_error
             found = re.search(r"trm_[0-9a-f]{16}", text_of(large))
             assert found, text_of(large)[:300]
-            recalled = await recall_whole(s, found.group(0))
-            assert recalled == sent.replace(" \ud83d\U0001f600", " \ufffd\U0001f600")
-            await _assert_good_serves(s)
+            assert await recall_whole(s, found.group(0)) == recalled
+            assert text_of(await _call(s, still, {"text": "still serving"})) == "still serving"
     warnings = [line for line in log.read_text().splitlines() if "lone UTF-16 surrogate" in line]
     assert [re.sub(r".* WARNING ", "", line) for line in warnings] == [
-        f"offload_mcp.downstream.bad: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
+        f"offload_mcp.downstream.{server}: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
         " (a string cut inside a character?)"
-        for n in (1, sent.count("\ud83d"))
+        for n in (1, recalled.count("\ufffd"))
     ]
+
+
+async def test_lone_surrogate_escapes_are_read_as_u_fffd_inline_offloaded_and_recalled(
+    config: Path, tmp_path: Path
+) -> None:
+    # Node writes `"row \\ud83d"` for a string sliced inside an emoji: the whole answer was an error.
+    sent = hostile_server.surrogate_text(500_000)  # a lone high surrogate, then a whole emoji, per line
+    recalled = sent.replace(" \ud83d\U0001f600", " \ufffd\U0001f600")
+    await _cut_emoji_read_as_u_fffd(config, tmp_path, "lone_surrogates", 500_000, recalled, "bad", "good__echo")
 
 
 @pytest.mark.parametrize(
@@ -115,29 +122,12 @@ async def test_a_remote_servers_lone_surrogate_escapes_are_read_as_u_fffd_inline
 ) -> None:
     # The SDK's parse refused the whole message: over streamable HTTP the call failed with a -32700 parse
     # error, and over legacy SSE the event was dropped and the call waited out its whole timeout.
-    log = tmp_path / "proxy.log"
     with fixture_over_http(transport, *opts) as url:
         config = write_config(
             tmp_path, {"web": {"url": url, "type": transport}}, {"downstream": {"call_timeout_s": 20}}
         )
-        with log.open("w") as errlog:
-            params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-                await s.initialize()
-                small = await _call(s, "cut_emoji")
-                assert not small.is_error and text_of(small) == "row \ufffd"
-                large = await _call(s, "cut_emoji", {"size": 400_000})  # parsed off the loop (> 256 KiB)
-                assert not large.is_error
-                found = re.search(r"trm_[0-9a-f]{16}", text_of(large))
-                assert found, text_of(large)[:300]
-                assert await recall_whole(s, found.group(0)) == fixture_server.lone_surrogate_text(400_000, "\ufffd")
-                assert text_of(await _call(s, "echo", {"text": "still serving"})) == "still serving"
-    warnings = [line for line in log.read_text().splitlines() if "lone UTF-16 surrogate" in line]
-    assert [re.sub(r".* WARNING ", "", line) for line in warnings] == [
-        f"offload_mcp.downstream.web: replaced {n} lone UTF-16 surrogate escape(s) in a message with U+FFFD"
-        " (a string cut inside a character?)"
-        for n in (1, 400_000 // 50 + 1)
-    ]
+        recalled = fixture_server.lone_surrogate_text(400_000, "\ufffd")  # parsed off the loop (> 256 KiB)
+        await _cut_emoji_read_as_u_fffd(config, tmp_path, "cut_emoji", 400_000, recalled, "web", "echo")
 
 
 async def test_deep_text_and_ten_thousand_blocks_lose_nothing(config: Path, tmp_path: Path) -> None:

@@ -86,8 +86,10 @@ async def test_query_windows_counts_and_positions(env):
     assert f"--- match at char {first:,} (line 1) ---" in body
     assert 'query="needle", offset=' in header
     resume = int(header.split("offset=")[1].rstrip(")]"))
+    shown = int(header.split("showing matches 1–")[1].split(" ")[0])
+    assert shown >= 10  # max_matches windows, and any further match that lies whole in the last of them
     err, text2 = await call(env, mem_id=trm, query="needle", offset=resume)
-    assert "showing matches 11–20" in text2
+    assert f"showing matches {shown + 1}–" in text2 and not err
 
 
 async def test_query_is_deterministic(env):
@@ -361,7 +363,9 @@ async def test_a_small_max_chars_centres_the_query_window_on_the_match(env):
 
 
 @pytest.mark.parametrize("max_chars", [1, 39, 40, 45, 46, 120, 200, 399, 650, 700, 1400, 8000])
-@pytest.mark.parametrize("query", ["line 17:", "line 0:", "line 4181: xxxxxx", "xxxxxxxxxxxxxxxx\nline 2", "line 1"])
+@pytest.mark.parametrize(
+    "query", ["line 17:", "line 0:", "line 4181: xxxxxx", "xxxxxxxxxxxxxxxx\nline 2", "line 1", "xx", "8"]
+)
 async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, query):
     env, shaper = env
     trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=MADE)]))
@@ -372,7 +376,11 @@ async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, q
         return
     header, data = split(text)
     assert len(data) <= max_chars
-    listed = [int(n.replace(",", "")) for n in header.split(" at chars ")[1].split(";")[0].split(", ")]
+    listing = header.split(" at chars ")[1].split(";")[0]
+    listed = [int(n.replace(",", "")) for n in listing.split(" and ")[0].split(", ")]
+    if " more inside the last window" in listing:  # counted past max_matches, not listed
+        extra = int(listing.split(" and ")[1].split(" ")[0].replace(",", ""))
+        listed += [m.start() for m in re.finditer(re.escape(query), MADE) if m.start() > listed[-1]][:extra]
     labels = [int(n.replace(",", "")) for n in PIECE.findall(data)]
     assert labels[0] == listed[0] and set(labels) <= set(listed), text
     pieces = PIECE.split(data)[2::2]
@@ -389,6 +397,9 @@ async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, q
         spans.append((lo, lo + len(piece) - 1))
     for p in listed:  # each match, whole and in place, under one label
         assert MADE[p : p + len(query)] == query and any(lo <= p and p + len(query) <= hi for lo, hi in spans)
+    # and each match shown whole is listed: `next` would show it a second time (it did, in a shrunk window)
+    every = [m.start() for m in re.finditer(re.escape(query), MADE)]
+    assert [p for p in every if any(lo <= p and p + len(query) <= hi for lo, hi in spans)] == listed, text
 
 
 async def test_a_query_copied_from_a_colour_logs_stub_names_the_lines_that_hold_it(env):

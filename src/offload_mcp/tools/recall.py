@@ -506,6 +506,13 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         spans.append((label, lo, hi))
         used += size
         shown.append(p)
+    # A match that lies whole in a piece shown for another (a window shrunk to fit max_chars, or the last
+    # window past max_matches) was shown too: the header lists it, and `next` resumes past it instead of
+    # showing it a second time.
+    while pos != -1 and pos + len(needle) <= spans[-1][2]:
+        positions.append(pos)
+        pos = haystack.find(needle, pos + max(len(needle), 1))
+    shown = [p for p in positions if p in shown or any(lo <= p and p + len(needle) <= hi for _, lo, hi in spans)]
     more = [p for p in positions if p not in shown]
     resume = more[0] if more else (pos if pos != -1 else None)
     if resume is None:
@@ -515,7 +522,9 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     else:  # a long query is not repeated: the caller has it
         nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
     before = haystack.count(needle, 0, offset) if offset else 0
-    listing = ", ".join(f"{p:,}" for p in shown)
+    listing = ", ".join(f"{p:,}" for p in shown[: settings.max_matches])
+    if len(shown) > settings.max_matches:  # a short query's matches in the last window: counted, not listed
+        listing += f" and {len(shown) - settings.max_matches:,} more inside the last window"
     header = (
         f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {_shown(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
         f"at chars {listing}; ±{window} chars each{cut}; {nxt}]"

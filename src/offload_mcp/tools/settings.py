@@ -16,4 +16,8 @@ class RecallSettings(BaseModel):
     )
     max_chars: int = Field(default=8_000, ge=256, description="Cap on the characters one recall answer returns.")
     window_chars: int = Field(default=300, ge=0, description="Characters shown either side of each query match.")
-    max_matches: int = Field(default=10, ge=1, description="Most query matches shown in one answer.")
+    max_matches: int = Field(
+        default=10,
+        ge=1,
+        description="Most query matches one answer looks for (further ones that lie whole in the last window are counted too).",
+    )

@@ -4,9 +4,10 @@ How it works: bodies are the whole CallToolResult JSON exactly as the downstream
 (canonical bytes, `records`), compressed (`codec`), keyed by `trm_` + 16 hex of the BLAKE3 hash of those
 bytes, so the same body always gets the same id, and a read checks what it decompressed against
 that id (damaged bytes are `LedgerCorrupt`, never a wrong result). Reducer cuts live in the stash,
-keyed by their `cg` hash and checked against it the same way. `commit()` writes bodies, stash entries and events in one transaction; the shaper shows
-a stub or marker only after it returns. Any failure raises `LedgerWriteError` naming the cause,
-and the shaper passes the result through unmodified.
+keyed by their `cg` hash and checked against it the same way. `commit()` writes bodies, stash
+entries and events in one transaction; the shaper shows a stub or marker only after it returns.
+Any failure raises `LedgerWriteError` naming the cause, and the shaper passes the result through
+unmodified.
 
 This class holds what every backend shares: encoding, the queue of deferred events and its
 flush thread, the session-scope checks, recency and retention (`retention`). The backend

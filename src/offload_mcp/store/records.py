@@ -10,8 +10,8 @@ stored again under its new id is one more row until retention removes the old.
 
 The id is also the body's checksum: a read hashes what it decompressed and compares (`is_body_of`,
 either hash), so damaged bytes that still decompress (zstd frames carry no checksum here) are refused
-as corrupt instead of handed to the model as the result. That costs the read 0.2 ms per MB, and no
-write anything.
+as corrupt instead of handed to the model as the result. That costs a read 0.2 ms per MB and a write
+nothing.
 
 A body is hashed and compressed on the shaper's own thread. Both release the GIL, and a previous
 design handed them to worker threads to overlap the stub's Python, but on 2 vCPUs that did not pay:

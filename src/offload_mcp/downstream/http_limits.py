@@ -30,8 +30,8 @@ the SDK's parse refuses the whole message: a streamable HTTP call failed with a 
 and a legacy SSE call waited out its whole timeout (the SDK logs the event and drops it). Each
 message up to PARSE_OFF_LOOP_BYTES is searched for such an escape on its way to the SDK (one regex
 search: ~0.08 ms for 256 KiB of JSON); a larger one only when the worker's parse fails. Each lone
-one is written `\\ufffd`, as stdio reads it (parse.py), with one warning per message in that
-server's log.
+one is written `\\ufffd`, as stdio reads it (parse.py), with one warning in that server's log per
+message (per batch, for small SSE events that arrive together).
 """
 
 from __future__ import annotations

@@ -136,6 +136,11 @@ def test_demo_refuses_a_ledger_it_cannot_create_before_the_session(tmp_path, rea
     assert (
         directory.returncode == 2 and f"{tmp_path} is a directory; a ledger file path is expected" in directory.stderr
     )
+    (tmp_path / "url").mkdir()
+    url, _, url_tmp = run_demo(tmp_path / "url", "--ledger", "postgresql://offload:s3cret@db/offload")
+    assert url.returncode == 2 and "Traceback" not in url.stderr and "s3cret" not in url.stderr
+    assert "--ledger postgresql://offload:***@db/offload: the demo keeps its ledger in a local file" in url.stderr
+    assert list(url_tmp.iterdir()) == [] and not (tmp_path / "url" / "postgresql:").exists()
     # A model without a price: the gate would never fire and the demo would show nothing offloaded (replay refuses it too).
     (tmp_path / "unpriced").mkdir()
     unpriced, _, _ = run_demo(tmp_path / "unpriced", "--model", "gpt-9")

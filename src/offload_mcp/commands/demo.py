@@ -77,10 +77,18 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="offload-mcp-demo-"))
     try:
-        ledger_path = Path(args.ledger).expanduser().resolve() if args.ledger else workdir / "ledger.db"
+        ledger_path = workdir / "ledger.db"
         if args.ledger:
-            from ..store.location import file_problem
+            from ..store.location import file_problem, is_url, redact
 
+            if is_url(args.ledger):  # else it became a path `postgresql:/...` whose folder "does not exist"
+                print(
+                    f"offload-mcp demo: --ledger {redact(args.ledger)}: the demo keeps its ledger in a local file; "
+                    "pass a file path",
+                    file=sys.stderr,
+                )
+                return 2
+            ledger_path = Path(args.ledger).expanduser().resolve()
             # Else the proxy would find out only when serving, and the whole session would pass through unshaped.
             problem = file_problem(ledger_path, writable=True)
             if problem is not None:

@@ -79,21 +79,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         ledger_path = workdir / "ledger.db"
         if args.ledger:
-            from ..store.location import file_problem, is_url, redact
+            from ..store.location import local_file_problem
 
-            if is_url(args.ledger):  # else it became a path `postgresql:/...` whose folder "does not exist"
-                print(
-                    f"offload-mcp demo: --ledger {redact(args.ledger)}: the demo keeps its ledger in a local file; "
-                    "pass a file path",
-                    file=sys.stderr,
-                )
+            # Else the proxy would find out only when serving, and the whole session would pass through unshaped.
+            problem = local_file_problem(args.ledger, "the demo")
+            if problem is not None:
+                print(f"offload-mcp demo: {problem}", file=sys.stderr)
                 return 2
             ledger_path = Path(args.ledger).expanduser().resolve()
-            # Else the proxy would find out only when serving, and the whole session would pass through unshaped.
-            problem = file_problem(ledger_path, writable=True)
-            if problem is not None:
-                print(f"offload-mcp demo: --ledger: {problem}; pick another path", file=sys.stderr)
-                return 2
             if ledger_path.exists():
                 print(f"offload-mcp demo: {ledger_path} exists; pass a new path with --ledger", file=sys.stderr)
                 return 2

@@ -113,16 +113,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_ledger(value: str) -> None:
     """Refuse a --ledger that cannot work before the replay, not after it has run for minutes."""
-    from pathlib import Path
+    from ..store.location import local_file_problem
 
-    from ..store.location import file_problem, is_url, redact
-
-    if is_url(value):
-        # replay opens its ledger as a local file: a URL would become a folder named `postgresql:`.
-        raise ConfigError(f"--ledger {redact(value)}: replay keeps its ledger in a local file; pass a file path")
-    problem = file_problem(Path(value).expanduser(), writable=True)
+    problem = local_file_problem(value, "replay")
     if problem is not None:
-        raise ConfigError(f"--ledger: {problem}")
+        raise ConfigError(problem)
 
 
 def _with_progress(records: list[Any], settings: Any, args: argparse.Namespace, models: tuple[str, ...]) -> Any:

@@ -103,6 +103,15 @@ def file_problem(path: Path, *, writable: bool) -> str | None:
     return None
 
 
+def local_file_problem(value: str, command: str) -> str | None:
+    """Why `--ledger value` cannot be the local file a one-off `command` (replay, the demo) keeps its ledger
+    in: a URL (it would become a folder named `postgresql:`), or `file_problem`'s answer; None when it can."""
+    if is_url(value):
+        return f"--ledger {redact(value)}: {command} keeps its ledger in a local file; pass a file path"
+    problem = file_problem(Path(value).expanduser(), writable=True)
+    return None if problem is None else f"--ledger: {problem}"
+
+
 def _why_not_writable(where: Path) -> str:
     try:
         read_only = bool(os.statvfs(where).f_flag & os.ST_RDONLY)

@@ -68,11 +68,9 @@ def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batc
     source_path = Path(source).expanduser()
     if not source_path.is_file():
         raise MigrationRefused(f"--from {source}: no such ledger file")
-    if str(target) == str(source) or (
-        not is_url(str(target)) and Path(target).expanduser().resolve() == source_path.resolve()
-    ):
-        raise MigrationRefused("--from and --to name the same ledger")
     target_path = None if is_url(str(target)) else Path(target).expanduser()
+    if str(target) == str(source) or (target_path is not None and target_path.resolve() == source_path.resolve()):
+        raise MigrationRefused("--from and --to name the same ledger")
     problem = url_problem(str(target)) if target_path is None else file_problem(target_path, writable=True)
     if problem is not None:
         raise MigrationRefused(f"--to: {problem}")

@@ -10,7 +10,8 @@ unless it has a capital) returns ±window_chars around each match with the
 match count and positions (overlapping windows merge under the first
 match's label; a window over max_chars shrinks evenly around its match, and
 the header says so and names the call for the whole window; none in the
-text but some in structuredContent: it names the json_path call that reads them); `offset`/`max_chars` a character range; `lines`
+text but some in structuredContent: it names the json_path call that reads
+them); `offset`/`max_chars` a character range; `lines`
 ("120-180", "120", "120-") a line range; `json_path` (JSONPath via
 jsonpath-ng) the matching values. No style: the start of the body. Every
 answer begins with one header line stating the id, what is shown, the total

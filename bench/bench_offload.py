@@ -1,6 +1,6 @@
 """Time for a client to get a large result directly vs the stub through the proxy, side by side in one run.
 
-    python bench/bench_offload.py                 # 1 MB and 10 MB, 5 repeats
+    python bench/bench_offload.py                 # 1 MB and 10 MB, as many calls as fit 3 s each
     python bench/bench_offload.py --sizes 1 4      # the issue-12 target sizes
     python bench/bench_offload.py --sizes 1 4 10 --repeat 9
     python bench/bench_offload.py --sizes 1 4 --baseline /work/main/.venv/bin/offload-mcp   # before/after
@@ -25,7 +25,13 @@ outputSchema, so the client validates it), and the test fixture server's
 `json_records` is a JSON API server's result: N records as 2-space indented JSON text plus the same
 value as structuredContent, no outputSchema (the structured channel priced, and dropped as a duplicate
 when the text is cut).
-The three paths take turns call by call, so the machine's load weighs on each alike.
+The three paths take turns call by call, so the machine's load weighs on each alike. How many turns:
+`--repeat`, or by default as many as fit `--seconds` (3 s) per server and size, from 5 to 60: a 1 MB
+call takes ~15 ms, and one call's time strays +-15% from the next on these shared 2-core machines,
+so a 1 MB size gets ~45 turns and a 10 MB one the 5 its seconds allow. Runs still differ, as the
+machine does: the default config's 1 MB make_text ratio read 0.91-1.07 over six runs of 5 turns and
+0.87-1.02 over seven of 40-55. Beside each ratio, the middle half (quartiles) of the per-turn ratios,
+each turn's path against its own direct call: how far one turn strays from the median.
 With `--baseline OFFLOAD_MCP` a fourth path, `baseline`, runs the default configuration through
 another installed offload-mcp (e.g. main's), taking turns with the others: a change measured before
 and after in one run, under the same load. Reports the median per path and the ratio to direct. Target: ratio <= 1.0
@@ -93,25 +99,57 @@ async def open_session(stack: AsyncExitStack, command: str, args: list[str]) -> 
     return session
 
 
-async def timed(sessions: dict[str, Any], tool: str, args: dict[str, Any], repeat: int) -> dict[str, tuple[float, int]]:
-    """Median time and chars received per path. The paths take turns call by call (the order rotating),
-    so a change in the machine's load while a size runs weighs on every path alike, not on one block."""
-    for session in sessions.values():
-        await session.call_tool(tool, args)  # warm-up (and, through the proxy, the first ledger write)
+MIN_CALLS, MAX_CALLS = 5, 60
+
+
+def calls_for(seconds: float, call_seconds: float, paths: int) -> int:
+    """Turns that fit `seconds` when each path's call takes about `call_seconds`, from MIN_CALLS to MAX_CALLS."""
+    return max(MIN_CALLS, min(MAX_CALLS, int(seconds / max(call_seconds * paths, 1e-6))))
+
+
+class Timing:
+    """One path's calls at one size: median time, chars received, and per-turn ratios to the direct call."""
+
+    def __init__(self, times: list[float], chars: int, direct: list[float]) -> None:
+        self.median = statistics.median(times)
+        self.chars = chars
+        self.calls = len(times)
+        paired = [t / d for t, d in zip(times, direct, strict=True)]
+        self.paired_quartiles = statistics.quantiles(paired, n=4)[::2] if len(paired) > 1 else paired * 2
+
+    def ratio(self, direct: Timing) -> str:
+        low, high = self.paired_quartiles
+        return f"{self.median / direct.median:5.2f}x [{low:.2f}-{high:.2f}]"
+
+
+async def timed(
+    sessions: dict[str, Any], tool: str, args: dict[str, Any], repeat: int | None, seconds: float
+) -> dict[str, Timing]:
+    """Each path's Timing. The paths take turns call by call (the order rotating), so a change in the
+    machine's load while a size runs weighs on every path alike, not on one block. Two warm-up calls
+    each (the first one through the proxy also opens the ledger); without `repeat`, the direct path's
+    second warm-up call sets how many turns fit `seconds`."""
     names = list(sessions)
+    warm: dict[str, float] = {}
+    for name, session in sessions.items():
+        for _ in range(2):
+            started = time.perf_counter()
+            await session.call_tool(tool, args)
+            warm[name] = time.perf_counter() - started
+    turns = repeat or calls_for(seconds, warm["direct"], len(names))
     times: dict[str, list[float]] = {name: [] for name in names}
     sizes: dict[str, int] = {}
-    for i in range(repeat):
+    for i in range(turns):
         for name in names[i % len(names) :] + names[: i % len(names)]:
             started = time.perf_counter()
             result = await sessions[name].call_tool(tool, args)
             times[name].append(time.perf_counter() - started)
             assert not result.is_error, result
             sizes[name] = sum(len(getattr(b, "text", "")) for b in result.content)
-    return {name: (statistics.median(times[name]), sizes[name]) for name in names}
+    return {name: Timing(times[name], sizes[name], times["direct"]) for name in names}
 
 
-async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -> None:
+async def run(sizes_mb: list[float], repeat: int | None, seconds: float, baseline: str | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-offload-"))
     data = tmp / "data"
     data.mkdir()
@@ -138,8 +176,7 @@ async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -
     for mb in sizes_mb:
         (data / f"{mb}.txt").write_text(log_text(int(mb * 1_000_000)))
 
-    rows = []
-    base_rows: dict[tuple[str, float], float] = {}
+    rows: list[tuple[str, float, dict[str, Timing]]] = []
     for label, (command, args, tool, make_args) in servers.items():
         configs = {}
         for mode, offload in (("offload", {"reducers": {"pipeline": []}}), ("default", {})):
@@ -159,28 +196,37 @@ async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -
                     stack, baseline, ["serve", "-c", str(configs["default"]), "--ledger", str(tmp / "baseline.db")]
                 )
             for mb in sizes_mb:
-                got = await timed({"direct": direct, **proxies}, tool, make_args(mb), repeat)
-                rows.append((label, mb, *got["direct"], *got["offload"], *got["default"]))
-                if baseline:
-                    base_rows[(label, mb)] = got["baseline"][0]
+                rows.append(
+                    (label, mb, await timed({"direct": direct, **proxies}, tool, make_args(mb), repeat, seconds))
+                )
 
-    print(f"median of {repeat} calls each; client = Python SDK ClientSession over stdio\n")
+    turns = f"{repeat} calls" if repeat else f"as many calls as fit {seconds:g} s, {MIN_CALLS}-{MAX_CALLS}"
+    print(f"median per path of {turns} (the paths taking turns); client = Python SDK ClientSession over stdio")
+    print("ratio: median / direct median, [the per-turn ratios' quartiles]\n")
     print(
-        f"{'server/tool':28} {'size':>6} {'direct':>9} {'proxy stub':>11} {'ratio':>6} {'proxy default':>14} {'ratio':>6}  chars received (direct / stub / default)"
+        f"{'server/tool':28} {'size':>6} {'calls':>5} {'direct':>9} {'proxy stub':>11} {'ratio':>18} "
+        f"{'proxy default':>14} {'ratio':>18}  chars received (direct / stub / default)"
     )
-    for label, mb, d, ds, o, os_, f, fs in rows:
+    for label, mb, got in rows:
+        d, o, f = got["direct"], got["offload"], got["default"]
         print(
-            f"{label:28} {mb:5g}M {d * 1e3:7.1f}ms {o * 1e3:9.1f}ms {o / d:5.2f}x {f * 1e3:12.1f}ms {f / d:5.2f}x  {ds:,} / {os_:,} / {fs:,}"
+            f"{label:28} {mb:5g}M {d.calls:5} {d.median * 1e3:7.1f}ms {o.median * 1e3:9.1f}ms {o.ratio(d):>18} "
+            f"{f.median * 1e3:12.1f}ms {f.ratio(d):>18}  {d.chars:,} / {o.chars:,} / {f.chars:,}"
         )
     if baseline:
         print(f"\nbaseline: the default configuration through {baseline}, in turn with the paths above")
         print(
-            f"{'server/tool':28} {'size':>6} {'baseline':>9} {'ratio':>6} {'default':>9} {'ratio':>6}  default/baseline"
+            f"{'server/tool':28} {'size':>6} {'baseline':>9} {'ratio':>18} {'default':>9} {'ratio':>18}  default/baseline"
         )
-        for label, mb, d, _, _, _, f, _ in rows:
-            b = base_rows[(label, mb)]
-            print(f"{label:28} {mb:5g}M {b * 1e3:7.1f}ms {b / d:5.2f}x {f * 1e3:7.1f}ms {f / d:5.2f}x  {f / b:5.2f}")
-    ratios = [max(o, f) / d for _, mb, d, _, o, _, f, _ in rows if mb >= 1]
+        for label, mb, got in rows:
+            d, b, f = got["direct"], got["baseline"], got["default"]
+            print(
+                f"{label:28} {mb:5g}M {b.median * 1e3:7.1f}ms {b.ratio(d):>18} {f.median * 1e3:7.1f}ms "
+                f"{f.ratio(d):>18}  {f.median / b.median:5.2f}"
+            )
+    ratios = [
+        max(got["offload"].median, got["default"].median) / got["direct"].median for _, mb, got in rows if mb >= 1
+    ]
     if not ratios:
         print("\ntarget applies at >= 1 MB: no such size was run")
         return
@@ -194,14 +240,21 @@ async def run(sizes_mb: list[float], repeat: int, baseline: str | None = None) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=float, nargs="+", default=[1, 10], help="result sizes in MB (10^6 chars)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed calls per path and size")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        help=f"timed calls per path and size (default: as many as fit --seconds, {MIN_CALLS}-{MAX_CALLS})",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="time for the calls of one server and size, all paths (default 3)"
+    )
     parser.add_argument(
         "--baseline",
         metavar="OFFLOAD_MCP",
         help="another offload-mcp executable (e.g. main's) run with the default config as a fourth path",
     )
     args = parser.parse_args()
-    anyio.run(run, args.sizes, args.repeat, args.baseline)
+    anyio.run(run, args.sizes, args.repeat, args.seconds, args.baseline)
 
 
 if __name__ == "__main__":

@@ -172,3 +172,31 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     data = json.loads(done.stdout)
     assert data["ledger"].startswith("postgresql://") and data["totals"]["results"] == 1
     assert list(tmp_path.iterdir()) == []  # nothing local was created
+
+
+def test_one_off_commands_name_an_unreachable_server_once_and_at_once(tmp_path: Path) -> None:
+    """Before: `stats` waited out busy_timeout_s with a psycopg.pool warning per retry, then a serving
+    proxy's "results pass through unmodified until it answers", then its error; `ledger migrate`
+    echoed the target URL's password in its message."""
+    import subprocess
+
+    url = f"postgresql://nobody:pw@127.0.0.1:{free_port()}/nowhere"
+    source = tmp_path / "source.db"
+    Ledger.open(LedgerSettings(), source).close()
+    runs = {
+        "stats": ["stats", "--ledger", url],
+        "migrate": ["ledger", "migrate", "--from", str(source), "--to", url],
+    }
+    for name, args in runs.items():
+        started = time.monotonic()
+        done = subprocess.run(
+            [OFFLOAD_MCP, *args], capture_output=True, text=True, timeout=60, env=proxy_env(), cwd=tmp_path
+        )
+        assert done.returncode == (2 if name == "stats" else 1), (name, done.stderr)
+        assert done.stdout == ""
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, (name, done.stderr)  # one line: no pool retries, no serve-time warning
+        assert "PostgreSQL is unreachable (connection failed:" in lines[0] and "Connection refused" in lines[0]
+        assert "nobody:***@" in lines[0] and "pw@" not in lines[0], lines[0]
+        assert time.monotonic() - started < 15
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source.db"]  # nothing local was created

@@ -166,7 +166,7 @@ async def inspect(config: Config, ledger_path: str | os.PathLike[str] | None = N
         # The ledger only as call history for hot-tool learning, as `serve` reads it; none is fine.
         history: Ledger | None = None
         try:
-            history = Ledger.open(settings.ledger, ledger_path)
+            history = Ledger.open(settings.ledger, ledger_path, connect_now=True)
         except LedgerUnavailable as err:
             log.warning("%s; the hot set is not learned from history", err)
         try:

@@ -91,9 +91,10 @@ def run(args: argparse.Namespace) -> int:
         )
     try:
         # Default LedgerSettings: stats only reads; it never applies retention.
-        ledger = Ledger.open(LedgerSettings(), path)
+        ledger = Ledger.open(LedgerSettings(), path, connect_now=True)
     except LedgerError as err:
-        raise ConfigError(f"{err}; pass another file with --ledger PATH") from None
+        another = "file with --ledger PATH" if isinstance(path, Path) else "ledger with --ledger"
+        raise ConfigError(f"{err}; pass another {another}") from None
     try:
         report = report_from_ledger(ledger, settings.policy, since=since, model=args.model)
     except DecisionRecordError as err:

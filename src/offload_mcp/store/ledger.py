@@ -71,13 +71,16 @@ class Ledger:
         path: str | os.PathLike[str] | None = None,
         *,
         read_only: bool = False,
+        connect_now: bool = False,
     ) -> Ledger:
         """Open (creating if needed) the ledger at the first of `path` (a file or a `postgresql://`
         URL), OFFLOAD_MCP_LEDGER, `settings.url`, `settings.path`, the XDG default.
 
         A SQLite file that exists but cannot be written opens read-only (recall still works, every
         commit fails with the cause); `read_only=True` asks for that. Raises LedgerUnavailable when
-        the ledger cannot be opened at all.
+        the ledger cannot be opened at all. A PostgreSQL ledger connects in the background (a
+        proxy's start never waits on it) unless `connect_now`, for one-off commands: an unreachable
+        server is then this LedgerUnavailable, at once and with its reason.
         """
         settings = settings or LedgerSettings()
         target = resolve(settings, path)
@@ -87,7 +90,7 @@ class Ledger:
                 raise LedgerUnavailable(f"ledger {target.display}: read-only opening is for SQLite files")
             from .postgres import PostgresBackend
 
-            backend = PostgresBackend.open(target.url, settings)
+            backend = PostgresBackend.open(target.url, settings, connect_now=connect_now)
         else:
             assert target.path is not None
             backend = SqliteBackend.open(target.path, settings, read_only=read_only)

@@ -107,9 +107,10 @@ def migrate(source: str | Path, target: str | Path, *, merge: bool = False, batc
 
 def _open_target(target: str | Path) -> Ledger:
     try:
-        return Ledger.open(LedgerSettings(), path=target)
+        return Ledger.open(LedgerSettings(), path=target, connect_now=True)
     except LedgerUnavailable as err:
-        raise MigrationError(f"--to {target}: {err}") from err
+        # err names the ledger, a URL with its password redacted: "--to {target}" put the password back
+        raise MigrationError(f"--to: {err}") from err
 
 
 def _copy(src: Ledger, dst: Ledger, *, batch: int) -> MigrationReport:

@@ -75,13 +75,37 @@ class PostgresBackend(SqlReads):
             raise LedgerUnavailable(f"ledger {self.location}: {err}") from None
 
     @classmethod
-    def open(cls, url: str, settings: LedgerSettings) -> PostgresBackend:
+    def open(cls, url: str, settings: LedgerSettings, *, connect_now: bool = False) -> PostgresBackend:
         """Open the pool and start migrating the schema in the background: the proxy's start-up
         never waits on the database. Every operation waits for the schema (or checks it again if
-        the server was unreachable), so nothing is written before the tables are right."""
+        the server was unreachable), so nothing is written before the tables are right.
+
+        `connect_now`, for a one-off command (stats, ledger migrate): one connection first, then the
+        schema, before returning. A server that does not answer is then one LedgerUnavailable naming
+        libpq's reason, where the pool would log a warning per retry until `busy_timeout_s` and end
+        with a serving proxy's "results pass through unmodified until it answers"."""
+        if connect_now and psycopg is not None:
+            cls._connect_once(url, settings)
         backend = cls(url, settings)
-        threading.Thread(target=backend._warm_up, name="ledger-schema", daemon=True).start()
+        if not connect_now:
+            threading.Thread(target=backend._warm_up, name="ledger-schema", daemon=True).start()
+            return backend
+        try:
+            backend._ensure_schema()
+        except BaseException:
+            backend.close()
+            raise
         return backend
+
+    @staticmethod
+    def _connect_once(url: str, settings: LedgerSettings) -> None:
+        timeout = max(1, round(max(settings.busy_timeout_s, 0.5)))
+        try:
+            psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
+        except psycopg.Error as err:
+            # libpq names the host and the user, never the password; the first line is the reason
+            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise LedgerUnavailable(f"ledger {redact(url)}: PostgreSQL is unreachable ({reason})") from None
 
     def _warm_up(self) -> None:
         try:

@@ -54,12 +54,29 @@ def test_a_url_is_never_a_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "secret" not in redact(url)
 
 
-async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_passes_through(tmp_path: Path) -> None:
+# libpq quotes the piece of a URL it cannot read: here the password. Before, serve's log repeated it
+# at every pool reconnect ('invalid percent-encoded token: "p%zzw0rd"').
+BAD_PASSWORD_URLS = (
+    "postgresql://nobody:p%zzw0rd@127.0.0.1:{port}/nowhere",
+    "postgresql://nobody:p w0rd@127.0.0.1:{port}/nowhere",
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("postgresql://nobody:pw@127.0.0.1:{port}/nowhere", "PostgreSQL is unreachable"),
+        *((url, "not a URL libpq reads") for url in BAD_PASSWORD_URLS),
+    ],
+)
+async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_passes_through(
+    tmp_path: Path, url: str, named: str
+) -> None:
     """Before: `serve --ledger postgresql://...` quietly wrote SQLite into a folder named `postgresql:`."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    url = f"postgresql://nobody:pw@127.0.0.1:{free_port()}/nowhere"
+    url = url.format(port=free_port())
     config = write_config(tmp_path, {"fx": fixture_entry()}, {"ledger": {"busy_timeout_s": 0.5}})
     cwd = tmp_path / "cwd"
     cwd.mkdir()
@@ -77,7 +94,8 @@ async def test_serve_with_an_unreachable_postgresql_url_creates_no_folder_and_pa
             assert text_of(result) == make_text(200_000)  # untouched: never a stub without a stored body
     assert list(cwd.iterdir()) == [] and not (tmp_path / "xdg").exists()  # no `postgresql:` folder, no local ledger
     text = log.read_text()
-    assert "PostgreSQL is unreachable" in text and "pw@" not in text  # named, password redacted
+    password = url.split(":")[2].split("@")[0]
+    assert named in text and password not in text and "w0rd" not in text, text  # named, password redacted
 
 
 async def test_the_real_proxy_offloads_into_postgresql_and_another_process_reads_it(pg_url: str) -> None:
@@ -180,7 +198,8 @@ def test_one_off_commands_name_an_unreachable_server_once_and_at_once(tmp_path: 
     echoed the target URL's password in its message."""
     import subprocess
 
-    url = f"postgresql://nobody:pw@127.0.0.1:{free_port()}/nowhere"
+    port = free_port()
+    url = f"postgresql://nobody:pw@127.0.0.1:{port}/nowhere"
     source = tmp_path / "source.db"
     Ledger.open(LedgerSettings(), source).close()
     runs = {
@@ -200,3 +219,23 @@ def test_one_off_commands_name_an_unreachable_server_once_and_at_once(tmp_path: 
         assert "nobody:***@" in lines[0] and "pw@" not in lines[0], lines[0]
         assert time.monotonic() - started < 15
     assert sorted(p.name for p in tmp_path.iterdir()) == ["source.db"]  # nothing local was created
+
+    for bad in BAD_PASSWORD_URLS:
+        done = subprocess.run(
+            [OFFLOAD_MCP, "stats", "--ledger", bad.format(port=port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=proxy_env(),
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2 and "not a URL libpq reads" in done.stderr, done.stderr
+        assert "w0rd" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+@pytest.mark.parametrize("connect_now", [False, True])
+def test_a_url_libpq_cannot_read_is_refused_before_any_connection_without_its_password(connect_now: bool) -> None:
+    for bad in BAD_PASSWORD_URLS:
+        with pytest.raises(LedgerUnavailable, match="not a URL libpq reads") as caught:
+            Ledger.open(LedgerSettings(), bad.format(port=free_port()), connect_now=connect_now)
+        assert "w0rd" not in str(caught.value) and "nobody:***@" in str(caught.value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .errors import LedgerUnavailable
 from .settings import URL_PATTERN, LedgerSettings
@@ -128,3 +128,13 @@ def redact(url: str) -> str:
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` (a driver's error) with the URL's password, as written or percent-decoded, put as `***`:
+    libpq quotes the piece of a URL it cannot read, e.g. `invalid percent-encoded token: "p%zzw"`."""
+    password = urlsplit(url).password
+    for secret in sorted({password or "", unquote(password or "")}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text

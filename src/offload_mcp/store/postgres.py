@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
-from .location import redact
+from .location import redact, scrub
 from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import migrate_postgres
 from .settings import LedgerSettings
@@ -32,6 +32,7 @@ from .settings import LedgerSettings
 try:  # optional extra: `pip install "offload-mcp[postgres]"`
     import psycopg
     import psycopg.errors
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg_pool import ConnectionPool
 except ImportError:  # pragma: no cover - exercised only without the extra
     psycopg = None  # type: ignore[assignment]
@@ -47,15 +48,24 @@ class PostgresBackend(SqlReads):
 
     path: Path | None = None
 
-    def __init__(self, url: str, settings: LedgerSettings) -> None:
+    def __init__(self, url: str, settings: LedgerSettings, *, connect_now: bool = False) -> None:
         if psycopg is None or ConnectionPool is None:
             raise LedgerUnavailable(
                 f'ledger {redact(url)}: PostgreSQL support is not installed; run `pip install "offload-mcp[postgres]"`'
             )
         self.location = redact(url)
+        try:
+            conninfo_to_dict(url)
+        except psycopg.Error as err:
+            # Refused before any pool: libpq quotes what it cannot read, and the pool would log that
+            # (the password, when that is the bad piece) at every reconnect.
+            raise LedgerUnavailable(f"ledger {self.location}: not a URL libpq reads ({_reason(err, url)})") from None
+        self._wait = max(settings.busy_timeout_s, 0.5)
+        if connect_now:
+            self._connect_once(url, max(1, round(self._wait)))
+        self._url = url
         self.settings = settings
         self.writable = True
-        self._wait = max(settings.busy_timeout_s, 0.5)
         self._schema_lock = threading.Lock()
         self._schema_ready = False
         self._pool = ConnectionPool(
@@ -72,7 +82,7 @@ class PostgresBackend(SqlReads):
         try:
             self._pool.open(wait=False)
         except psycopg.Error as err:
-            raise LedgerUnavailable(f"ledger {self.location}: {err}") from None
+            raise LedgerUnavailable(f"ledger {self.location}: {_reason(err, url)}") from None
 
     @classmethod
     def open(cls, url: str, settings: LedgerSettings, *, connect_now: bool = False) -> PostgresBackend:
@@ -84,9 +94,7 @@ class PostgresBackend(SqlReads):
         schema, before returning. A server that does not answer is then one LedgerUnavailable naming
         libpq's reason, where the pool would log a warning per retry until `busy_timeout_s` and end
         with a serving proxy's "results pass through unmodified until it answers"."""
-        if connect_now and psycopg is not None:
-            cls._connect_once(url, settings)
-        backend = cls(url, settings)
+        backend = cls(url, settings, connect_now=connect_now)
         if not connect_now:
             threading.Thread(target=backend._warm_up, name="ledger-schema", daemon=True).start()
             return backend
@@ -98,14 +106,11 @@ class PostgresBackend(SqlReads):
         return backend
 
     @staticmethod
-    def _connect_once(url: str, settings: LedgerSettings) -> None:
-        timeout = max(1, round(max(settings.busy_timeout_s, 0.5)))
+    def _connect_once(url: str, timeout: int) -> None:
         try:
             psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
         except psycopg.Error as err:
-            # libpq names the host and the user, never the password; the first line is the reason
-            reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise LedgerUnavailable(f"ledger {redact(url)}: PostgreSQL is unreachable ({reason})") from None
+            raise LedgerUnavailable(f"ledger {redact(url)}: PostgreSQL is unreachable ({_reason(err, url)})") from None
 
     def _warm_up(self) -> None:
         try:
@@ -239,7 +244,7 @@ class PostgresBackend(SqlReads):
         return _Checkout(self, LedgerWriteError, transaction=True)
 
     def describe(self, err: BaseException) -> str:
-        text = " ".join(str(err).split()) or type(err).__name__
+        text = scrub(" ".join(str(err).split()), self._url) or type(err).__name__
         if isinstance(err, psycopg.errors.LockNotAvailable):
             hint = f"locked by another writer for longer than busy_timeout_s={self.settings.busy_timeout_s:g}"
         elif isinstance(err, psycopg.errors.DiskFull):
@@ -251,6 +256,11 @@ class PostgresBackend(SqlReads):
         else:
             hint = "write failed"
         return f"ledger {self.location}: {hint} ({text})"
+
+
+def _reason(err: BaseException, url: str) -> str:
+    """A driver error's first line (libpq adds a hint on the next), without the URL's password."""
+    return scrub((str(err).strip().splitlines() or [type(err).__name__])[0], url)
 
 
 class _Checkout:

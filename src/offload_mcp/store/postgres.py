@@ -90,7 +90,7 @@ class PostgresBackend(SqlReads):
         never waits on the database. Every operation waits for the schema (or checks it again if
         the server was unreachable), so nothing is written before the tables are right.
 
-        `connect_now`, for a one-off command (stats, ledger migrate): one connection first, then the
+        `connect_now`, for a one-off command (stats, ledger migrate, catalog): one connection first, then the
         schema, before returning. A server that does not answer is then one LedgerUnavailable naming
         libpq's reason, where the pool would log a warning per retry until `busy_timeout_s` and end
         with a serving proxy's "results pass through unmodified until it answers"."""

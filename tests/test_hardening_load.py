@@ -330,12 +330,15 @@ async def test_jsonpath_worker_bounds_end_it_with_clear_errors(monkeypatch: pyte
     """The worker's own bounds (memory cap, match count), in-process: each ends the query with what to do."""
     from offload_mcp.tools import jsonpath_worker
 
+    # Time limits well past what each query takes alone (2.4 s, 0.15 s): neither bound here is the time
+    # limit, and a CI run of four workers on two cores once took over 10 s for a 300,000-match query.
     doc = json.dumps({"a": list(range(300_000))}).encode()
     monkeypatch.setattr(jsonpath_worker, "MEMORY_BYTES", 96 * 1024 * 1024)
     with pytest.raises(jsonpath_worker.JsonPathFailed, match="needed more than 96 MiB; narrow it"):
-        await jsonpath_worker.evaluate("$..*", doc, time_limit_s=10)
+        await jsonpath_worker.evaluate("$..*", doc, time_limit_s=60)
     monkeypatch.setattr(jsonpath_worker, "MEMORY_BYTES", 768 * 1024 * 1024)
     monkeypatch.setattr(jsonpath_worker, "MAX_MATCHES", 10)
+    small = json.dumps({"a": list(range(1_000))}).encode()  # 11 matches are enough to pass the bound of 10
     with pytest.raises(jsonpath_worker.JsonPathFailed, match="matched more than 10 values; narrow it"):
-        await jsonpath_worker.evaluate("$.a[*]", doc, time_limit_s=10)
-    assert await jsonpath_worker.evaluate("$.a[2]", doc, time_limit_s=10) == (1, "2")
+        await jsonpath_worker.evaluate("$.a[*]", small, time_limit_s=60)
+    assert await jsonpath_worker.evaluate("$.a[2]", doc, time_limit_s=60) == (1, "2")

@@ -60,10 +60,11 @@ class PostgresBackend(SqlReads):
             # Refused before any pool: libpq quotes what it cannot read, and the pool would log that
             # (the password, when that is the bad piece) at every reconnect.
             raise LedgerUnavailable(f"ledger {self.location}: not a URL libpq reads ({_reason(err, url)})") from None
-        self._wait = max(settings.busy_timeout_s, 0.5)
-        if connect_now:
-            self._connect_once(url, max(1, round(self._wait)))
         self._url = url
+        self._wait = max(settings.busy_timeout_s, 0.5)
+        connect_timeout = max(1, round(self._wait))  # libpq takes whole seconds
+        if connect_now:
+            self._connect_once(connect_timeout)
         self.settings = settings
         self.writable = True
         self._schema_lock = threading.Lock()
@@ -72,7 +73,7 @@ class PostgresBackend(SqlReads):
             url,
             min_size=1,
             max_size=settings.pool_size,
-            kwargs={"autocommit": True, "connect_timeout": max(1, round(self._wait))},
+            kwargs={"autocommit": True, "connect_timeout": connect_timeout},
             check=ConnectionPool.check_connection,
             timeout=self._wait,
             reconnect_timeout=5.0,  # then start over on the next request: recovery does not wait out a long backoff
@@ -105,12 +106,13 @@ class PostgresBackend(SqlReads):
             raise
         return backend
 
-    @staticmethod
-    def _connect_once(url: str, timeout: int) -> None:
+    def _connect_once(self, timeout: int) -> None:
         try:
-            psycopg.connect(url, connect_timeout=timeout, autocommit=True).close()
+            psycopg.connect(self._url, connect_timeout=timeout, autocommit=True).close()
         except psycopg.Error as err:
-            raise LedgerUnavailable(f"ledger {redact(url)}: PostgreSQL is unreachable ({_reason(err, url)})") from None
+            raise LedgerUnavailable(
+                f"ledger {self.location}: PostgreSQL is unreachable ({_reason(err, self._url)})"
+            ) from None
 
     def _warm_up(self) -> None:
         try:

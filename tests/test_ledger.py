@@ -29,6 +29,7 @@ from offload_mcp.store import (
     codec,
 )
 from offload_mcp.store.records import trm_id_for
+from offload_mcp.store.schema import sqlite_schema_is_current
 from offload_mcp.store.settings import LedgerSettings
 
 BODY = {"content": [{"type": "text", "text": "x" * 5000}], "structuredContent": {"n": 1}, "isError": False}
@@ -504,6 +505,53 @@ def test_a_ledger_from_before_the_codec_column_is_migrated_and_keeps_its_bodies(
     led.commit(bodies=[record()])  # writes work again: before, every write failed on the missing column
     assert led.counts()["bodies"] == 2
     led.close()
+
+
+def _schema(path):
+    with sqlite3.connect(path) as conn:
+        return sorted(row for row in conn.execute("SELECT type, name, sql FROM sqlite_master") if row[2])
+
+
+def test_an_up_to_date_ledger_opens_without_sqlite_utils_and_a_partial_one_is_completed(tmp_path):
+    path = tmp_path / "l.db"
+    Ledger.open(LedgerSettings(), path).close()
+    fresh = _schema(path)
+    with sqlite3.connect(path) as conn:
+        assert sqlite_schema_is_current(conn)
+    # A process opening a ledger it has seen before checks the schema with plain queries only.
+    opened = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                f"""
+                import sys
+                from offload_mcp.store import Ledger
+                from offload_mcp.store.settings import LedgerSettings
+                led = Ledger.open(LedgerSettings(), {str(path)!r})
+                print(led.counts()["bodies"], "sqlite_utils" in sys.modules)
+                """
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert opened.stdout.split() == ["0", "False"], opened.stderr
+    for damage in (
+        "DROP INDEX idx_events_kind_at",
+        "DELETE FROM meta WHERE key = 'schema_version'",
+        "DROP TABLE tombstones",
+        "ALTER TABLE stash DROP COLUMN codec",
+    ):
+        with sqlite3.connect(path) as conn:
+            conn.execute(damage)
+            assert not sqlite_schema_is_current(conn), damage
+        Ledger.open(LedgerSettings(), path).close()
+        with sqlite3.connect(path) as conn:
+            assert sqlite_schema_is_current(conn), damage
+        if not damage.startswith("ALTER"):  # an added column goes last, after `created_at`, as it did before
+            assert _schema(path) == fresh, damage
 
 
 def test_commit_takes_a_generator_whole(where):

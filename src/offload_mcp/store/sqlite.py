@@ -24,13 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import sqlite_utils
-
 from . import decision_v1
 from .errors import LedgerCorrupt, LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
-from .schema import create_sqlite_schema
+from .schema import ensure_sqlite_schema
 from .settings import LedgerSettings
 
 log = logging.getLogger(__name__)
@@ -394,7 +392,7 @@ def created_by_offload_mcp(directory: Path) -> bool:
 def _set_up(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    create_sqlite_schema(sqlite_utils.Database(conn))
+    ensure_sqlite_schema(conn)
 
 
 def _set_up_waiting(conn: sqlite3.Connection, wait_s: float) -> None:

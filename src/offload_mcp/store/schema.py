@@ -78,9 +78,10 @@ _SQLITE_INDEXES = (
 def sqlite_schema_is_current(conn: sqlite3.Connection) -> bool:
     """Whether `ensure_sqlite_schema` has nothing to create: every table with every column, every index
     and the version row are there. Read with plain queries (0.15 ms), so a process opening a ledger
-    seen before never imports sqlite-utils, which imports numpy when it is installed. Measured side
-    by side, 24 starts each: `serve` answered initialize 885 -> 853 ms without numpy and 1022 -> 881 ms
-    with it (process CPU 1207 -> 957 ms); `offload-mcp --version` 0.30 -> 0.23 s."""
+    seen before never imports sqlite-utils, which imports numpy when it is installed. Side by side,
+    24 starts each: with numpy installed, `serve` answered initialize 1022 -> 881 ms (process CPU
+    1207 -> 957 ms); without it, within noise (1064 -> 1066, 885 -> 853 ms in two runs: the MCP SDK
+    already imports what sqlite-utils needs). `offload-mcp --version` 0.30 -> 0.23 s either way."""
     for table, (columns, _pk) in _SQLITE_TABLES.items():
         if not columns.keys() <= {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
             return False

@@ -5,7 +5,10 @@ answers 60 MB, under the 64 MiB `max_result_bytes`) and a local stdio server who
 victim's. Prints one `hardening:` line: the p99 and worst victim echo while the big answer
 streams, and how long the big call took. Measured side by side on 2 shared cores, before parsing
 moved off the loop -> after: SSE responses p99 1.06 s -> 0.20-0.22 s (big call 2.76 s -> 1.3 s,
-peak RSS 660 -> 316 MB), JSON responses 0.22 s -> 0.12-0.19 s.
+peak RSS 660 -> 316 MB), JSON responses 0.22 s -> 0.12-0.19 s. Then the answer stopped being copied
+on its way to the parser (the transport's buffer is parsed where it lies) and the shaper's newline count
+went in 1M-char pieces: event-loop stalls over 20 ms in three SSE calls 8-14 -> 5-6, victim worst echo
+0.19-0.37 -> 0.17-0.23 s (beside two CPU spinners 0.18-0.46 -> 0.21-0.34 s).
 
 Then the swap itself in-process: the placeholder and the message put back are checked against
 the SDK's own parse of the same bytes.
@@ -13,6 +16,7 @@ the SDK's own parse of the same bytes.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -29,6 +33,7 @@ from offload_mcp.downstream.http_limits import (
     PARSE_OFF_LOOP_BYTES,
     PLACEHOLDER_KEY,
     ParsedMessages,
+    _event_data,
     _first_event_end,
     _last_event_end,
 )
@@ -165,4 +170,86 @@ def test_event_ends_are_where_the_two_marks_put_them(parts: list[bytes]) -> None
     data = b"".join(parts)
     assert _first_event_end(data) == _first_by_marks(data)
     for start in range(len(data) + 1):
+        found = _first_by_marks(data[start:])
+        assert _first_event_end(data, start) == (found if found < 0 else start + found)
+    for start in range(len(data) + 1):
         assert _last_event_end(bytearray(data), start) == _last_by_marks(data, start)
+
+
+# ---- an event's fields and data, found in place -------------------------------------------------------------
+
+
+def _data_by_splitting(event: bytes) -> tuple[list[bytes], bytes] | None:
+    """The definition: split at every SSE line end (CRLF, CR, LF); `data:` lines, one leading space dropped."""
+    fields: list[bytes] = []
+    data: list[bytes] = []
+    for line in re.split(rb"\r\n|\r|\n", event):
+        if line.startswith(b"data:"):
+            data.append(line[6:] if line.startswith(b"data: ") else line[5:])
+        elif line:
+            fields.append(line)
+    return (fields, b"\n".join(data)) if data else None
+
+
+_EVENT_PARTS = [
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"data: ",
+    b"data:",
+    b"data",
+    b" ",
+    b"{}",
+    b"x",
+    b"event: message",
+    b"id: 7",
+    b"",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_EVENT_PARTS), max_size=14), st.binary(max_size=3))
+def test_event_data_is_the_split_definition_whether_copied_or_trimmed_in_place(parts: list[bytes], head: bytes) -> None:
+    event = b"".join(parts)
+    expected = _data_by_splitting(event)
+    assert _event_data(event) == expected
+    assert _event_data(head + event + b"tail", len(head), len(head) + len(event)) == expected
+    # The transport's buffer, the event at its end: the same answer, and the buffer is its data or untouched.
+    buffer = bytearray(head + event)
+    found = _event_data(buffer, len(head))
+    assert found == expected
+    if found is not None and found[1] is buffer:
+        assert buffer == expected[1] if expected else False
+    else:
+        assert buffer == head + event
+
+
+def _events_of(stream: bytes) -> list[bytes]:
+    out, start = [], 0
+    while start < len(stream):
+        end = _first_event_end(stream, start)
+        end = len(stream) if end < 0 else end
+        out.append(stream[start:end])
+        start = end
+    return out
+
+
+async def test_the_transport_buffer_is_parsed_where_it_lies_and_every_event_around_it_passes() -> None:
+    note = b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\r\n\r\n'
+    big = b"event: message\nid: s-1\ndata:" + big_response("req-9") + b"\n\n"
+    log = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "x" * 300_000}})
+    big_note = b"data: " + log + b"\r\n\r\n"  # large, but no response: the SDK gets the same event back
+    for stream in (note + big, note + big + note, big_note + big, note + big_note, big + big_note):
+        parsed = ParsedMessages()
+        out = await parsed.events(bytearray(stream))
+        sent, got = _events_of(stream), _events_of(out)
+        assert len(got) == len(sent)
+        for event, came in zip(sent, got, strict=True):
+            if event == big:
+                fields, data = _data_by_splitting(came) or ([], b"")
+                assert fields == [b"event: message", b"id: s-1"] and len(data) < 300  # a placeholder
+                assert parsed.swap(sdk_parse(data)).message == sdk_parse(big_response("req-9")).message
+            elif event == note:
+                assert came == event  # a small one passes byte for byte
+            else:
+                assert _data_by_splitting(came) == _data_by_splitting(event)  # the same fields and data

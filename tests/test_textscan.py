@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offload_mcp.policy import describe, index
+from offload_mcp.policy import describe, index, textscan
 from offload_mcp.policy.describe import describe_text, share_above
 from offload_mcp.policy.index import _counts_up, python_literal, text_index
 from offload_mcp.policy.stub import _clip, _preview
@@ -198,6 +198,18 @@ def test_readers_match_their_definitions(text: str) -> None:
     for lines in (1, 3, 6):
         assert _preview(text, lines) == preview_reference(text, lines)
     assert describe_text(text) == describe_reference(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="\nab\r", max_size=40), st.integers(min_value=1, max_value=7))
+def test_newlines_counted_in_pieces_are_the_count(text: str, piece: int) -> None:
+    """Pieces of any size, a line break on either side of their edges: the count of the whole."""
+    kept = textscan.COUNT_PIECE_CHARS
+    textscan.COUNT_PIECE_CHARS = piece
+    try:
+        assert TextScan(text).newlines == text.count("\n")
+    finally:
+        textscan.COUNT_PIECE_CHARS = kept
 
 
 def test_small_windows_grow_to_the_same_lines() -> None:

@@ -61,13 +61,14 @@ LEGACY_SSE_EVENT_LIMIT = 1024 * 1024 - SSE_FRAMING
 _EVENT_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,128}")')
 
 
-def _first_event_end(data: bytes) -> int:
-    """Index just past the first blank line (the end of an SSE event: "\n\n" or "\n\r\n"), or -1.
+def _first_event_end(data: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the first blank line at or after `start` (the end of an SSE event: "\n\n" or
+    "\n\r\n"), or -1.
 
     From line end to line end (one memchr each: an event is a few lines, its data one long line,
     since JSON escapes its line breaks), where a search for each of the two marks scanned a 60 MB
     event twice on the event loop (~40-140 ms under load; test_remote_parse_off_loop)."""
-    at = data.find(b"\n")
+    at = data.find(b"\n", start)
     while at >= 0:
         if data.startswith(b"\n", at + 1):
             return at + 2
@@ -122,7 +123,7 @@ PLACEHOLDER_KEY = "offload-mcp/parsed-off-loop"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-def _parse_response(data: bytes, on_lone_surrogates: Callable[[int], None]) -> types.JSONRPCResponse | None:
+def _parse_response(data: bytes | bytearray, on_lone_surrogates: Callable[[int], None]) -> types.JSONRPCResponse | None:
     """The JSON-RPC response in `data`, as the SDK would parse it but for lone surrogate escapes (read as
     U+FFFD); None if it is anything else (worker thread)."""
     try:
@@ -133,16 +134,56 @@ def _parse_response(data: bytes, on_lone_surrogates: Callable[[int], None]) -> t
     return message if isinstance(message, types.JSONRPCResponse) else None
 
 
-def _event_data(event: bytes) -> tuple[list[bytes], bytes] | None:
-    """An SSE event's other field lines and its data (the data lines joined), or None without data (worker thread)."""
+def _event_data(
+    event: bytes | bytearray, start: int = 0, end: int | None = None
+) -> tuple[list[bytes], bytes | bytearray] | None:
+    """The other field lines and the data (its lines joined) of the SSE event `event[start:end]`, or None
+    without data (worker thread).
+
+    Lines are found by memchr from line end to line end, and the data is copied once at most: the whole
+    event split at its line ends and the data line sliced twice were three copies of a 60 MB answer, each
+    holding the GIL ~40 ms while an unrelated session's echo waited on the loop. When the event is the tail
+    of a bytearray (the transport's own buffer) and has one data line, the data is that buffer, trimmed in
+    place: no copy at all. A lone CR (also a line end in SSE) is rare enough to take the regex split."""
+    end = len(event) if end is None else end
+    fields: list[bytes] = []
+    spans: list[tuple[int, int]] = []
+    at = start
+    while at < end:
+        line_end = event.find(b"\n", at, end)
+        line_end = end if line_end < 0 else line_end
+        stop = line_end - 1 if line_end > at and event[line_end - 1] == 0x0D else line_end
+        if event.find(b"\r", at, stop) >= 0:
+            return _event_data_split(_copied(event, start, end))
+        if event.startswith(b"data:", at, stop):
+            value_at = at + 6 if event.startswith(b"data: ", at, stop) else at + 5
+            spans.append((value_at, stop))
+        elif stop > at:
+            fields.append(_copied(event, at, stop))
+        at = line_end + 1
+    if not spans:
+        return None
+    if len(spans) == 1 and isinstance(event, bytearray) and end == len(event):
+        value_at, stop = spans[0]
+        del event[stop:]
+        del event[:value_at]  # a bytearray drops its head by moving its start: no copy
+        return fields, event
+    return fields, b"\n".join(_copied(event, value_at, stop) for value_at, stop in spans)
+
+
+def _copied(data: bytes | bytearray, start: int, end: int) -> bytes:
+    """`bytes(data[start:end])` in one copy (a bytearray's slice would be a bytearray first)."""
+    if isinstance(data, bytes):
+        return data[start:end]
+    with memoryview(data) as view:
+        return bytes(view[start:end])
+
+
+def _event_data_split(event: bytes) -> tuple[list[bytes], bytes] | None:
+    """`_event_data` of an event with a lone CR, split at every SSE line end by a regex."""
     fields: list[bytes] = []
     data: list[bytes] = []
-    # Split at LF (a memchr scan; a regex over 60 MB held the GIL for ~0.3 s); a lone CR (also a line end
-    # in SSE) is rare enough to take the slower split.
-    lines = [line.removesuffix(b"\r") for line in event.split(b"\n")]
-    if any(b"\r" in line for line in lines):
-        lines = _LINE_END.split(event)
-    for line in lines:
+    for line in _LINE_END.split(event):
         if line.startswith(b"data:"):
             value = line[5:]
             data.append(value[1:] if value.startswith(b" ") else value)
@@ -182,33 +223,50 @@ class ParsedMessages:
             self._noted(count)
         return fixed
 
-    async def body(self, data: bytes) -> bytes:
-        """A JSON response body, or its placeholder when it is large."""
+    async def body(self, data: bytes | bytearray) -> bytes:
+        """A JSON response body, or its placeholder when it is large. A bytearray (the transport's buffer)
+        is parsed where it lies: copying 60 MB to bytes held the GIL ~40 ms on the loop."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
-            return self._lenient(data)
+            return self._lenient(bytes(data))
         message = await anyio.to_thread.run_sync(_parse_response, data, self._noted)
-        return self._lenient(data) if message is None else self._hold(message)
+        return self._lenient(bytes(data)) if message is None else self._hold(message)
 
-    async def events(self, data: bytes) -> bytes:
-        """Whole SSE events, each large one replaced by an event with the same fields and a placeholder."""
+    async def events(self, data: bytes | bytearray) -> bytes:
+        """Whole SSE events, each large one replaced by an event with the same fields and a placeholder.
+        A bytearray is taken over: its last event, when large, is parsed where it lies (`_event_data`)."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
-            return self._lenient(data)
+            return self._lenient(bytes(data))
         out: list[bytes] = []
-        while data:
-            end = _first_event_end(data)
-            event, data = (data, b"") if end < 0 else (data[:end], data[end:])
-            out.append(await self._event(event) if len(event) > PARSE_OFF_LOOP_BYTES else self._lenient(event))
+        start = 0
+        while start < len(data):
+            end = _first_event_end(data, start)
+            end = len(data) if end < 0 else end
+            if end - start > PARSE_OFF_LOOP_BYTES:
+                out.append(await self._event(data, start, end))
+            else:
+                out.append(self._lenient(_copied(data, start, end)))
+            start = end  # past the end of a bytearray `_event` trimmed to its data: the last event was that one
         return b"".join(out)
 
-    async def _event(self, event: bytes) -> bytes:
-        def parse() -> tuple[list[bytes], types.JSONRPCResponse] | None:
-            found = _event_data(event)
-            message = _parse_response(found[1], self._noted) if found else None
-            return (found[0], message) if found and message else None
+    async def _event(self, data: bytes | bytearray, start: int, end: int) -> bytes:
+        def parse() -> tuple[list[bytes], types.JSONRPCResponse] | bytes:
+            found = _event_data(data, start, end)
+            if found is None:
+                return _copied(data, start, end)
+            fields, value = found
+            message = _parse_response(value, self._noted)
+            if message is not None:
+                return fields, message
+            # Not a response after all: the SDK reads the event and says why.
+            if value is not data:
+                return _copied(data, start, end)
+            # Its data was trimmed in place: the event is written again, fields first (the order of an event's
+            # fields does not matter), its data on one line as it came.
+            return b"".join([*(field + b"\n" for field in fields), b"data: ", value, b"\n\n"])
 
         parsed = await anyio.to_thread.run_sync(parse)
-        if parsed is None:
-            return self._lenient(event)
+        if isinstance(parsed, bytes):
+            return self._lenient(parsed)
         fields, message = parsed
         return b"\n".join([*fields, b"data: " + self._hold(message)]) + b"\n\n"
 
@@ -300,7 +358,7 @@ class _BoundedBody(httpx2.AsyncByteStream):
                         return
             finally:
                 await self.aclose()
-            yield await self.parsed.body(bytes(body)) if self.parsed else bytes(body)
+            yield await self.parsed.body(body) if self.parsed else bytes(body)
             return
         # SSE: whole events pass on; one over the limit is dropped as it streams and answered with an error.
         pending = bytearray()
@@ -323,10 +381,11 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     pending += chunk
                 last = _last_event_end(pending, searched_from)
                 if last > 0:
-                    with memoryview(pending) as view:
-                        events = bytes(view[:last])  # one copy of a 60 MB event, not two
-                    del pending[:last]
-                    yield await self.parsed.events(events) if self.parsed else events
+                    # The buffer itself goes on, cut at `last`, and a new one holds the rest: a 60 MB event is
+                    # not copied on the loop (bytes() of it held the GIL ~40 ms while other sessions waited).
+                    events, pending = pending, pending[last:]
+                    del events[last:]
+                    yield await self.parsed.events(events) if self.parsed else bytes(events)
                 if len(pending) > self.limit:
                     dropping, dropped_id, carry = True, _event_id(bytes(pending[:512])), bytes(pending[-2:])
                     pending.clear()

@@ -37,7 +37,9 @@ _SURROGATE_ESCAPE = re.compile(
 _ANY_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def parse_message(data: bytes | str, on_lone_surrogates: Callable[[int], None] | None = None) -> types.JSONRPCMessage:
+def parse_message(
+    data: bytes | bytearray | str, on_lone_surrogates: Callable[[int], None] | None = None
+) -> types.JSONRPCMessage:
     """The message `types.jsonrpc_message_adapter.validate_json(data, by_name=False)` returns, or its error.
     With `on_lone_surrogates`, each lone surrogate escape is read as U+FFFD and it is called with their count."""
     count = 0
@@ -78,12 +80,12 @@ def with_lone_surrogates_replaced(data: bytes) -> tuple[bytes, int]:
     return (fixed, count) if count else (data, 0)
 
 
-def _lone_surrogates_replaced(data: bytes | str) -> tuple[Any, int] | None:
+def _lone_surrogates_replaced(data: bytes | bytearray | str) -> tuple[Any, int] | None:
     """The JSON value of `data` with each lone surrogate escape read as U+FFFD, and how many there were;
     None when there were none, or when the text is not JSON even so."""
     if isinstance(data, str):  # stdio's lenient decoding of bytes that were not UTF-8: UTF-8 again, the same JSON
         data = data.encode("utf-8", "surrogatepass")
-    fixed, count = with_lone_surrogates_replaced(data)
+    fixed, count = with_lone_surrogates_replaced(bytes(data))  # a bytearray copied only once its parse failed
     if not count:  # most often a message cut short: no second parse
         return None
     try:

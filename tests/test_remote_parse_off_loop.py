@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import orjson
 import pytest
@@ -33,6 +36,7 @@ from offload_mcp.downstream.http_limits import (
     PARSE_OFF_LOOP_BYTES,
     PLACEHOLDER_KEY,
     ParsedMessages,
+    _BoundedBody,
     _event_data,
     _first_event_end,
     _last_event_end,
@@ -253,3 +257,36 @@ async def test_the_transport_buffer_is_parsed_where_it_lies_and_every_event_arou
                 assert came == event  # a small one passes byte for byte
             else:
                 assert _data_by_splitting(came) == _data_by_splitting(event)  # the same fields and data
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    def __init__(self, data: bytes, size: int) -> None:
+        self.pieces = [data[at : at + size] for at in range(0, len(data), size)]
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("chunk", [997, 65_536])
+async def test_a_streamed_buffer_handed_on_keeps_every_event_and_the_tail_after_it(chunk: int) -> None:
+    note = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n'
+    big = b"event: message\nid: s-2\ndata: " + big_response(11) + b"\r\n\r\n"
+    stream = note + big + note + big + note  # each event's end and the next one's start share chunks
+    out = b"".join([piece async for piece in _BoundedBody(_Chunks(stream, chunk), **_SSE)])
+    assert out == stream  # without parsing off the loop, byte for byte
+    parsed = ParsedMessages()
+    body = _BoundedBody(_Chunks(stream, chunk), **_SSE, parsed=parsed)
+    events = _events_of(b"".join([piece async for piece in body]))
+    assert [e for e in events if e == note] == [note, note, note]
+    placeholders = [_data_by_splitting(e) for e in events if e != note]
+    assert len(placeholders) == 2
+    for fields, data in filter(None, placeholders):
+        assert fields == [b"event: message", b"id: s-2"] and len(data) < 300
+        assert parsed.swap(sdk_parse(data)).message == sdk_parse(big_response(11)).message
+
+
+_SSE: dict[str, Any] = {"limit": 8_000_000, "sse": True, "request_id": 11, "url": "http://remote.test/mcp"}

@@ -28,7 +28,7 @@ from conftest import (
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
-from offload_mcp.store.location import redact, resolve
+from offload_mcp.store.location import redact, resolve, scrub
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
@@ -52,6 +52,16 @@ def test_a_url_is_never_a_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         resolve(LedgerSettings(), "mysql://u@h/db")
     assert redact(url) == "postgresql://u:***@db.example:5432/ledger"
     assert "secret" not in redact(url)
+
+
+def test_a_driver_error_loses_the_password_and_keeps_its_words() -> None:
+    quoted = 'invalid percent-encoded token: "p%zzw0rd"'
+    assert scrub(quoted, "postgresql://u:p%zzw0rd@h/db") == 'invalid percent-encoded token: "***"'
+    assert scrub("at p@ss and p%40ss", "postgresql://u:p%40ss@h/db") == "at *** and ***"  # decoded or not
+    # A short password: wherever it stands apart, never inside a word of the message.
+    message = 'could not parse "u:a@h" at a point: a_b failed'
+    assert scrub(message, "postgresql://u:a@h/db") == 'could not parse "u:***@h" at *** point: a_b failed'
+    assert scrub("pw@h: pw; pwd", "postgresql://u:pw@h/db") == "***@h: ***; pwd"
 
 
 # libpq quotes the piece of a URL it cannot read: here the password. Before, serve's log repeated it

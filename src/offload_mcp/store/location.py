@@ -9,6 +9,7 @@ from (before, such a value quietly became a local folder named `postgresql:`).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -130,11 +131,19 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
+SHORT_SECRET_CHARS = 6
+"""A password shorter than this is scrubbed only where it stands apart from word characters."""
+
+
 def scrub(text: str, url: str) -> str:
     """`text` (a driver's error) with the URL's password, as written or percent-decoded, put as `***`:
-    libpq quotes the piece of a URL it cannot read, e.g. `invalid percent-encoded token: "p%zzw"`."""
+    libpq quotes the piece of a URL it cannot read, e.g. `invalid percent-encoded token: "p%zzw"`.
+    A short password is put as `***` only where no word character touches it (`u:pw@h`, `"pw"`): put
+    everywhere, a one-letter one turned every such letter of the message into `***`."""
     password = urlsplit(url).password
     for secret in sorted({password or "", unquote(password or "")}, key=len, reverse=True):
-        if secret:
+        if len(secret) >= SHORT_SECRET_CHARS:
             text = text.replace(secret, "***")
+        elif secret:
+            text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", text)
     return text

@@ -50,21 +50,25 @@ BIG = 60_000_000
 
 STALL_S = 0.75
 """Before parsing moved off the loop: 1.06 s (SSE); after: ~0.1-0.2 s alone. Loose for 2 shared cores."""
+STALL_SHARE = 0.3
+"""Or a worst echo under this share of the big call's own time. On a loaded machine both stretch alike: in a
+full suite run (4 workers on 2 cores) the echo took 1.15 s while the big call took 6.7 s (0.17; alone
+0.07-0.13), where parsing on the loop stalls it for 0.47 of the call (SSE: 1.30-1.34 of 2.73-2.82 s)."""
 
 
 @pytest.mark.parametrize("mode", ["sse", "json"])
 async def test_a_60_mb_remote_result_does_not_stall_another_session(tmp_path: Path, mode: str) -> None:
-    # A stall the proxy causes happens on every run; a worst echo over STALL_S once, beside a parallel suite
-    # on 2 shared cores (1 of 7 fresh CI runs here: 1.5 s while the big call took 5x its time alone), is
-    # the machine's. So an over-limit run is repeated once, and the second one decides.
+    # A stall the proxy causes happens on every run; one beside a parallel suite on 2 shared cores (1 of 7
+    # fresh CI runs here: 1.5 s while the big call took 5x its time alone) is the machine's. So the stall is
+    # also judged against the big call's own time, and an over-limit run is repeated once: the second decides.
     for attempt in (1, 2):
-        probe = await _big_call_beside_a_victim(tmp_path / f"attempt-{attempt}", mode)
-        if probe.p99() < STALL_S:
+        probe, big_s = await _big_call_beside_a_victim(tmp_path / f"attempt-{attempt}", mode)
+        if probe.p99() < max(STALL_S, STALL_SHARE * big_s):
             break
-    assert probe.p99() < STALL_S, sorted(probe.latencies)[-5:]
+    assert probe.p99() < max(STALL_S, STALL_SHARE * big_s), (big_s, sorted(probe.latencies)[-5:])
 
 
-async def _big_call_beside_a_victim(tmp_path: Path, mode: str) -> EchoProbe:
+async def _big_call_beside_a_victim(tmp_path: Path, mode: str) -> tuple[EchoProbe, float]:
     tmp_path.mkdir()
     opts = ("--json-response",) if mode == "json" else ()
     with fixture_over_http("streamable-http", *opts) as remote:
@@ -95,7 +99,7 @@ async def _big_call_beside_a_victim(tmp_path: Path, mode: str) -> EchoProbe:
     assert not big.is_error, text_of(big)[:300]
     assert "trm_" in text_of(big)  # offloaded whole: the answer arrived intact
     assert len(probe.latencies) >= 5
-    return probe
+    return probe, big_s
 
 
 # ---- the swap itself, in-process, against the SDK's own parse -------------------------------------------

@@ -276,7 +276,11 @@ async def test_timeouts_and_cancellations_under_load_leave_no_call_running_downs
                     tg.start_soon(quick, i)
         assert outcomes == {"timeout": 20, "cancelled": 20, "ok": 20}
 
-        # Every abandoned call was cancelled downstream: nothing is left running there.
+        # Every abandoned call that reached the server was cancelled there: nothing is left running, and
+        # only the 20 quick calls ran to their end (an abandoned one sleeps 30 s). Each timed-out call reached
+        # it (the SDK arms the timeout once the request is written); one its client gave up on after 0.3 s may
+        # not have, and then it ran nowhere. The server counts a call when it reads it, so the poll cannot read
+        # 0 before a late call's thread has started (a CI run read 32 cancelled + 20 completed of 60 calls).
         counts: dict[str, int] = {}
         with anyio.fail_after(10):
             while True:
@@ -284,4 +288,6 @@ async def test_timeouts_and_cancellations_under_load_leave_no_call_running_downs
                 if counts["inflight"] == 0:
                     break
                 await anyio.sleep(0.1)
-        assert counts == {"inflight": 0, "cancelled": 40, "completed": 20}
+        assert counts["completed"] == 20, counts
+        assert counts["cancelled"] == counts["received"] - 20, counts
+        assert 40 <= counts["received"] <= 60, counts

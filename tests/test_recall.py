@@ -299,6 +299,8 @@ async def test_a_json_path_regex_that_runs_too_long_is_named_as_the_cause(env, m
     monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 0.01)  # whatever the path: the advice follows its text
     err, text = await call(env, mem_id=trm, json_path="$..*")
     assert err and "avoid `..` on large documents" in text and "regex" not in text, text
+    err, text = await call(env, mem_id=trm, json_path="$.list[0:400].n")
+    assert err and "no `..` or regex filter" in text and "try again" in text and "avoid" not in text, text
 
 
 async def test_json_nested_deeper_than_the_parser_takes_says_so(env):

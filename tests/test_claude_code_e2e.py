@@ -305,15 +305,18 @@ def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) ->
 def test_a_hung_server_beside_a_healthy_one(tmp_path: Path) -> None:
     servers = {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}, "good": fixture_entry()}
     started = time.monotonic()
-    api, _ = run_claude(
+    api, out = run_claude(
         tmp_path,
         servers,
         [tool_use("mcp__proxy__echo", text="still here"), {"text": "done"}],
         offload={"downstream": {"startup_timeout_s": 60, "first_list_wait_s": 10}},
     )
+    # Under a load far past CI's (six CPU spinners beside it) Claude Code once sent its first turn before
+    # the proxy's listing arrived (22 built-in tools, the proxy's 24 joined on the next turn): say so.
+    why = f"tools per turn {[len(t) for t in api.tools_seen]}, results {api.tool_results}, turns {out.get('num_turns')}"
     assert time.monotonic() - started < 45  # the old proxy held initialize for the whole startup_timeout_s
-    assert "mcp__proxy__echo" in api.tools_seen[0]
-    assert results_of(api, "echo") == ["still here"]
+    assert "mcp__proxy__echo" in api.tools_seen[0], why
+    assert results_of(api, "echo") == ["still here"], why
 
 
 def test_every_server_failing_is_visible_to_the_model(tmp_path: Path) -> None:

@@ -31,6 +31,9 @@ MEMORY_BYTES = 768 * 1024 * 1024
 MAX_MATCHES = 100_000
 MAX_CHARS = 16_000_000
 
+NARROW_DESCENDANTS = "narrow it (avoid `..` on large documents)"
+"""The advice where a descendant walk (`..`) is the likely cost: a time-out, or the memory cap."""
+
 _slots: anyio.CapacityLimiter | None = None
 
 
@@ -59,7 +62,7 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
         # No answer: the worker died (its memory cap, most likely); the proxy itself lost nothing.
         raise JsonPathFailed(
             f"stopped without an answer (evaluator exit code {code}, usually its {MEMORY_BYTES // 2**20} MiB memory cap); "
-            "narrow it (avoid `..` on large documents)"
+            + NARROW_DESCENDANTS
         ) from None
     if "error" in answer:
         raise JsonPathFailed(str(answer["error"]))
@@ -68,15 +71,15 @@ async def evaluate(path: str, doc_json: bytes, *, time_limit_s: float) -> tuple[
 
 def _narrowing(path: str) -> str:
     """What to change in `path` when it ran out of time: the regex filter or the `..` it holds, else neither."""
-    if "=~" not in path:
-        if ".." in path:
-            return "narrow it (avoid `..` on large documents)"
-        # Seen on a machine running 4x more than its cores: `$.items[1].child` of a 1.5 MB document
-        # (0.13 s idle, worker start included) ran out of 5 s. Nothing in such a path is the cause.
-        return "this path has no `..` or regex filter, so the document is large or the machine busy: try again, or ask for less (a slice like [0:50])"
-    # A backtracking regex is the usual cause of a runaway filter, whatever else the path holds.
-    advice = "its regex filter (=~) is the likely cause: avoid nested or alternated repeats such as (a+)+ or (a|a)*, or find the text with query"
-    return advice + ("; and avoid `..` on large documents" if ".." in path else "")
+    if "=~" in path:
+        # A backtracking regex is the usual cause of a runaway filter, whatever else the path holds.
+        advice = "its regex filter (=~) is the likely cause: avoid nested or alternated repeats such as (a+)+ or (a|a)*, or find the text with query"
+        return advice + ("; and avoid `..` on large documents" if ".." in path else "")
+    if ".." in path:
+        return NARROW_DESCENDANTS
+    # Seen on a machine running 4x more than its cores: `$.items[1].child` of a 1.5 MB document
+    # (0.13 s idle, worker start included) ran out of 5 s. Nothing in such a path is the cause.
+    return "this path has no `..` or regex filter, so the document is large or the machine busy: try again, or ask for less (a slice like [0:50])"
 
 
 async def _run_worker(stdin: bytes) -> tuple[int | None, bytes]:
@@ -161,7 +164,7 @@ def main(argv: list[str]) -> None:
     try:
         answer = _answer(path.decode(), orjson.loads(doc_json), max_matches, max_chars)
     except MemoryError:
-        answer = {"error": f"needed more than {memory // 2**20:,} MiB; narrow it (avoid `..` on large documents)"}
+        answer = {"error": f"needed more than {memory // 2**20:,} MiB; {NARROW_DESCENDANTS}"}
     except RecursionError:
         answer = {"error": "the document is nested too deeply for this path; narrow it"}
     except Exception as err:

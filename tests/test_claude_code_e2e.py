@@ -302,6 +302,16 @@ def test_expand_of_a_170k_original_comes_back_inline_in_pages(tmp_path: Path) ->
     assert restored == original
 
 
+def test_each_server_starts_once_though_claude_code_declares_roots_and_elicitation(tmp_path: Path) -> None:
+    # Its first session waits for Claude Code's declaration (it used to declare nothing, then be restarted
+    # to declare it: every server started twice), and it is the process started before the SDK's import.
+    starts = tmp_path / "starts.txt"
+    servers = {"fx": fixture_entry("--record-start", str(starts)), "gx": fixture_entry("--record-start", str(starts))}
+    api, _ = run_claude(tmp_path, servers, [tool_use("mcp__proxy__fx__echo", text="once"), {"text": "done"}])
+    assert results_of(api, "fx__echo") == ["once"]
+    assert len(starts.read_text().split()) == 2, starts.read_text()
+
+
 def test_a_hung_server_beside_a_healthy_one(tmp_path: Path) -> None:
     servers = {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}, "good": fixture_entry()}
     started = time.monotonic()

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from conftest import fixture_entry
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
-from offload_mcp.downstream.stdio import _LineSplitter, _PipeOut
+from offload_mcp.downstream.spawn import PipeOut
+from offload_mcp.downstream.stdio import _LineSplitter
 
 pytestmark = pytest.mark.anyio
 
@@ -34,7 +35,7 @@ def _read_exactly(fd: int, size: int) -> bytes:
 async def test_a_write_cancelled_half_way_is_finished_before_the_next_frame() -> None:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
-    out = _PipeOut(write_fd)
+    out = PipeOut(write_fd)
     first = b'{"a":"' + b"x" * 300_000 + b'"}\n'  # far over the 64 KiB pipe: blocks with nobody reading
     second = b'{"b":1}\n'
     try:

@@ -238,7 +238,7 @@ async def test_status_called_by_name_while_one_server_is_down_names_it(tmp_path:
 
 
 def test_wrapped_servers_do_not_inherit_offload_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from offload_mcp.downstream.stdio import inherited_environment
+    from offload_mcp.downstream.spawn import inherited_environment
 
     monkeypatch.setenv("OFFLOAD_MCP_AUTH_TOKEN", "s3cret")
     monkeypatch.setenv("SOME_USER_VAR", "kept")

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import mcp_types as types
+import time
 
+import anyio
+import mcp_types as types
+import pytest
+
+from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.relay.capabilities import lacks, relayed_part, union, wire
+from offload_mcp.relay.router import Relay
 
 
 def caps(**kw: object) -> types.ClientCapabilities:
@@ -41,3 +47,28 @@ def test_lacks_names_the_missing_capability() -> None:
     assert lacks(caps(elicitation={"url": {}}), "elicitation/create", form) == "elicitation.form"
     assert lacks(client, "roots/list") == "roots"
     assert lacks(None, "sampling/createMessage", plain) == "sampling"
+
+
+@pytest.mark.anyio
+async def test_a_first_session_waits_for_the_first_declaration_at_most_the_bound() -> None:
+    waiting = Relay(5.0, declaration_wait_s=0.3)
+    started = time.monotonic()
+    await waiting.first_declaration()  # nobody declared: it gives up after the bound, and declares nothing
+    assert 0.25 <= time.monotonic() - started < 3.0
+    waiting.observe(caps(roots={}))
+    with anyio.fail_after(0.1):
+        await waiting.first_declaration()  # observed: no wait at all
+    with anyio.fail_after(0.1):
+        await Relay(5.0).first_declaration()  # no bound (HTTP): never waits
+
+
+@pytest.mark.anyio
+async def test_a_declaration_noted_at_initialize_is_applied_by_the_first_request_over_stdio_only() -> None:
+    stdio = DownstreamPool({}, declaration_wait_s=2.0)
+    stdio.note_declaration(caps(roots={}))
+    assert stdio.relay.declared == caps(roots={})  # folded at once: sessions still starting declare it
+    http = DownstreamPool({})
+    http.note_declaration(caps(roots={}))
+    assert http.relay.declared == caps()  # over HTTP a client's declaration waits for its first request, as before
+    await http.declare_for(caps(roots={}))
+    assert http.relay.declared == caps(roots={})

@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import CONFIG_ENV_VAR, Config, ConfigError, inline_server_config, load_config
+
+if TYPE_CHECKING:
+    from ..downstream.spawn import EarlyStarts
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +116,11 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
     return config
 
 
+FIRST_DECLARATION_WAIT_S = 2.0
+"""At most this long a stdio server's first session waits for the client's initialize (Relay.first_declaration).
+The client sends it first, so the wait is the time serving takes to begin after the pool starts (~0.1 s idle)."""
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -158,6 +166,14 @@ def _warn_unpriced_model(config: Config) -> None:
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> int:
+    from ..downstream.spawn import EarlyStarts
+
+    # The stdio servers start before the SDK's import below, so they import theirs meanwhile (spawn.py).
+    async with EarlyStarts(config.mcpServers) as early:
+        return await _serve_started(config, args, early)
+
+
+async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyStarts) -> int:
     import anyio
 
     from ..catalog.catalog import CatalogCollision
@@ -167,7 +183,19 @@ async def _serve(config: Config, args: argparse.Namespace) -> int:
 
     problem: str | None = None
     # background: initialize is answered at once whatever the downstream servers do (issue 11).
-    async with DownstreamPool(config.mcpServers, config.offload.downstream, background=True) as pool:
+    # A stdio client declares its capabilities first thing: servers wait briefly to declare them in their first
+    # session. Not with prefix `never`, where start-up waits for the servers before reading the client.
+    declaration_wait_s = FIRST_DECLARATION_WAIT_S if args.transport == "stdio" else 0.0
+    if config.offload.catalog.prefix == "never":
+        declaration_wait_s = 0.0
+    pool = DownstreamPool(
+        config.mcpServers,
+        config.offload.downstream,
+        background=True,
+        early=early,
+        declaration_wait_s=declaration_wait_s,
+    )
+    async with pool:
         if config.offload.catalog.prefix == "never":
             # Refusing a collision needs every server's tools: the one case where start-up waits (bounded).
             await pool.wait_settled(config.offload.downstream.first_list_wait_s)

@@ -13,6 +13,11 @@ whatever they do (Claude Code gives up on a server after 30 s, and a hung
 downstream must not cost the healthy ones). Each server that comes up later
 is announced to listeners as kind `joined`; `settled` is set once every
 first start attempt has ended; `wait_settled(seconds)` bounds the wait.
+
+What `serve` also passes: `early`, the stdio processes it started before
+importing the SDK (spawn.py EarlyStarts), which each server's first session
+takes; and, over stdio, `declaration_wait_s`, how long a first session waits
+for the client's declaration so it declares it at once (Relay.first_declaration).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from ..relay.router import Relay
 from .changes import DownstreamChange, Joined
 from .server import DownstreamServer
 from .settings import DownstreamSettings
+from .spawn import EarlyStarts
 
 logger = logging.getLogger(__name__)
 
@@ -44,17 +50,20 @@ class DownstreamPool:
         settings: DownstreamSettings | None = None,
         *,
         background: bool = False,
+        early: EarlyStarts | None = None,
+        declaration_wait_s: float = 0.0,
     ) -> None:
         self.background = background
         self.settled = anyio.Event()
         """Set when every server's first start attempt has ended (ready or failed)."""
         self.settings = settings or DownstreamSettings()
-        self.relay = Relay(self.settings.call_timeout_s)
+        self.relay = Relay(self.settings.call_timeout_s, declaration_wait_s)
         self.servers: dict[str, DownstreamServer] = {
-            name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay)
+            name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay, early=early)
             for name, entry in servers.items()
         }
         self._redeclaring = anyio.Lock()
+        self._declaration_unapplied = False
         self._listeners: list[Callable[[str, DownstreamChange], Awaitable[None]]] = []
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -148,13 +157,23 @@ class DownstreamPool:
             if server.due_for_retry():
                 self._task_group.start_soon(server.retry)
 
+    def note_declaration(self, capabilities: Any) -> None:
+        """A client's initialize (or discover): when servers wait for its declaration (stdio), it is folded in
+        at once, so those still starting declare it in their first session (Relay.first_declaration); one
+        already connected is reconnected by the client's first request (`declare_for`), which may wait,
+        where initialize must not. Over HTTP a declaration is folded at each client's first request only."""
+        if self.relay.declaration_wait_s > 0 and self.relay.observe(capabilities):
+            self._declaration_unapplied = True
+
     async def declare_for(self, capabilities: Any) -> None:
         """A client declared `capabilities`: when that widens what downstream declares, reconnect every server.
 
         Serialised, so concurrent first requests of new clients wait for one
         round of reconnects rather than starting several.
         """
-        if not self.relay.observe(capabilities) and not self._redeclaring.locked():
+        widened = self.relay.observe(capabilities) or self._declaration_unapplied
+        self._declaration_unapplied = False
+        if not widened and not self._redeclaring.locked():
             return
         async with self._redeclaring:
             if not self.settled.is_set():

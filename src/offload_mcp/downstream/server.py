@@ -46,6 +46,7 @@ from .aside import LOST, StructuredAside
 from .changes import DownstreamChange, ListChanged, ListKind, ResourceUpdated, Restarted
 from .settings import DownstreamSettings
 from .settle import settle
+from .spawn import EarlyStarts
 from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport
 
 logger = logging.getLogger(__name__)
@@ -79,9 +80,11 @@ class DownstreamServer:
         settings: DownstreamSettings,
         on_change: ChangeCallback | None = None,
         relay: Relay | None = None,
+        early: EarlyStarts | None = None,
     ) -> None:
         self.name = name
         self.relay = relay
+        self.early = early
         self.entry = entry
         self.settings = settings
         self.on_change = on_change
@@ -198,6 +201,7 @@ class DownstreamServer:
                         self.name,
                         self.settings.max_result_bytes,
                         self._aside,
+                        self.early,
                     )
                 )
             except FileNotFoundError:
@@ -212,6 +216,7 @@ class DownstreamServer:
         if self.relay is None:
             session = ClientSession(read, write, message_handler=self._on_message)
         else:
+            await self.relay.first_declaration()  # so this session declares it at once (no reconnect)
             roots = self.relay.roots
             roots.reset(self.name)
 

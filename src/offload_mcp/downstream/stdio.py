@@ -9,7 +9,7 @@ signal). `exited` is set the moment the child's stdout closes, so a death
 between calls is noticed without a call having to fail first.
 
 Without tasks in the call path: the child's stdin and stdout are pipes we
-make ourselves, read and written non-blocking on the event loop. A request is
+make ourselves (spawn.py), read and written non-blocking on the event loop. A request is
 serialised and written in the task that sends it (`_ChildStdin`), an answer is
 read and parsed by the session's own reading task (`_ChildStdout`): no writer
 or reader task, no hand-over streams and no asyncio subprocess protocol in
@@ -34,12 +34,10 @@ tasks are gone all the same, the asyncio subprocess protocol stays).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import signal
-import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from functools import partial
@@ -54,17 +52,14 @@ from mcp.shared.message import SessionMessage
 
 from .aside import StructuredAside
 from .parse import log_lone_surrogates, parse_message
+from .spawn import EarlyStarts, Launch, PipeIn, PipeOut, StreamIn, StreamOut, spawn, stop_process, wait_returncode
 
 logger = logging.getLogger(__name__)
 
-STDIN_CLOSE_GRACE_S = 2.0
-TERM_GRACE_S = 2.0
 STDERR_TAIL_LINES = 20
 STDERR_TAIL_CHARS = 2000
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 _ID_KEEP_BYTES = 512
-_READ_CHUNK = 1 << 18
-_STDOUT_PIPE_BYTES = 1 << 20
 _TURNS_AFTER_NOTIFICATION = 3
 UNUSABLE_ANSWER = "the server's answer could not be used"
 # A response's id sits at the start (`{"jsonrpc":"2.0","id":7,...`, Python SDK) or at the very end
@@ -237,154 +232,6 @@ def _first_error(exc: ValueError) -> str:
     return f"not valid JSON-RPC: {str(exc).splitlines()[0][:200]}"
 
 
-def inherited_environment() -> dict[str, str]:
-    """Our environment minus our own settings: a wrapped server never sees OFFLOAD_MCP_* (the auth token)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("OFFLOAD_MCP_")}
-
-
-async def _wait_returncode(process: anyio.abc.Process, timeout: float) -> bool:
-    # Poll returncode rather than process.wait(): a grandchild holding the pipes
-    # open would make wait() hang on pipe EOF.
-    with anyio.move_on_after(timeout):
-        while process.returncode is None:
-            await anyio.sleep(0.01)
-    return process.returncode is not None
-
-
-async def _stop(process: anyio.abc.Process, close_stdin: Callable[[], Awaitable[None]]) -> None:
-    with suppress(Exception):
-        await close_stdin()
-    if await _wait_returncode(process, STDIN_CLOSE_GRACE_S):
-        return
-    for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 2.0)):
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        if await _wait_returncode(process, grace):
-            return
-    logger.warning("downstream process %d survived SIGKILL; abandoning it", process.pid)
-
-
-def _close_fd(fd: int) -> None:
-    """Close a descriptor the event loop may be waiting on (a waiter gets ClosedResourceError, not a hang)."""
-    with suppress(OSError):
-        anyio.notify_closing(fd)
-    with suppress(OSError):
-        os.close(fd)
-
-
-class _PipeOut:
-    """Bytes to our non-blocking end of the child's stdin pipe, written whole (waiting while it is full).
-
-    A write cancelled half way keeps its unsent tail, written before the next one, so a frame is never
-    torn (the SDK follows a cancelled request at once with its courtesy `notifications/cancelled`)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._tail = b""
-
-    async def write(self, data: bytes) -> None:
-        view = memoryview(self._tail + data if self._tail else data)
-        try:
-            while True:
-                try:
-                    view = view[os.write(self.fd, view) :]
-                except BlockingIOError:
-                    pass
-                if not view:
-                    return
-                await anyio.wait_writable(self.fd)
-        finally:
-            self._tail = bytes(view)
-
-    async def close(self) -> None:
-        fd, self.fd = self.fd, -1  # once: a descriptor number closed twice may by then be someone else's
-        if fd >= 0:
-            _close_fd(fd)
-
-
-class _PipeIn:
-    """Chunks from our non-blocking end of the child's stdout pipe; None at its end."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._buffer = bytearray(_READ_CHUNK)
-        self._view = memoryview(self._buffer)
-
-    async def read(self) -> bytes | None:
-        while True:
-            try:
-                # Into one reused buffer: os.read(fd, 256 KiB) allocates (and maps) 256 KiB per call, 27 us
-                # for a 100-byte answer here against 2 us.
-                size = os.readv(self.fd, [self._buffer])
-            except BlockingIOError:
-                pass
-            except OSError:
-                return None
-            else:
-                chunk = bytes(self._view[:size]) if size else None
-                if size == len(self._buffer) < _STDOUT_PIPE_BYTES:
-                    self._grow()
-                return chunk
-            try:
-                await anyio.wait_readable(self.fd)
-            except (OSError, anyio.ClosedResourceError):
-                return None
-
-    def _grow(self) -> None:
-        """A read that filled the buffer: twice the room, up to the pipe's size. A server that answers 1 MB
-        is then read in one chunk, not four (its line is then the chunk itself, not a join of copies);
-        one that never fills 256 KiB keeps no more."""
-        self._view.release()
-        self._buffer = bytearray(len(self._buffer) * 2)
-        self._view = memoryview(self._buffer)
-
-    async def readable(self) -> None:
-        with suppress(OSError, ValueError, anyio.ClosedResourceError):
-            await anyio.wait_readable(self.fd)
-
-    async def close(self) -> None:
-        fd, self.fd = self.fd, -1
-        if fd >= 0:
-            _close_fd(fd)
-
-
-class _StreamOut:
-    """Bytes to the child's stdin as anyio opened it (Windows, where the loop cannot wait on a pipe)."""
-
-    def __init__(self, stream: anyio.abc.ByteSendStream) -> None:
-        self._stream = stream
-
-    async def write(self, data: bytes) -> None:
-        await self._stream.send(data)
-
-    async def close(self) -> None:
-        await self._stream.aclose()
-
-
-class _StreamIn:
-    """Chunks from the child's stdout as anyio opened it (Windows); None at its end."""
-
-    def __init__(self, stream: anyio.abc.ByteReceiveStream) -> None:
-        self._stream = stream
-        self._next: bytes | None = None
-
-    async def read(self) -> bytes | None:
-        if self._next is not None:
-            chunk, self._next = self._next, None
-            return chunk
-        try:
-            return await self._stream.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            return None
-
-    async def readable(self) -> None:
-        self._next = await self.read()
-
-    async def close(self) -> None:
-        with suppress(Exception):
-            await self._stream.aclose()
-
-
 class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
     """The session's write stream: `send()` serialises as the SDK's stdio client does and writes to the
     child's stdin at once, in the sender's task (no writer task, no hand-over stream).
@@ -394,7 +241,7 @@ class _ChildStdin(anyio.abc.ObjectSendStream[SessionMessage]):
     being written). A broken pipe (the child died or closed its stdin) ends the read side too, so
     calls in flight fail with the usual "died" error, and every later send raises BrokenResourceError."""
 
-    def __init__(self, out: _PipeOut | _StreamOut, on_broken: Callable[[], None]) -> None:
+    def __init__(self, out: PipeOut | StreamOut, on_broken: Callable[[], None]) -> None:
         self._out = out
         self._on_broken = on_broken
         self._lock = anyio.Lock(fast_acquire=True)
@@ -432,7 +279,7 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
 
     def __init__(
         self,
-        source: _PipeIn | _StreamIn,
+        source: PipeIn | StreamIn,
         limit: int,
         child_log: logging.Logger,
         on_eof: Callable[[], None],
@@ -500,45 +347,6 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self.close()
 
 
-def _pipe_for(child_end: int) -> tuple[int, int]:
-    """A pipe for the child's stdin (0) or stdout (1) as (our end, the child's end); ours non-blocking,
-    neither inherited by anyone else (os.pipe descriptors are close-on-exec)."""
-    read, write = os.pipe()
-    ours, childs = (write, read) if child_end == 0 else (read, write)
-    os.set_blocking(ours, False)
-    return ours, childs
-
-
-async def _spawn(
-    argv: list[str], env: dict[str, str], cwd: str | None
-) -> tuple[anyio.abc.Process, _PipeOut | _StreamOut, _PipeIn | _StreamIn]:
-    """The child with its stdin and stdout: our own pipes where the event loop can wait on them."""
-    if sys.platform == "win32":
-        process = await anyio.open_process(argv, env=env, cwd=cwd, start_new_session=True)
-        assert process.stdin is not None and process.stdout is not None
-        return process, _StreamOut(process.stdin), _StreamIn(process.stdout)
-    import fcntl
-
-    stdin_fd, child_stdin = _pipe_for(0)
-    stdout_fd, child_stdout = _pipe_for(1)
-    if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
-        with suppress(OSError):
-            # A 1 MB answer in one write instead of 16 round trips through a 64 KiB pipe.
-            fcntl.fcntl(stdout_fd, fcntl.F_SETPIPE_SZ, _STDOUT_PIPE_BYTES)
-    try:
-        process = await anyio.open_process(
-            argv, stdin=child_stdin, stdout=child_stdout, env=env, cwd=cwd, start_new_session=True
-        )
-    except BaseException:
-        _close_fd(stdin_fd)
-        _close_fd(stdout_fd)
-        raise
-    finally:
-        os.close(child_stdin)
-        os.close(child_stdout)
-    return process, _PipeOut(stdin_fd), _PipeIn(stdout_fd)
-
-
 @asynccontextmanager
 async def stdio_transport(
     command: str,
@@ -549,16 +357,20 @@ async def stdio_transport(
     log_name: str,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     aside: StructuredAside | None = None,
+    early: EarlyStarts | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession; with
     `aside`, large tools/call answers have their structuredContent set aside (aside.py: the session's
-    write stream shows it the calls, `StructuredAside.noting`)."""
-    process, stdin, stdout = await _spawn([command, *args], {**inherited_environment(), **env}, cwd)
+    write stream shows it the calls, `StructuredAside.noting`); with `early`, the process started
+    for `log_name` before the SDK was imported (spawn.py) is taken instead of a new one."""
+    launch = Launch.of(command, args, env, cwd)
+    spawned = await early.claim(log_name, launch) if early is not None else None
+    process, stdin, stdout = spawned or await spawn(launch)
     record.pid = process.pid
     child_log = logging.getLogger(f"offload_mcp.downstream.{log_name}")
 
     async def note_exit() -> None:
-        await _wait_returncode(process, 0.5)
+        await wait_returncode(process, 0.5)
         record.returncode = process.returncode
         record.exited.set()
 
@@ -600,7 +412,7 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 write_stream.close()
                 read_stream.close()
-                await _stop(process, stdin.close)
+                await stop_process(process, stdin.close)
                 record.returncode = process.returncode
                 record.exited.set()
                 await stdout.close()

@@ -139,9 +139,12 @@ REFUSED_TIMEOUT = "timeout"
 class Relay:
     """Process-wide: the capability declaration, the calls in flight, the connected clients."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, declaration_wait_s: float = 0.0) -> None:
         self.timeout_s = timeout_s
         self.declared = types.ClientCapabilities()
+        self.declaration_wait_s = declaration_wait_s
+        """How long a server's first session waits for the first client's declaration (`first_declaration`)."""
+        self._first_observed = anyio.Event()
         self.log_level: types.LoggingLevel | None = None
         self.stats = RelayStats()
         self._in_flight: dict[str, list[Upstream]] = {}
@@ -156,6 +159,7 @@ class Relay:
 
     def observe(self, caps: types.ClientCapabilities | None) -> bool:
         """Fold one client's declaration into what downstream declares; True when it grew."""
+        self._first_observed.set()
         if caps is self._last_observed:
             return False  # the same connection's declaration again: the common case, kept off the hot path
         self._last_observed = caps
@@ -164,6 +168,20 @@ class Relay:
             return False
         self.declared = grown
         return True
+
+    async def first_declaration(self) -> None:
+        """Wait, at most `declaration_wait_s`, until a client's declaration has been observed.
+
+        Why: a downstream session declares once, at its initialize. One that initialized before the
+        client's declaration arrived declared nothing and was reconnected when it came: a second start
+        of every server whenever the client declares roots, elicitation or sampling (Claude Code
+        declares roots and elicitation). A stdio client's initialize is the first thing it sends, so
+        the wait is the time the proxy takes to read it. Inert (no wait) when `declaration_wait_s` is 0:
+        HTTP clients come and go, and their union only grows, so no first declaration is the one.
+        """
+        if self.declaration_wait_s > 0 and not self._first_observed.is_set():
+            with anyio.move_on_after(self.declaration_wait_s):
+                await self._first_observed.wait()
 
     def connected(self, connection: str, session: Any) -> None:
         """A handshake-era client connection (its key) that can take requests outside a call."""

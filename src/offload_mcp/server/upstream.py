@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
+import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
@@ -40,6 +42,7 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from pydantic import ValidationError
 
 from ..config import OffloadSettings
 from ..downstream.changes import ListKind
@@ -87,7 +90,18 @@ class UpstreamSessions:
 
     async def meet_client(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Fold the client's declared capabilities into what downstream declares (relay/capabilities.py)."""
-        if ctx.method in ("initialize", "server/discover", "ping"):
+        if ctx.method in ("initialize", "server/discover"):
+            # Only noted here, never waited on: both are answered at once. Servers still starting then
+            # declare it in their first session (Relay.first_declaration), not in a second one. The
+            # handshake declares in its params; a 2026-era request (Claude Code's discover) in its envelope.
+            if ctx.method == "server/discover":
+                self.pool.note_declaration(ctx.session.client_capabilities)
+            else:
+                with suppress(ValidationError):
+                    declared = (ctx.params or {}).get("capabilities") or {}
+                    self.pool.note_declaration(types.ClientCapabilities.model_validate(declared))
+            return
+        if ctx.method == "ping":
             return
         key = self.connection_key(ctx)
         if key is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 import pytest
 from mcp.client.stdio import stdio_client
@@ -79,6 +80,20 @@ async def test_a_process_nobody_claims_is_stopped_on_exit() -> None:
         pids = early.pids
         assert sorted(pids) == ["a", "b"] and all(_alive(pid) for pid in pids.values())
     assert not any(_alive(pid) for pid in pids.values()), "an unclaimed early process outlived the proxy"
+
+
+async def test_start_up_cancelled_half_way_stops_what_it_had_started() -> None:
+    servers = {f"s{i}": StdioServer(command="sleep", args=["60"]) for i in range(40)}
+    early = EarlyStarts(servers)
+    started: list[int] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(early.__aenter__)
+        while not early.pids:
+            await anyio.lowlevel.checkpoint()
+        started.extend(early.pids.values())
+        tg.cancel_scope.cancel()
+    assert 0 < len(started) < len(servers) and early.pids == {}
+    assert not any(_alive(pid) for pid in started), "a process started before the cancel outlived it"
 
 
 async def test_a_different_launch_gets_no_early_process_and_the_early_one_is_stopped() -> None:

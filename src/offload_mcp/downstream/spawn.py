@@ -268,17 +268,24 @@ class EarlyStarts:
         self._started: dict[str, tuple[Launch, Spawned]] = {}
 
     async def __aenter__(self) -> EarlyStarts:
-        for name, entry in self._servers.items():
-            if isinstance(entry, StdioServer):
-                launch = Launch.of(entry.command, entry.args, entry.env, entry.cwd)
-                try:
-                    spawned = await spawn(launch)
-                except Exception as err:
-                    logger.debug("server %r not started early (%s); its session starts it", name, err)
-                else:
-                    self._started[name] = (launch, spawned)
-                    logger.debug("server %r started before the SDK import (pid %d)", name, spawned.process.pid)
+        try:
+            for name, entry in self._servers.items():
+                if isinstance(entry, StdioServer):
+                    await self._start(name, entry)
+        except BaseException:  # cancelled half way: no __aexit__ will stop what was started
+            await self.__aexit__(None, None, None)
+            raise
         return self
+
+    async def _start(self, name: str, entry: StdioServer) -> None:
+        launch = Launch.of(entry.command, entry.args, entry.env, entry.cwd)
+        try:
+            spawned = await spawn(launch)
+        except Exception as err:
+            logger.debug("server %r not started early (%s); its session starts it", name, err)
+        else:
+            self._started[name] = (launch, spawned)
+            logger.debug("server %r started before the SDK import (pid %d)", name, spawned.process.pid)
 
     @property
     def pids(self) -> dict[str, int]:

@@ -74,6 +74,8 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
         {
             "good": fixture_entry(),
             "ghost": {"command": "/nonexistent/mcp-server-ghost"},
+            "nowhere": fixture_entry(cwd=str(tmp_path / "gone")),
+            "filed": fixture_entry(cwd=str(tmp_path / "proxy.log")),
             "slow": fixture_entry("--start-delay", "30"),
         },
         {"downstream": {"startup_timeout_s": 6}},
@@ -89,6 +91,9 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
                     assert "echo" in [t.name for t in (await s.list_tools()).tools]
     text = log.read_text()
     assert "server 'ghost' (/nonexistent/mcp-server-ghost) failed to start: command not found" in text
+    # A missing or wrong working directory is named as such, not as a missing command (it was).
+    assert f"failed to start: working directory not found: {tmp_path / 'gone'}" in text
+    assert f"failed to start: working directory is not a directory: {tmp_path / 'proxy.log'}" in text
     assert "server 'slow'" in text and "did not finish starting within 6s" in text
 
 

@@ -68,6 +68,19 @@ def describe_command(entry: ServerEntry) -> str:
     return f"{entry.kind} {entry.url}"
 
 
+def _spawn_failure(entry: StdioServer, err: OSError) -> str:
+    """What could not be used: the working directory (the error names it) or the command."""
+    if entry.cwd is not None and err.filename == entry.cwd:
+        if isinstance(err, FileNotFoundError):
+            return f"working directory not found: {entry.cwd}"
+        if isinstance(err, NotADirectoryError):
+            return f"working directory is not a directory: {entry.cwd}"
+        return f"working directory not accessible: {entry.cwd}"
+    if isinstance(err, PermissionError):
+        return f"command not executable: {entry.command}"
+    return f"command not found: {entry.command}"
+
+
 def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
@@ -204,10 +217,8 @@ class DownstreamServer:
                         self.early,
                     )
                 )
-            except FileNotFoundError:
-                raise DownstreamDown(f"command not found: {entry.command}") from None
-            except PermissionError:
-                raise DownstreamDown(f"command not executable: {entry.command}") from None
+            except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
+                raise DownstreamDown(_spawn_failure(entry, err)) from None
         else:
             read, write = await stack.enter_async_context(
                 _remote_transport(entry, self.settings.max_result_bytes, self.name, self._aside)

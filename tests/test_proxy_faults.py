@@ -11,7 +11,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import OFFLOAD_MCP, fixture_entry, proxy_env, proxy_session, text_of, write_config
+from conftest import OFFLOAD_MCP, PYTHON, fixture_entry, proxy_env, proxy_session, text_of, write_config
 
 
 async def _wait_for(path: Path, needle: str, seconds: float = 10) -> str:
@@ -74,6 +74,8 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
         {
             "good": fixture_entry(),
             "ghost": {"command": "/nonexistent/mcp-server-ghost"},
+            "spaced": {"command": f"{PYTHON} -m mcp_server_spaced"},
+            "home": {"command": "~/bin/mcp-server-home"},
             "nowhere": fixture_entry(cwd=str(tmp_path / "gone")),
             "filed": fixture_entry(cwd=str(tmp_path / "proxy.log")),
             "slow": fixture_entry("--start-delay", "30"),
@@ -91,6 +93,9 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
                     assert "echo" in [t.name for t in (await s.list_tools()).tools]
     text = log.read_text()
     assert "server 'ghost' (/nonexistent/mcp-server-ghost) failed to start: command not found" in text
+    # What a shell would have done for the user is said: a whole command line in `command`, a `~`.
+    assert f"command not found: {PYTHON} -m mcp_server_spaced (no shell splits it: `command` '{PYTHON}'" in text
+    assert "command not found: ~/bin/mcp-server-home (no shell expands `~`: give the full path)" in text
     # A missing or wrong working directory is named as such, not as a missing command (it was).
     assert f"failed to start: working directory not found: {tmp_path / 'gone'}" in text
     assert f"failed to start: working directory is not a directory: {tmp_path / 'proxy.log'}" in text

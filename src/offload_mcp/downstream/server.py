@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import math
 import shlex
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, cast
@@ -78,6 +79,11 @@ def _spawn_failure(entry: StdioServer, err: OSError) -> str:
         return f"working directory not accessible: {entry.cwd}"
     if isinstance(err, PermissionError):
         return f"command not executable: {entry.command}"
+    first, _, rest = entry.command.partition(" ")
+    if rest and shutil.which(first):  # no shell runs it: `npx -y pkg` is one program name
+        return f"command not found: {entry.command} (no shell splits it: `command` {first!r}, the rest in `args`)"
+    if entry.command.startswith("~"):
+        return f"command not found: {entry.command} (no shell expands `~`: give the full path)"
     return f"command not found: {entry.command}"
 
 

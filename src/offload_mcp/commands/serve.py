@@ -117,7 +117,8 @@ def resolve_config(args: argparse.Namespace, environ: dict[str, str] | None = No
 
 
 FIRST_DECLARATION_WAIT_S = 2.0
-"""At most this long a stdio server's first session waits for the client's initialize (Relay.first_declaration).
+"""At most this long a stdio server's first session waits for the client's declaration (its initialize or
+discover; Relay.first_declaration).
 The client sends it first, so the wait is the time serving takes to begin after the pool starts (~0.1 s idle)."""
 
 
@@ -185,15 +186,13 @@ async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyS
     # background: initialize is answered at once whatever the downstream servers do (issue 11).
     # A stdio client declares its capabilities first thing: servers wait briefly to declare them in their first
     # session. Not with prefix `never`, where start-up waits for the servers before reading the client.
-    declaration_wait_s = FIRST_DECLARATION_WAIT_S if args.transport == "stdio" else 0.0
-    if config.offload.catalog.prefix == "never":
-        declaration_wait_s = 0.0
+    waits_for_client = args.transport == "stdio" and config.offload.catalog.prefix != "never"
     pool = DownstreamPool(
         config.mcpServers,
         config.offload.downstream,
         background=True,
         early=early,
-        declaration_wait_s=declaration_wait_s,
+        declaration_wait_s=FIRST_DECLARATION_WAIT_S if waits_for_client else 0.0,
     )
     async with pool:
         if config.offload.catalog.prefix == "never":

@@ -52,7 +52,7 @@ from mcp.shared.message import SessionMessage
 
 from .aside import StructuredAside
 from .parse import log_lone_surrogates, parse_message
-from .spawn import EarlyStarts, Launch, PipeIn, PipeOut, StreamIn, StreamOut, spawn, stop_process, wait_returncode
+from .spawn import EarlyStarts, Launch, PipeIn, PipeOut, StreamIn, StreamOut, spawn, wait_returncode
 
 logger = logging.getLogger(__name__)
 
@@ -364,8 +364,8 @@ async def stdio_transport(
     write stream shows it the calls, `StructuredAside.noting`); with `early`, the process started
     for `log_name` before the SDK was imported (spawn.py) is taken instead of a new one."""
     launch = Launch.of(command, args, env, cwd)
-    spawned = await early.claim(log_name, launch) if early is not None else None
-    process, stdin, stdout = spawned or await spawn(launch)
+    spawned = (await early.claim(log_name, launch) if early is not None else None) or await spawn(launch)
+    process, stdin, stdout = spawned
     record.pid = process.pid
     child_log = logging.getLogger(f"offload_mcp.downstream.{log_name}")
 
@@ -412,11 +412,7 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 write_stream.close()
                 read_stream.close()
-                await stop_process(process, stdin.close)
+                await spawned.stop()
                 record.returncode = process.returncode
                 record.exited.set()
-                await stdout.close()
-                if process.stderr is not None:
-                    with suppress(Exception):
-                        await process.stderr.aclose()
             tg.cancel_scope.cancel()

@@ -180,6 +180,22 @@ def running_proxy(
         reader.join(5)
 
 
+def child_pids(parent: int, needle: str = "") -> list[int]:
+    """The live children of `parent` (no zombies), with `needle` in their command line when one is given."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if int(ppid) == parent and state != "Z" and needle in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
 def run_unprivileged(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     """Permissions do not bind root: as root, run inside a fresh user namespace (uid nobody, no capabilities)."""
     if os.geteuid() == 0:

@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from mcp.client.stdio import stdio_client
 
-from conftest import PYTHON, ROOT, _params, fixture_entry, running_proxy, text_of, write_config
+from conftest import PYTHON, ROOT, _params, child_pids, fixture_entry, running_proxy, text_of, write_config
 from offload_mcp.config import Config, StdioServer
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.downstream.spawn import EarlyStarts, Launch
@@ -39,19 +39,6 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                out.append(int(entry.name))
-    return out
 
 
 async def test_the_first_session_serves_over_the_process_started_early_and_a_restart_spawns_its_own() -> None:
@@ -134,7 +121,7 @@ def test_through_serve_each_server_runs_once_in_the_process_started_before_the_s
         }
         assert sorted(early) == ["fx", "gx"], "".join(proxy.log)
         # One process per server, and it is the one started early: the session spawned no second one.
-        assert sorted(_children(proxy.pid)) == sorted(early.values()), "".join(proxy.log)
+        assert sorted(child_pids(proxy.pid)) == sorted(early.values()), "".join(proxy.log)
 
 
 @pytest.mark.filterwarnings("ignore:The roots capability is deprecated")  # a handshake-era client, on purpose

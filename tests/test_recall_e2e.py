@@ -24,6 +24,7 @@ from conftest import (
     NPM_BIN,
     OFFLOAD_MCP,
     ROOT,
+    child_pids,
     fixture_entry,
     needs_npm,
     proxy_client,
@@ -196,22 +197,6 @@ def test_inspector_cli_accepts_a_stubbed_result_with_output_schema(tmp_path: Pat
     )
 
 
-def _children_running(needle: str) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and needle in cmdline:
-            pids.append(int(entry.name))
-    return pids
-
-
 async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.db"
     config = write_config(
@@ -223,7 +208,7 @@ async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo
         async with proxy_session(args) as s:
             stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 1500})
             (trm_id,) = set(TRM.findall(text_of(stub)))
-            (pid,) = _children_running(str(ledger))
+            (pid,) = child_pids(os.getpid(), str(ledger))
             os.kill(pid, signal.SIGKILL)
             killed = True
     except BaseException as err:  # the dead proxy's pipes may raise on exit; only the kill matters here

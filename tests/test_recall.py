@@ -6,6 +6,9 @@ import time
 import mcp_types as t
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
@@ -121,9 +124,11 @@ async def test_json_path_into_text_json_and_structured_content(env):
     err, text = await call(env, mem_id=trm, json_path="$.items[3].price")
     assert not err and split(text)[1] == "3.5" and "text block 1" in text
     err, text = await call(env, mem_id=trm, json_path="$.items[0:2].name")
-    assert orjson.loads(split(text)[1]) == [
-        {"path": "items.[0].name", "value": "item 0"},
-        {"path": "items.[1].name", "value": "item 1"},
+    assert split(text)[1] == '$.items[0].name = "item 0"\n$.items[1].name = "item 1"'
+    err, text = await call(env, mem_id=trm, json_path="$.items[?(@.id > 1997)]")
+    assert split(text)[1].splitlines() == [
+        '$.items[1998] = {"id":1998,"name":"item 1998","price":1998.5}',
+        '$.items[1999] = {"id":1999,"name":"item 1999","price":1999.5}',
     ]
     err, text = await call(env, mem_id=trm, json_path="$.nothing")
     assert not err and "matched nothing" in text and "items" in text
@@ -144,6 +149,18 @@ async def test_json_path_answers_page_too(env):
             break
         args["offset"] = int(header.split("offset=")[1].rstrip(")]"))
     assert orjson.loads("".join(rendered)) == ITEMS["items"]
+    # Several matches: each page holds whole lines, one match each, and the pages join to the whole answer.
+    pages, args = [], {"mem_id": trm, "json_path": "$.items[*].name", "max_chars": 1000}
+    while True:
+        _, text = await call(env, **args)
+        header, data = split(text)
+        pages.append(data)
+        if "end of answer" in header:
+            break
+        assert data.endswith("\n") and len(data) <= 1000
+        args["offset"] = int(header.split("offset=")[1].rstrip(")]"))
+    assert len(pages) > 20
+    assert "".join(pages).splitlines() == [f'$.items[{i}].name = "item {i}"' for i in range(2000)]
 
 
 @pytest.mark.parametrize(
@@ -421,3 +438,27 @@ async def test_a_query_copied_from_a_colour_logs_stub_names_the_lines_that_hold_
     assert "\x1b[31mFAILED\x1b[0m tests/billing/test_billing_exports.py::test_invoice_total_rounding" in shown
     err, text = await call(e, mem_id=mem_id, query="no such text anywhere")
     assert not err and "terminal colour codes" not in text  # only a query the plain view holds is pointed at
+
+
+KEYS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6) | st.sampled_from(
+    ["where", "wherenot", "true", "false", "null", "a b", "x.y", "it's", "a\\b", "0", "", "*", "..", "@", "$"]
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings_(max_examples=150, deadline=None)
+@given(doc=st.dictionaries(KEYS, JSON_VALUES, min_size=1, max_size=4))
+def test_each_match_is_shown_at_a_path_that_reads_back_to_it_alone(doc):
+    """A match's shown path, fed back as json_path, finds that value and nothing else: quoted keys, the
+    parser's own words (`where`, `null`...) and digits stay keys."""
+    from jsonpath_ng.ext import parse
+
+    from offload_mcp.tools.jsonpath_worker import match_path
+
+    for found in parse("$..*").find(doc):
+        shown = match_path(found.full_path)
+        assert [m.value for m in parse(shown).find(doc)] == [found.value], shown

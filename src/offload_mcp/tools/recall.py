@@ -13,7 +13,9 @@ the header says so and names the call for the whole window; none in the
 text but some in structuredContent: it names the json_path call that reads
 them); `offset`/`max_chars` a character range; `lines`
 ("120-180", "120", "120-") a line range; `json_path` (JSONPath via
-jsonpath-ng) the matching values. No style: the start of the body. Every
+jsonpath-ng) the matching values: one as indented JSON, several one per
+line as `$.items[3].id = 7`, each at a path that reads back to it
+(jsonpath_worker.match_path). No style: the start of the body. Every
 answer begins with one header line stating the id, what is shown, the total
 size, and the exact call for the next part; the rest of the answer is the
 slice itself, byte for byte, so paging with the `next` offsets reassembles
@@ -667,5 +669,10 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
     if offset > total or (offset == total and total > 0):
         raise _BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
     end = min(offset + limit, total)
+    if end < total:
+        # A page ends after its last whole line (one match each when there are several), not inside a match.
+        last_break = rendered.rfind("\n", offset, end)
+        if last_break >= offset:
+            end = last_break + 1
     nxt = f"next: {_call(mem_id, json_path=path, offset=end)}" if end < total else "end of answer"
     return f"[{mem_id}: json_path {path!r} in {source}: {count:,} match{'es' if count != 1 else ''}; chars {offset:,}–{end:,} of {total:,}; {nxt}]\n{rendered[offset:end]}"

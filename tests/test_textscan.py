@@ -95,10 +95,11 @@ def text_kind_reference(text: str) -> str:
 
 def describe_reference(text: str) -> str:
     line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    lines = f"{line_count:,} line{'' if line_count == 1 else 's'}"
     value = describe.parse_json_text(text)
     if value is not None:
-        return f"{line_count:,} lines; JSON {describe.describe_json(value)}"
-    return f"{line_count:,} lines; looks like {text_kind_reference(text)}"
+        return f"{lines}; JSON {describe.describe_json(value)}"
+    return f"{lines}; looks like {text_kind_reference(text)}"
 
 
 # ------------------------------------------------------------------ adversarial texts

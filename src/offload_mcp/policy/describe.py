@@ -36,7 +36,7 @@ def describe_json(value: Any, depth: int = 0) -> str:
         parts = [f"{k}: {describe_json(value[k], depth + 1)}" for k in keys[:_MAX_KEYS]]
         if len(keys) > _MAX_KEYS:
             parts.append(f"+{len(keys) - _MAX_KEYS} more keys")
-        return f"object with {len(keys)} keys {{{'; '.join(parts)}}}"
+        return f"object with {len(keys)} key{'' if len(keys) == 1 else 's'} {{{'; '.join(parts)}}}"
     if isinstance(value, list):
         if not value:
             return "array[0]"
@@ -166,7 +166,8 @@ def describe_text(text: str, parsed: Any = _NOT_PARSED, scan: TextScan | None = 
     when the caller has it already (a 1 MB JSON body is parsed once per stub, not twice: ~7 ms); `scan`:
     the text's TextScan when the identifier index reads the same text (line count, head, commits once)."""
     scan = scan if scan is not None else TextScan(text)
-    head = f"{scan.line_count():,} lines"
+    lines = scan.line_count()
+    head = f"{lines:,} line{'' if lines == 1 else 's'}"
     value = parse_json_text(text) if parsed is _NOT_PARSED else parsed
     if value is not None:
         return f"{head}; JSON {describe_json(value)}"

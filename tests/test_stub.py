@@ -328,8 +328,8 @@ PAGE = "# Docs\n" + "".join(
 
 @pytest.mark.parametrize(
     "text",
-    [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING],
-    ids=["json", "git", "aria", "csv", "links", "listing"],
+    [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING, SOURCE],
+    ids=["json", "git", "aria", "csv", "links", "listing", "source"],
 )
 def test_index_same_bytes_across_processes_and_within_budget(text):
     body = body_of(text)
@@ -514,3 +514,94 @@ def test_a_crlf_unittest_log_is_a_test_log_as_its_lf_twin_is():
     for text in (log, log.replace("\n", "\r\n")):
         out = stub(body_of(text), index_chars=6000)
         assert "looks like a test log" in out and "  FAIL: test_b (t.T)\n" in out and "  Ran 41 tests in 0.01s\n" in out
+
+
+PYTHON_MODULE = (
+    '"""A module."""\n\nimport os\n\n\nclass Ledger:\n    """Stores bodies."""\n\n'
+    + "".join(f"    def method_{i}(self, key: str) -> int:\n        return {i}\n\n" for i in range(40))
+    + "\nasync def open_ledger(path):\n    return Ledger()\n"
+)
+TS_MODULE = (
+    "import { x } from './x';\n\n"
+    "export interface Options {\n  size: number;\n}\n\n"
+    "export async function fetchRows(opts: Options) {\n  return [];\n}\n\n"
+    "export const parseRow = (line: string) => line.split(',');\n\n"
+    "export default class RowStore {\n  private rows: string[] = [];\n}\n"
+    "type RowId = string;\n" + "".join(f"const helper{i} = async (a) => a + {i};\n" for i in range(3))
+)
+GO_AND_RUST = (
+    'package ledger\n\nimport "fmt"\n\ntype Store struct {\n\tpath string\n}\n\n'
+    "func (s *Store) Put(key string) error {\n\treturn nil\n}\n\nfunc Open(path string) *Store {\n\treturn nil\n}\n"
+    "pub(crate) async fn run(cfg: &Config) -> Result<()> {\n    Ok(())\n}\n\nimpl Display for Store {\n}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        (
+            PYTHON_MODULE,
+            ["6: class Ledger:", "9:     def method_0(self, key: str) -> int:", "130: async def open_ledger(path):"],
+        ),
+        (
+            TS_MODULE,
+            [
+                "3: export interface Options {",
+                "7: export async function fetchRows(opts: Options) {",
+                "11: export const parseRow = (line: string) => line.split(',');",
+                "13: export default class RowStore {",
+                "16: type RowId = string;",
+                "17: const helper0 = async (a) => a + 0;",
+            ],
+        ),
+        (
+            GO_AND_RUST,
+            [
+                "5: type Store struct {",
+                "9: func (s *Store) Put(key string) error {",
+                "13: func Open(path string) *Store {",
+                "16: pub(crate) async fn run(cfg: &Config) -> Result<()> {",
+                "20: impl Display for Store {",
+            ],
+        ),
+    ],
+    ids=["python", "typescript", "go-rust"],
+)
+def test_source_code_is_indexed_by_its_definitions_at_their_line_numbers(source, expected):
+    """A source file read through a server (filesystem, GitHub) gets its table of contents: each definition
+    at the line number recall's `lines=` takes, nesting as the code's own indentation."""
+    index = new_index_of(source, 6000)
+    assert index.startswith("index of ") and "definitions in" in index.split("\n", 1)[0], index
+    entries = [line[2:] for line in index.splitlines()[1:]]
+    for entry in expected:
+        assert entry in entries, (entry, entries)
+    lines = source.split("\n")
+    for entry in entries:
+        number, _, shown = entry.partition(": ")
+        assert lines[int(number) - 1].strip().startswith(shown.strip().rstrip("…")), entry
+
+
+def test_a_large_source_file_lists_every_definition_by_name_when_the_lines_do_not_fit():
+    index = new_index_of(SOURCE, 6000)  # 3,000 one-line functions
+    head, *entries = index.splitlines()
+    assert "index of 3,000 definitions in 9,000 lines of source" in head
+    assert entries[0] == "  1 f0" and entries[1] == "  4 f1"  # the most compact level: line and name
+    assert "more not shown, from line" in entries[-1] and "recall_tool_result(" in entries[-1]
+    assert len(index) <= 6000
+    from offload_mcp.policy.index import _OUTLINE_MAX_CHARS
+
+    bundle = SOURCE * (_OUTLINE_MAX_CHARS // len(SOURCE) + 1)  # generated or bundled code: no outline
+    assert len(bundle) > _OUTLINE_MAX_CHARS and "definitions in" not in new_index_of(bundle, 6000)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "".join(f"The function of part {i} is described here, and its class too.\n" for i in range(300)),
+        "".join(f"2026-11-29T16:00:{i % 60:02d}Z INFO def handler {i} ok\n" for i in range(500)),
+        "def a():\n    pass\n\nclass B:\n    pass\n" + "x = 1\n" * 50,  # code, but two definitions
+    ],
+    ids=["prose", "log", "few-definitions"],
+)
+def test_text_that_is_not_source_or_defines_little_gets_no_outline(text):
+    assert "definitions in" not in new_index_of(text, 6000)

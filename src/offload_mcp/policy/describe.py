@@ -171,7 +171,15 @@ def describe_text(text: str, parsed: Any = _NOT_PARSED, scan: TextScan | None = 
     value = parse_json_text(text) if parsed is _NOT_PARSED else parsed
     if value is not None:
         return f"{head}; JSON {describe_json(value)}"
-    return f"{head}; looks like {_text_kind(scan)}"
+    return f"{head}; looks like {text_kind(scan)}"
+
+
+def text_kind(scan: TextScan) -> str:
+    """What the shape line says the text looks like ("source code", "log lines", "a test log"...), judged
+    once per TextScan: index.py's outline finder asks the same question, so the two never disagree."""
+    if scan.kind is None:
+        scan.kind = _text_kind(scan)
+    return scan.kind
 
 
 def _text_kind(scan: TextScan) -> str:

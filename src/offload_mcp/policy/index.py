@@ -12,7 +12,8 @@ common prefix of URL fields (which carries owner/repo) instead of every URL.
 
 What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
 tables: their first column), or per record for text (git log: sha, author, subject; Playwright
-snapshots: ref and row/link name; CSV/TSV: first column; logs: ERROR lines; file listings: paths; other text: its distinct URLs),
+snapshots: ref and row/link name; source code: its definitions, each at its line number; CSV/TSV: first
+column; logs: ERROR lines; file listings: paths; other text: its distinct URLs),
 in input order. Each record has levels, richest first (git: sha subject (author), the subject
 shortened, the sha alone; JSON: the chosen fields, then fewer; ERROR lines: the line, without its
 timestamp, its identifiers alone), and the index uses the richest level at which EVERY record fits
@@ -34,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from typing import Any
 
-from .describe import looks_like_test_log, share_above
+from .describe import looks_like_test_log, share_above, text_kind
 from .textscan import TextScan, commit_matches, first_chars, lstripped_head, not_blank
 
 _ID_NAMES = (
@@ -145,7 +146,17 @@ def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None
     if budget <= 0 or not text:
         return ""
     scan = scan if scan is not None else TextScan(text)
-    for finder in (_git_log, _aria_snapshot, _table_first_column, _test_outcomes, _error_lines, _listing, _links):
+    finders = (
+        _git_log,
+        _aria_snapshot,
+        _code_outline,
+        _table_first_column,
+        _test_outcomes,
+        _error_lines,
+        _listing,
+        _links,
+    )
+    for finder in finders:
         found = finder(scan)
         if found is not None:
             return _text_render(*found, budget=budget, trm_id=trm_id)
@@ -501,6 +512,56 @@ def _aria_snapshot(scan: TextScan) -> Found | None:
     )
     head = f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: "
     return head, ("ref name", "ref name (shortened)"), entries, counts[role]
+
+
+_DEFINITION = re.compile(
+    r"^(?P<indent>[ \t]*)"
+    r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
+    r"|override|sealed|open|data|inline|suspend)[ \t]+)*"
+    r"(?:(?P<kind>def|class|function\*?|fn|fun|func|interface|struct|enum|trait|impl|type|module|namespace)[ \t]+"
+    r"(?:\([^)\n]*\)[ \t]*)?"  # Go's receiver: func (s *Server) Name(
+    r"(?P<name>[A-Za-z_$][\w$]*)"
+    r"|(?P<binding>const|let|var)[ \t]+(?P<bound>[A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]*)?"
+    r"(?:function\b|\([^)\n]*\)[ \t]*=>|[A-Za-z_$][\w$]*[ \t]*=>))",  # a function bound to a name (JS/TS)
+    re.MULTILINE,
+)
+_MIN_DEFINITIONS = 3
+_INDENT_SHOWN = 12
+_OUTLINE_MAX_CHARS = 250_000
+"""Larger texts get no outline: the pattern costs ~12-17 ms per MB of code (a try at each of ~23K line
+starts per MB), ~3-4 ms at this size and 0.4-1.5 ms for the 30-100K source reads that get stubbed. A
+source file past it is generated or bundled code more often than one a model reads."""
+
+
+def _code_outline(scan: TextScan) -> Found | None:
+    """Source code's definitions (def, class, function, fn, func, struct, interface...), each at its line
+    number: the file's table of contents, so an agent reads the one it needs (`lines="446-520"`) instead
+    of paging 8,000 chars at a time from the top, and the names it passes on (a function to call, grep or
+    edit) are in view. The shape line alone said `785 lines; looks like source code` over 6 head lines
+    (a 38 KB module read through server-filesystem). Nesting shows as the code's own indentation.
+    Inert (None) when the text is not source code by describe's own judgement, defines fewer than 3 names,
+    or is over _OUTLINE_MAX_CHARS.
+    """
+    text = scan.text
+    if len(text) > _OUTLINE_MAX_CHARS or text_kind(scan) != "source code":
+        return None
+    total = sum(1 for _ in _DEFINITION.finditer(text))
+    if total < _MIN_DEFINITIONS:
+        return None
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        for line, m in _matches(_DEFINITION, text):
+            indent = m.group("indent").replace("\t", "  ")[:_INDENT_SHOWN]
+            end = text.find("\n", m.start())
+            whole = text[m.start() : end if end >= 0 else len(text)].strip()
+            kind, name = (
+                (m.group("kind"), m.group("name")) if m.group("kind") else (m.group("binding"), m.group("bound"))
+            )
+            yield line, (f"{line}: {indent}{_clip(whole, 100)}", f"{line}: {indent}{kind} {name}", f"{line} {name}")
+
+    lines = scan.line_count()
+    head = f"index of {total:,} definitions in {lines:,} lines of source, one line each, at its line number: "
+    return head, ("the definition line", "its kind and name", "its name"), entries(), total
 
 
 def _table_first_column(scan: TextScan) -> Found | None:

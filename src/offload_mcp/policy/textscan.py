@@ -118,13 +118,15 @@ def commit_matches(text: str) -> Iterator[tuple[int, re.Match[str]]]:
 class TextScan:
     """The facts of one text block that describe.py and index.py both read, each computed on first use."""
 
-    __slots__ = ("text", "_newlines", "_heads", "_commits")
+    __slots__ = ("text", "_newlines", "_heads", "_commits", "kind")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._newlines = -1
         self._heads: dict[int, list[str]] = {}
         self._commits = -1
+        self.kind: str | None = None
+        """What describe.py judged the text to be ("source code", "log lines"...), once it has."""
 
     @property
     def newlines(self) -> int:

@@ -137,29 +137,25 @@ async def test_json_path_into_text_json_and_structured_content(env):
     assert split(text)[1] == "2000" and "structuredContent" in text
 
 
-async def test_json_path_answers_page_too(env):
-    env, shaper = env
-    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())]))
-    rendered, args = [], {"mem_id": trm, "json_path": "$.items"}
-    while True:
-        _, text = await call(env, **args)
-        header, data = split(text)
-        rendered.append(data)
-        if "end of answer" in header:
-            break
-        args["offset"] = int(header.split("offset=")[1].rstrip(")]"))
-    assert orjson.loads("".join(rendered)) == ITEMS["items"]
-    # Several matches: each page holds whole lines, one match each, and the pages join to the whole answer.
-    pages, args = [], {"mem_id": trm, "json_path": "$.items[*].name", "max_chars": 1000}
+async def _pages(env, **args) -> list[str]:
+    """Every page of one answer, following each header's `next` offset to the end."""
+    pages = []
     while True:
         _, text = await call(env, **args)
         header, data = split(text)
         pages.append(data)
         if "end of answer" in header:
-            break
-        assert data.endswith("\n") and len(data) <= 1000
+            return pages
         args["offset"] = int(header.split("offset=")[1].rstrip(")]"))
-    assert len(pages) > 20
+
+
+async def test_json_path_answers_page_too(env):
+    env, shaper = env
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())]))
+    assert orjson.loads("".join(await _pages(env, mem_id=trm, json_path="$.items"))) == ITEMS["items"]
+    # Several matches: each page holds whole lines, one match each, and the pages join to the whole answer.
+    pages = await _pages(env, mem_id=trm, json_path="$.items[*].name", max_chars=1000)
+    assert len(pages) > 20 and all(p.endswith("\n") and len(p) <= 1000 for p in pages[:-1])
     assert "".join(pages).splitlines() == [f'$.items[{i}].name = "item {i}"' for i in range(2000)]
 
 

@@ -605,3 +605,23 @@ def test_a_large_source_file_lists_every_definition_by_name_when_the_lines_do_no
 )
 def test_text_that_is_not_source_or_defines_little_gets_no_outline(text):
     assert "definitions in" not in new_index_of(text, 6000)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        " " * 240_000 + "x",  # the indent gave its blanks back one by one: 44 ms before it was possessive
+        "export " * 34_000,
+        "const x = " + "(" * 240_000,
+        "func (" + "a" * 240_000,
+    ],
+    ids=["blanks", "modifiers", "parens", "receiver"],
+)
+def test_a_hostile_line_in_source_code_costs_what_its_length_does(hostile):
+    import time
+
+    source = "def a():\n    pass\n\ndef b():\n    pass\n\ndef c():\n    pass\n" + hostile + "\n"
+    started = time.perf_counter()
+    index = new_index_of(source, 6000)
+    assert time.perf_counter() - started < 2.0  # linear: ~4-6 ms here
+    assert index.startswith("index of 3 definitions in")

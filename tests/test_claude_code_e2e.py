@@ -217,21 +217,37 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
 
 
 @needs_npm
-def test_a_colour_test_log_reaches_the_model_as_its_failures_without_escapes(tmp_path: Path) -> None:
+def test_a_colour_test_log_and_a_module_reach_the_model_by_their_index(tmp_path: Path) -> None:
     # The demo's run_tests stub said "prose / plain text", had no index and showed ESC bytes: the model
-    # learned neither which test failed nor the tally, the two things it ran the tests for.
+    # learned neither which test failed nor the tally, the two things it ran the tests for. A module's
+    # stub said "looks like source code" over 6 head lines: now it lists the module's definitions.
     from offload_mcp.demo_workspace import run_tests_text
 
     log = run_tests_text()
+    module = "".join(
+        f'def handler_{i:03d}(request, *, retries=3):\n    """Handle request kind {i}."""\n'
+        f"    return dispatch(request, kind={i}, retries=retries)\n\n\n"
+        for i in range(330)
+    )
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "pytest.log").write_text(log)
+    (tmp_path / "data" / "handlers.py").write_text(module)
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
     api, _ = run_claude(
         tmp_path,
         servers,
-        [tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "pytest.log")), {"text": "done"}],
+        [
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "pytest.log")),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "handlers.py")),
+            {"text": "done"},
+        ],
     )
-    (shown,) = results_of(api, "read_text_file")
+    shown, source = results_of(api, "read_text_file")
+    assert_inline(source)
+    assert len(module) > 30_000 and TRM.search(source) and "looks like source code" in source
+    assert "index of 330 definitions in 1,650 lines of source" in source and "\n  826 handler_165\n" in source.replace(
+        "\\n", "\n"
+    )
     assert_inline(shown)
     assert TRM.search(shown) and "looks like a test log" in shown
     assert "tests/billing/test_billing_exports.py::test_invoice_total_rounding FAILED" in shown

@@ -588,10 +588,10 @@ def test_a_large_source_file_lists_every_definition_by_name_when_the_lines_do_no
     assert entries[0] == "  1 f0" and entries[1] == "  4 f1"  # the most compact level: line and name
     assert "more not shown, from line" in entries[-1] and "recall_tool_result(" in entries[-1]
     assert len(index) <= 6000
-    from offload_mcp.policy.index import _OUTLINE_MAX_CHARS
+    from offload_mcp.policy.textscan import DEFINITIONS_MAX_CHARS
 
-    bundle = SOURCE * (_OUTLINE_MAX_CHARS // len(SOURCE) + 1)  # generated or bundled code: no outline
-    assert len(bundle) > _OUTLINE_MAX_CHARS and "definitions in" not in new_index_of(bundle, 6000)
+    bundle = SOURCE * (DEFINITIONS_MAX_CHARS // len(SOURCE) + 1)  # generated or bundled code: no outline
+    assert len(bundle) > DEFINITIONS_MAX_CHARS and "definitions in" not in new_index_of(bundle, 6000)
 
 
 @pytest.mark.parametrize(
@@ -625,3 +625,16 @@ def test_a_hostile_line_in_source_code_costs_what_its_length_does(hostile):
     index = new_index_of(source, 6000)
     assert time.perf_counter() - started < 2.0  # linear: ~4-6 ms here
     assert index.startswith("index of 3 definitions in")
+
+
+def test_a_module_whose_first_lines_are_a_docstring_is_source_code_by_its_definitions():
+    """The first 200 lines alone called ~40% of real Python modules prose (a long docstring, a licence) or
+    markdown (`# ` comments); counted by their definitions they are source code and get the outline. A
+    README whose examples sit in ``` fences stays what its lines say."""
+    docstring = '"""' + "This module explains itself at length before any code.\n" * 300 + '"""\n\n'
+    module = docstring + "".join(f"def step_{i:02d}(x):\n    return x + {i}\n\n" for i in range(60))
+    out = stub(body_of(module), index_chars=6000)
+    assert "looks like source code" in out and "index of 60 definitions in" in out
+    assert "303: def step_00(x):" in out
+    readme = "".join(f"```python\ndef example_{i}():\n    pass\n```\n\n" + "Some words.\n" * 6 for i in range(40))
+    assert "source code" not in stub(body_of(readme), index_chars=6000)

@@ -19,6 +19,7 @@ from offload_mcp.policy.describe import describe_text, share_above
 from offload_mcp.policy.index import _counts_up, python_literal, text_index
 from offload_mcp.policy.stub import _clip, _preview
 from offload_mcp.policy.textscan import (
+    DEFINITION,
     TextScan,
     commit_matches,
     first_chars,
@@ -88,6 +89,10 @@ def text_kind_reference(text: str) -> str:
         return "source code"
     if text.lstrip().startswith(("<!DOCTYPE", "<html", "<?xml")):
         return "HTML/XML"
+    if len(text) <= 250_000 and "```" not in text and "~~~" not in text:
+        definitions = len(DEFINITION.findall(text))  # source whose first lines are a docstring or comments
+        if definitions >= 5 and text.count("\n") + 1 - text.endswith("\n") <= 40 * definitions:
+            return "source code"
     if share(re.compile(r"^#{1,6} |^[-*] "), 0.1):
         return "markdown text"
     return "prose / plain text"
@@ -107,7 +112,11 @@ def describe_reference(text: str) -> str:
 BIG_LINE = "a, b\tc | d " * 1_000_000  # one 11 MB line: windows grow to the 819,200-char cut
 GIT = "".join(f"commit {i:040x}\nAuthor: Dev <d@x>\nDate: today\n\n    change {i}\n\n" for i in range(300))
 LOG = "".join(f"2026-11-29T16:00:{i % 60:02d}Z INFO request {i} ok\n" for i in range(500))
+DOCSTRING_FIRST = '"""' + "A module whose docstring fills the first lines.\n" * 300 + '"""\n\n'
 ADVERSARIAL = [
+    DOCSTRING_FIRST + "".join(f"def step_{i}(x):\n    return x + {i}\n\n" for i in range(60)),
+    "# Guide\n\n"
+    + "".join(f"```python\ndef example_{i}():\n    pass\n```\n\n" + "Some words.\n" * 6 for i in range(40)),
     "",
     "\n",
     "\n" * 5000,

@@ -36,7 +36,15 @@ from itertools import repeat
 from typing import Any
 
 from .describe import looks_like_test_log, share_above, text_kind
-from .textscan import TextScan, commit_matches, first_chars, lstripped_head, not_blank
+from .textscan import (
+    DEFINITION,
+    DEFINITIONS_MAX_CHARS,
+    TextScan,
+    commit_matches,
+    first_chars,
+    lstripped_head,
+    not_blank,
+)
 
 _ID_NAMES = (
     "id",
@@ -514,24 +522,8 @@ def _aria_snapshot(scan: TextScan) -> Found | None:
     return head, ("ref name", "ref name (shortened)"), entries, counts[role]
 
 
-_DEFINITION = re.compile(
-    # Possessive (*+, ++): a line of 240K blanks took 44 ms as the indent gave its blanks back one by one.
-    r"^(?P<indent>[ \t]*+)"
-    r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
-    r"|override|sealed|open|data|inline|suspend)[ \t]++)*+"
-    r"(?:(?P<kind>def|class|function\*?|fn|fun|func|interface|struct|enum|trait|impl|type|module|namespace)[ \t]+"
-    r"(?:\([^)\n]*\)[ \t]*)?"  # Go's receiver: func (s *Server) Name(
-    r"(?P<name>[A-Za-z_$][\w$]*)"
-    r"|(?P<binding>const|let|var)[ \t]+(?P<bound>[A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]*)?"
-    r"(?:function\b|\([^)\n]*\)[ \t]*=>|[A-Za-z_$][\w$]*[ \t]*=>))",  # a function bound to a name (JS/TS)
-    re.MULTILINE,
-)
 _MIN_DEFINITIONS = 3
 _INDENT_SHOWN = 12
-_OUTLINE_MAX_CHARS = 250_000
-"""Larger texts get no outline: the pattern costs ~10 ms per MB of code (a try at each of ~23K line
-starts per MB); the whole index takes 1.1 ms at 40K chars, 2.2 ms at 100K and 5 ms at this size. A
-source file past it is generated or bundled code more often than one a model reads."""
 
 
 def _code_outline(scan: TextScan) -> Found | None:
@@ -541,17 +533,17 @@ def _code_outline(scan: TextScan) -> Found | None:
     edit) are in view. The shape line alone said `785 lines; looks like source code` over 6 head lines
     (a 38 KB module read through server-filesystem). Nesting shows as the code's own indentation.
     Inert (None) when the text is not source code by describe's own judgement, defines fewer than 3 names,
-    or is over _OUTLINE_MAX_CHARS.
+    or is over DEFINITIONS_MAX_CHARS.
     """
     text = scan.text
-    if len(text) > _OUTLINE_MAX_CHARS or text_kind(scan) != "source code":
+    if len(text) > DEFINITIONS_MAX_CHARS or text_kind(scan) != "source code":
         return None
-    total = sum(1 for _ in _DEFINITION.finditer(text))
+    total = scan.definitions()
     if total < _MIN_DEFINITIONS:
         return None
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
-        for line, m in _matches(_DEFINITION, text):
+        for line, m in _matches(DEFINITION, text):
             indent = m.group("indent").replace("\t", "  ")[:_INDENT_SHOWN]
             end = text.find("\n", m.start())
             whole = text[m.start() : end if end >= 0 else len(text)].strip()

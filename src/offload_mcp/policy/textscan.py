@@ -40,6 +40,25 @@ COUNT_PIECE_CHARS = 1 << 20
 # span a line break: a stub's index points at lines of the stored body, so the view must keep its lines.
 _TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
+DEFINITION = re.compile(
+    # Possessive (*+, ++): a line of 240K blanks took 44 ms as the indent gave its blanks back one by one.
+    r"^(?P<indent>[ \t]*+)"
+    r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
+    r"|override|sealed|open|data|inline|suspend)[ \t]++)*+"
+    r"(?:(?P<kind>def|class|function\*?|fn|fun|func|interface|struct|enum|trait|impl|type|module|namespace)[ \t]+"
+    r"(?:\([^)\n]*\)[ \t]*)?"  # Go's receiver: func (s *Server) Name(
+    r"(?P<name>[A-Za-z_$][\w$]*)"
+    r"|(?P<binding>const|let|var)[ \t]+(?P<bound>[A-Za-z_$][\w$]*)[ \t]*=[ \t]*(?:async[ \t]*)?"
+    r"(?:function\b|\([^)\n]*\)[ \t]*=>|[A-Za-z_$][\w$]*[ \t]*=>))",  # a function bound to a name (JS/TS)
+    re.MULTILINE,
+)
+"""A definition at a line start: def, class, function, fn/fun/func (with Go's receiver), struct, interface,
+enum, trait, impl, type, module, namespace, or a function bound by const/let/var, after any modifiers."""
+DEFINITIONS_MAX_CHARS = 250_000
+"""Larger texts are not searched for definitions: the pattern costs ~10 ms per MB of code (a try at each
+of ~23K line starts per MB); the whole outline takes 1.1 ms at 40K chars, 2.2 ms at 100K and 5 ms at
+this size. A source file past it is generated or bundled code more often than one a model reads."""
+
 _COMMIT_AT_START = re.compile(r"(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
 _COMMIT_AFTER_BREAK = re.compile(r"\n(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
 
@@ -118,13 +137,14 @@ def commit_matches(text: str) -> Iterator[tuple[int, re.Match[str]]]:
 class TextScan:
     """The facts of one text block that describe.py and index.py both read, each computed on first use."""
 
-    __slots__ = ("text", "_newlines", "_heads", "_commits", "kind")
+    __slots__ = ("text", "_newlines", "_heads", "_commits", "_definitions", "kind")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._newlines = -1
         self._heads: dict[int, list[str]] = {}
         self._commits = -1
+        self._definitions = -1
         self.kind: str | None = None
         """What describe.py judged the text to be ("source code", "log lines"...), once it has."""
 
@@ -161,3 +181,10 @@ class TextScan:
             after = _COMMIT_AFTER_BREAK.findall(self.text, first.end() if first is not None else 0)
             self._commits = len(after) + (first is not None)
         return self._commits
+
+    def definitions(self) -> int:
+        """How many lines start a definition (DEFINITION), counted once; 0 over DEFINITIONS_MAX_CHARS."""
+        if self._definitions < 0:
+            text = self.text
+            self._definitions = sum(1 for _ in DEFINITION.finditer(text)) if len(text) <= DEFINITIONS_MAX_CHARS else 0
+        return self._definitions

@@ -18,7 +18,10 @@ on adversarial and generated texts):
   same loop; translate + int.bit_count is 5x slower); a text without any is told by memchr;
 - `commits()`: the git commit headers, found by a pattern that starts with the line break, so sre
   skips to each "\n" instead of trying every position (2-3 ms/MB on a log of a commit per 150
-  chars, ~0.4 ms/MB on text without one).
+  chars, ~0.4 ms/MB on text without one);
+- `definitions()`: the lines that start a definition (DEFINITION), up to DEFINITIONS_MAX_CHARS: describe
+  counts them to tell source code whose first lines are a docstring, index lists them as its outline;
+- `kind`: what describe judged the text to be, kept for the index's finders that ask the same.
 
 Inert for short texts: every window then covers the whole text and the cost is what it was.
 """

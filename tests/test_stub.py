@@ -638,3 +638,36 @@ def test_a_module_whose_first_lines_are_a_docstring_is_source_code_by_its_defini
     assert "303: def step_00(x):" in out
     readme = "".join(f"```python\ndef example_{i}():\n    pass\n```\n\n" + "Some words.\n" * 6 for i in range(40))
     assert "source code" not in stub(body_of(readme), index_chars=6000)
+
+
+def _git_diff(files: int) -> str:
+    parts = []
+    for f in range(files):
+        path = f"src/pkg/module_{f:03d}.py"
+        hunk = "".join(f"-old line {i}\n+new line {i}\n+added {i}\n context\n" for i in range(f % 5 + 1))
+        parts.append(
+            f"diff --git a/{path} b/{path}\nindex 1234567..89abcde 100644\n--- a/{path}\n+++ b/{path}\n"
+            f"@@ -1,{f % 5 + 1} +1,{f % 5 + 1} @@\n{hunk}"
+        )
+    return "".join(parts)
+
+
+def test_a_diff_is_indexed_by_its_files_at_their_header_lines_with_their_counts():
+    """git_diff of 40 commits (200K chars) was shown as `3,945 lines; looks like a diff / patch` over the first
+    file's header: now its files, where each one's diff starts, and what it adds and removes (git's numstat)."""
+    diff = _git_diff(120)
+    index = new_index_of(diff, 6000)
+    head, *entries = index.splitlines()
+    assert head.startswith("index of the 120 files of the diff") and "all shown" in head
+    lines = diff.split("\n")
+    for f, entry in enumerate(entries):
+        number, _, rest = entry.strip().partition(": ")
+        path = f"src/pkg/module_{f:03d}.py"
+        assert lines[int(number) - 1] == f"diff --git a/{path} b/{path}"
+        assert rest == f"{path} (+{2 * (f % 5 + 1)} -{f % 5 + 1})", entry
+    unified = "".join(
+        f"--- a/f{i}.txt\t2026-01-01\n+++ b/f{i}.txt\t2026-01-02\n@@ -1 +1 @@\n-a\n+b\n+c\n" for i in range(50)
+    )
+    assert "\n  2: f0.txt (+2 -1)\n  8: f1.txt (+2 -1)\n" in new_index_of(unified, 6000)
+    many = new_index_of(_git_diff(3000), 6000)  # past the budget: line and path, then the call for the rest
+    assert "\n  1 src/pkg/module_000.py\n" in many and "more not shown, from line" in many.splitlines()[-1]

@@ -671,3 +671,16 @@ def test_a_diff_is_indexed_by_its_files_at_their_header_lines_with_their_counts(
     assert "\n  2: f0.txt (+2 -1)\n  8: f1.txt (+2 -1)\n" in new_index_of(unified, 6000)
     many = new_index_of(_git_diff(3000), 6000)  # past the budget: line and path, then the call for the rest
     assert "\n  1 src/pkg/module_000.py\n" in many and "more not shown, from line" in many.splitlines()[-1]
+
+
+def test_one_commit_with_its_diff_is_indexed_by_its_files_and_a_log_of_several_by_its_commits():
+    """`git show`: the head shows the one commit, so the index lists the files it changes (a 65K git_show
+    said `index of 1 commit`). `git log -p` of several commits keeps the commit index."""
+    commit = "commit {sha}\nAuthor: Dev <d@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n    Change\n\n"
+    show = commit.format(sha="a" * 40) + _git_diff(40)
+    out = stub(body_of(show), index_chars=6000)
+    assert "looks like git log (1 commit)" in out and "index of the 40 files of the diff" in out
+    assert "\n  7: src/pkg/module_000.py (+2 -1)\n" in out
+    log = commit.format(sha="a" * 40) + _git_diff(20) + commit.format(sha="b" * 40) + _git_diff(20)
+    out = stub(body_of(log), index_chars=6000)
+    assert "looks like git log (2 commits)" in out and "index of 2 commits" in out

@@ -71,7 +71,7 @@ def text_kind_reference(text: str) -> str:
 
     if any(d._GIT_COMMIT.match(ln) for ln in lines[:20]):
         commits = len(re.findall(r"^(?:commit|Commit:)\s+[0-9a-f]{7,40}\b", text, re.M))
-        return f"git log ({commits:,} commits)"
+        return f"git log ({commits:,} commit{'' if commits == 1 else 's'})"
     if share(d._DIFF, 0.02) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
     if share(d._is_test_line, 0.05):

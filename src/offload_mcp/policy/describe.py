@@ -195,7 +195,8 @@ def _text_kind(scan: TextScan) -> str:
         return share_above(lines, test, threshold)
 
     if any(_GIT_COMMIT.match(ln) for ln in lines[:20]):
-        return f"git log ({scan.commits():,} commits)"
+        commits = scan.commits()
+        return f"git log ({commits:,} commit{'' if commits == 1 else 's'})"
     if share(_DIFF.match, 0.02, _DIFF_FIRST) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
     joined = "\n".join(lines)

@@ -155,8 +155,8 @@ def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None
         return ""
     scan = scan if scan is not None else TextScan(text)
     finders = (
-        _git_log,
         _diff_files,
+        _git_log,
         _aria_snapshot,
         _code_outline,
         _table_first_column,
@@ -533,9 +533,13 @@ def _diff_files(scan: TextScan) -> Found | None:
     line alone said `3,945 lines; looks like a diff / patch` over the first file's header (git_diff of 40
     commits, 200K chars). `diff --git a/X b/X` headers (the b/ side), else unified `+++ X` ones. Found by
     str.find from line break to line break and counted by str.count per file: ~0.3 ms per MB.
-    Inert (None) when describe does not call the text a diff, or no file header is found.
+    One commit with its diff (`git show`) is indexed the same way: its files, where the commit index
+    would list the one commit the head already shows (a 65K `git_show` said `index of 1 commit`).
+    Inert (None) when describe calls the text neither a diff nor a git log of one commit, or no file
+    header is found.
     """
-    if text_kind(scan) != "a diff / patch":
+    kind = text_kind(scan)
+    if kind != "a diff / patch" and not (kind.startswith("git log") and scan.commits() == 1):
         return None
     text = "\n" + scan.text  # every header then follows a line break, the first one too
     marker = _DIFF_GIT if _DIFF_GIT in text else _DIFF_PLUS

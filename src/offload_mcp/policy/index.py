@@ -532,7 +532,8 @@ def _diff_files(scan: TextScan) -> Found | None:
     changed and where to read each one (`lines=`), and the paths an agent opens or edits next. The shape
     line alone said `3,945 lines; looks like a diff / patch` over the first file's header (git_diff of 40
     commits, 200K chars). `diff --git a/X b/X` headers (the b/ side), else unified `+++ X` ones. Found by
-    str.find from line break to line break and counted by str.count per file: ~0.3 ms per MB.
+    str.find from line break to line break and counted by two str.count per file: ~4.5 ms per MB of diff
+    read (the index stops reading files once even the paths alone are past its budget).
     One commit with its diff (`git show`) is indexed the same way: its files, where the commit index
     would list the one commit the head already shows (a 65K `git_show` said `index of 1 commit`).
     Inert (None) when describe calls the text neither a diff nor a git log of one commit, or no file
@@ -560,10 +561,16 @@ def _diff_files(scan: TextScan) -> Found | None:
             header = text[start : end if end >= 0 else len(text)]
             path = _diff_path(header, marker is _DIFF_GIT)
             until = starts[k + 1] if k + 1 < len(starts) else len(text)
-            # The header's own line is not preceded by a break inside [start, until); the next file's
-            # `--- Y` / `+++ Y` lines are, and are taken off with the other file headers.
-            added = text.count("\n+", start, until) - text.count("\n+++ ", start, until)
-            removed = text.count("\n-", start, until) - text.count("\n--- ", start, until)
+            # Every "+"/"-" line of the file counts but its `--- a/X` and `+++ b/X` header lines: those come
+            # before its first hunk (git), or are the line just before the next file's `+++` (unified).
+            hunks = text.find("\n@@", start, until)
+            before = hunks if hunks >= 0 else until
+            plus_headers = text.count("\n+++ ", start, before)
+            minus_headers = text.count("\n--- ", start, before)
+            if marker is _DIFF_PLUS and until < len(text):
+                minus_headers += text.startswith("--- ", text.rfind("\n", start, until - 1) + 1)
+            added = text.count("\n+", start, until) - plus_headers
+            removed = text.count("\n-", start, until) - minus_headers
             yield line, (f"{line}: {_clip(path)} (+{added} -{removed})", f"{line} {_clip(path, 80)}")
 
     files = len(starts)

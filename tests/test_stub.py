@@ -669,6 +669,11 @@ def test_a_diff_is_indexed_by_its_files_at_their_header_lines_with_their_counts(
         f"--- a/f{i}.txt\t2026-01-01\n+++ b/f{i}.txt\t2026-01-02\n@@ -1 +1 @@\n-a\n+b\n+c\n" for i in range(50)
     )
     assert "\n  2: f0.txt (+2 -1)\n  8: f1.txt (+2 -1)\n" in new_index_of(unified, 6000)
+    tricky = (  # an added line that starts "++ " and a removed one that starts "-- " are content, not headers
+        "diff --git a/t.md b/t.md\n--- a/t.md\n+++ b/t.md\n@@ -1,2 +1,2 @@\n--- rule\n-x\n+++ title\n+y\n"
+        + _git_diff(3)
+    )
+    assert "\n  1: t.md (+2 -2)\n" in new_index_of(tricky, 6000)
     many = new_index_of(_git_diff(3000), 6000)  # past the budget: line and path, then the call for the rest
     assert "\n  1 src/pkg/module_000.py\n" in many and "more not shown, from line" in many.splitlines()[-1]
 

@@ -76,12 +76,16 @@ def main() -> None:
     parser.add_argument("--root", default=sysconfig.get_paths()["purelib"], help="where to look for modules")
     parser.add_argument("--sessions", type=int, default=40)
     args = parser.parse_args()
-    records = sessions(Path(args.root), args.sessions)
-    opener = gzip.open if args.out.endswith(".gz") else open
-    with opener(args.out, "wt", encoding="utf-8") as out:
+    write_sessions(args.out, sessions(Path(args.root), args.sessions))
+
+
+def write_sessions(path: str, records: list[dict[str, object]]) -> None:
+    """One JSON record a line, gzipped when `path` ends in .gz; sessions are two records each."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as out:
         for record in records:
             out.write(json.dumps(record) + "\n")
-    print(f"wrote {len(records) // 2} sessions to {args.out}")
+    print(f"wrote {len(records) // 2} sessions to {path}")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ before the stub indexed a diff by its files, 0 of 45 paths were in view (all beh
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import re
 import subprocess
 from pathlib import Path
+
+from code_reads import write_sessions  # bench/ is on the path when a script here runs
 
 _FILE = re.compile(r"^diff --git a/\S+ b/(\S+)$", re.M)
 _MIN_CHARS, _MAX_CHARS = 30_000, 1_000_000
@@ -69,12 +70,7 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=460, help="how far back to look")
     parser.add_argument("--shows", type=int, default=40, help="at most this many git_show sessions")
     args = parser.parse_args()
-    records = sessions(Path(args.repo), args.commits, args.shows)
-    opener = gzip.open if args.out.endswith(".gz") else open
-    with opener(args.out, "wt", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record) + "\n")
-    print(f"wrote {len(records) // 2} sessions to {args.out}")
+    write_sessions(args.out, sessions(Path(args.repo), args.commits, args.shows))
 
 
 if __name__ == "__main__":

@@ -238,7 +238,7 @@ def _defines_throughout(scan: TextScan) -> bool:
     text = scan.text
     if len(text) > DEFINITIONS_MAX_CHARS or "```" in text or "~~~" in text:
         return False
-    found = scan.definitions()
+    found = len(scan.definitions())
     return found >= _MIN_DEFINITIONS_FOR_SOURCE and scan.line_count() <= _LINES_PER_DEFINITION * found
 
 

@@ -37,7 +37,6 @@ from typing import Any
 
 from .describe import looks_like_test_log, share_above, text_kind
 from .textscan import (
-    DEFINITION,
     DEFINITIONS_MAX_CHARS,
     TextScan,
     commit_matches,
@@ -464,8 +463,13 @@ def _iter_lines(text: str) -> Iterator[tuple[int, str]]:
 
 def _matches(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, re.Match[str]]]:
     """Each match with its 1-based line number, counting newlines incrementally."""
+    return _numbered(pattern.finditer(text), text)
+
+
+def _numbered(matches: Iterable[re.Match[str]], text: str) -> Iterator[tuple[int, re.Match[str]]]:
+    """Matches of `text`, in order, each with its 1-based line number."""
     line, pos = 1, 0
-    for m in pattern.finditer(text):
+    for m in matches:
         line += text.count("\n", pos, m.start())
         pos = m.start()
         yield line, m
@@ -604,12 +608,12 @@ def _code_outline(scan: TextScan) -> Found | None:
     text = scan.text
     if len(text) > DEFINITIONS_MAX_CHARS or text_kind(scan) != "source code":
         return None
-    total = scan.definitions()
-    if total < _MIN_DEFINITIONS:
+    found = scan.definitions()
+    if len(found) < _MIN_DEFINITIONS:
         return None
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
-        for line, m in _matches(DEFINITION, text):
+        for line, m in _numbered(found, text):
             indent = m.group("indent").replace("\t", "  ")[:_INDENT_SHOWN]
             end = text.find("\n", m.start())
             whole = text[m.start() : end if end >= 0 else len(text)].strip()
@@ -619,8 +623,8 @@ def _code_outline(scan: TextScan) -> Found | None:
             yield line, (f"{line}: {indent}{_clip(whole, 100)}", f"{line}: {indent}{kind} {name}", f"{line} {name}")
 
     lines = scan.line_count()
-    head = f"index of {total:,} definitions in {lines:,} lines of source, one line each, at its line number: "
-    return head, ("the definition line", "its kind and name", "its name"), entries(), total
+    head = f"index of {len(found):,} definitions in {lines:,} lines of source, one line each, at its line number: "
+    return head, ("the definition line", "its kind and name", "its name"), entries(), len(found)
 
 
 def _table_first_column(scan: TextScan) -> Found | None:

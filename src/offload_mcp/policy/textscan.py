@@ -20,7 +20,8 @@ on adversarial and generated texts):
   skips to each "\n" instead of trying every position (2-3 ms/MB on a log of a commit per 150
   chars, ~0.4 ms/MB on text without one);
 - `definitions()`: the lines that start a definition (DEFINITION), up to DEFINITIONS_MAX_CHARS: describe
-  counts them to tell source code whose first lines are a docstring, index lists them as its outline;
+  counts them to tell source code whose first lines are a docstring, index lists them as its outline
+  (one pattern pass for both, where counting and then listing took two);
 - `kind`: what describe judged the text to be, kept for the index's finders that ask the same.
 
 Inert for short texts: every window then covers the whole text and the cost is what it was.
@@ -147,7 +148,7 @@ class TextScan:
         self._newlines = -1
         self._heads: dict[int, list[str]] = {}
         self._commits = -1
-        self._definitions = -1
+        self._definitions: list[re.Match[str]] | None = None
         self.kind: str | None = None
         """What describe.py judged the text to be ("source code", "log lines"...), once it has."""
 
@@ -185,9 +186,9 @@ class TextScan:
             self._commits = len(after) + (first is not None)
         return self._commits
 
-    def definitions(self) -> int:
-        """How many lines start a definition (DEFINITION), counted once; 0 over DEFINITIONS_MAX_CHARS."""
-        if self._definitions < 0:
+    def definitions(self) -> list[re.Match[str]]:
+        """The lines that start a definition (DEFINITION), found once; none over DEFINITIONS_MAX_CHARS."""
+        if self._definitions is None:
             text = self.text
-            self._definitions = sum(1 for _ in DEFINITION.finditer(text)) if len(text) <= DEFINITIONS_MAX_CHARS else 0
+            self._definitions = list(DEFINITION.finditer(text)) if len(text) <= DEFINITIONS_MAX_CHARS else []
         return self._definitions

@@ -217,10 +217,11 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
 
 
 @needs_npm
-def test_a_colour_test_log_and_a_module_reach_the_model_by_their_index(tmp_path: Path) -> None:
+def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_index(tmp_path: Path) -> None:
     # The demo's run_tests stub said "prose / plain text", had no index and showed ESC bytes: the model
     # learned neither which test failed nor the tally, the two things it ran the tests for. A module's
-    # stub said "looks like source code" over 6 head lines: now it lists the module's definitions.
+    # stub said "looks like source code" over 6 head lines: now it lists the module's definitions. A
+    # document's listed its URLs only: now its headings too, where the section the model wants starts.
     from offload_mcp.demo_workspace import run_tests_text
 
     log = run_tests_text()
@@ -229,9 +230,16 @@ def test_a_colour_test_log_and_a_module_reach_the_model_by_their_index(tmp_path:
         f"    return dispatch(request, kind={i}, retries=retries)\n\n\n"
         for i in range(330)
     )
+    guide = "# Widget API\n\n" + "".join(
+        f"## `widget.part{i}(options)`\n\nWhat part {i} does.\n\n```sh\n# install part {i}\nnpm i part{i}\n```\n\n"
+        + f"Details of part {i}, at length.\n" * 20
+        + "\n"
+        for i in range(60)
+    )
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "pytest.log").write_text(log)
     (tmp_path / "data" / "handlers.py").write_text(module)
+    (tmp_path / "data" / "guide.md").write_text(guide)
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
     api, _ = run_claude(
         tmp_path,
@@ -239,10 +247,15 @@ def test_a_colour_test_log_and_a_module_reach_the_model_by_their_index(tmp_path:
         [
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "pytest.log")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "handlers.py")),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "guide.md")),
             {"text": "done"},
         ],
     )
-    shown, source = results_of(api, "read_text_file")
+    shown, source, document = results_of(api, "read_text_file")
+    assert_inline(document)
+    assert len(guide) > 30_000 and TRM.search(document) and "index of the 61 headings in" in document
+    assert "\n  903: ## `widget.part30(options)`\n" in document.replace("\\n", "\n")
+    assert guide.split("\n")[902] == "## `widget.part30(options)`" and "install part" not in document
     assert_inline(source)
     assert len(module) > 30_000 and TRM.search(source) and "looks like source code" in source
     assert "index of 330 definitions in 1,650 lines of source" in source and "\n  826 handler_165\n" in source.replace(

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .textscan import DEFINITIONS_MAX_CHARS, TextScan, first_chars, lstripped_head, not_blank
+from .textscan import DEFINITION, DEFINITIONS_MAX_CHARS, TextScan, first_chars, lstripped_head, not_blank
 
 _SAMPLE_LINES = 200
 _SAMPLE_LINE_CHARS = 400
@@ -211,7 +211,7 @@ def _text_kind(scan: TextScan) -> str:
         return "a file listing"
     if share(_LOGLINE.match, 0.5):
         return "log lines"
-    if share(_SOURCE.match, 0.15, _SOURCE_FIRST):
+    if share(_SOURCE.match, 0.15, _SOURCE_FIRST) and not _code_only_in_fences(lines):
         return "source code"
     if lstripped_head(scan.text, 9).startswith(("<!DOCTYPE", "<html", "<?xml")):
         return "HTML/XML"
@@ -220,6 +220,30 @@ def _text_kind(scan: TextScan) -> str:
     if share(_MARKDOWN.match, 0.1, _MARKDOWN_FIRST):
         return "markdown text"
     return "prose / plain text"
+
+
+_FENCES = ("```", "~~~")
+
+
+def _code_only_in_fences(lines: list[str]) -> bool:
+    """Whether sampled lines that read as code do so only inside fenced blocks (``` or ~~~): a markdown
+    document with examples, which the code share alone called source code. Why: 13 of 155 sampled .md
+    files of 8K-400K chars (Node's API docs, undici's, pino's) were called source code, so their stubs
+    listed the definitions of their examples instead of their headings; now none is. Outside its fences
+    such a document has at most 2 code-like lines or one in 20; source with a fenced example in a
+    docstring has its imports and definitions outside the fence: of the 2,845 other sampled files
+    (2,053 .py, 378 .js, 192 .ts, 75 .cjs/.mjs, 79 .c/.h, 68 .txt/.rst), none changed kind."""
+    fence = ""
+    fences = outside = code = 0
+    for line in lines:
+        start = line.lstrip()[:3]
+        if start in _FENCES and (not fence or start == fence):
+            fence = "" if fence else start
+            fences += 1
+        elif not fence:
+            outside += 1
+            code += _SOURCE.match(line) is not None or DEFINITION.match(line) is not None
+    return fences >= 2 and code <= max(2, outside // 20)
 
 
 _MIN_DEFINITIONS_FOR_SOURCE = 5

@@ -324,23 +324,26 @@ def test_structured_records_are_what_claude_code_shows(tmp_path: Path):
     assert done.returncode == 2 and "`structured` must be a JSON object" in done.stderr
 
 
-def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Path):
-    """One real session of bench/corpus_mcp.py (SQLite-shaped server over stdio), twice: same bytes, real needed facts."""
+def _corpus_session(name: str, out: Path) -> Path:
+    """`out`, written by bench/corpus_mcp.py with the one session `name` (its real servers over stdio)."""
     import sys
 
-    outs = []
-    for n in (1, 2):
-        out = tmp_path / f"c{n}.jsonl.gz"
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", "sqlite-orders-0", "--out", str(out)],
-            capture_output=True,
-            text=True,
-            cwd=str(ROOT),
-            env=proxy_env(),
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        outs.append(out.read_bytes())
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", name, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=str(ROOT),
+        env=proxy_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Path):
+    """One real session of bench/corpus_mcp.py (SQLite-shaped server over stdio), twice: same bytes, real needed facts."""
+
+    outs = [_corpus_session("sqlite-orders-0", tmp_path / f"c{n}.jsonl.gz").read_bytes() for n in (1, 2)]
     assert outs[0] == outs[1]
     records = read_records(tmp_path / "c1.jsonl.gz")
     assert [r.tool for r in records][:3] == ["sqlite.list_tables", "sqlite.describe_table", "sqlite.read_query"]
@@ -348,6 +351,21 @@ def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Pa
     assert (
         fidelity is not None and fidelity.needed >= 4
     )  # customer id, order id, sku, order number came from earlier rows
+
+
+def test_a_graphql_issue_id_picked_from_a_stubbed_answer_is_in_view(tmp_path: Path):
+    """The GitHub GraphQL session of bench/corpus_mcp.py, from its real server over stdio: 90 issues under
+    data.repository.issues.nodes (~63K chars, offloaded), then a comment mutation on the node id of the
+    issue picked from their middle. The stub's index finds the records down the envelope: the id is in
+    view in Claude Code's context (before, it sat behind the stub)."""
+    records = read_records(_corpus_session("github-graphql-0", tmp_path / "graphql.jsonl.gz"))
+    assert [r.tool for r in records] == ["github.graphql_issues", "github.graphql_add_comment"]
+    dump = tmp_path / "seen.jsonl"
+    report = replay(records, OffloadSettings(), client="claude-code", dump=dump)
+    first = json.loads(dump.read_text().splitlines()[0])
+    assert first["verdict"] == "offload" and "index of 90 items at $.data.repository.issues.nodes" in first["seen"]
+    fidelity = report.fidelity
+    assert fidelity is not None and (fidelity.needed, fidelity.visible) == (1, 1)
 
 
 def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():

@@ -791,3 +791,47 @@ def test_a_1mb_log_without_heading_marks_costs_the_document_finder_nothing_it_re
     log = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(15_000))
     assert _headings(TextScan(log)) is None
     assert _headings(TextScan(log.replace("x" * 60, "#" * 60))) is None  # `#` but never at a line start
+
+
+def _graphql_issues(count: int) -> dict:
+    nodes = [
+        {
+            "id": f"I_kwDOA{i * 7919 % 10**8:08d}",
+            "number": 5000 - i,
+            "title": f"Crash {i} on load",
+            "author": {"login": f"u{i % 9}"},
+        }
+        for i in range(count)
+    ]
+    return {
+        "data": {"repository": {"issues": {"totalCount": count, "pageInfo": {"hasNextPage": False}, "nodes": nodes}}}
+    }
+
+
+def test_records_nested_in_an_envelope_are_indexed_at_their_path_and_page_by_it():
+    """A GraphQL answer keeps its records under data.repository.issues.nodes: the stub said only
+    `{data: object{repository}}`, so every issue number and id sat behind it. The index now finds the
+    array down the envelope, and the call it gives for the rest reads back through recall's JSONPath."""
+    import anyio
+
+    from offload_mcp.tools.jsonpath_worker import evaluate
+
+    doc = _graphql_issues(600)
+    out = stub(body_of(orjson.dumps(doc).decode()), index_chars=6000)
+    assert "index of 600 items at $.data.repository.issues.nodes, one line each: id" in out
+    assert "\n  I_kwDOA00000000 | 5000" in out or "\n  I_kwDOA00000000\n" in out
+    shown = int(re.search(r"; first (\d+) shown", out).group(1))
+    page = re.search(r'json_path="(\$\.data\.repository\.issues\.nodes\[\d+:\]\.id)"', out).group(1)
+    assert page == f"$.data.repository.issues.nodes[{shown}:].id"
+    count, answer = anyio.run(lambda: evaluate(page, orjson.dumps(doc), time_limit_s=30))
+    assert count == 600 - shown, answer[:200]
+    first = answer.splitlines()[0]
+    assert (
+        first
+        == f'$.data.repository.issues.nodes[{shown}].id = "{doc["data"]["repository"]["issues"]["nodes"][shown]["id"]}"'
+    )
+    # A top-level array keeps the index, even beside a longer nested one; a map of many objects is no envelope.
+    beside = {"items": [{"id": i} for i in range(3)], "meta": {"tags": [{"id": i} for i in range(50)]}}
+    assert "index of 3 items at $.items" in stub(body_of(orjson.dumps(beside).decode()), index_chars=6000)
+    wide = {f"k{i}": {"rows": [{"id": j} for j in range(3)]} for i in range(3000)}
+    assert "index of" not in stub(body_of(orjson.dumps(wide).decode()), index_chars=6000)

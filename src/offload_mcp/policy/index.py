@@ -279,22 +279,42 @@ def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, 
 # ------------------------------------------------------------------ JSON
 
 
+_NESTED_DEPTH = 6
+_NESTED_KEYS = 2_000
+_PATH_WORDS = frozenset({"where", "wherenot", "true", "false", "null"})
+"""Keys JSONPath's parser reads as words of its own: a path through one would not read back."""
+
+
 def _records(doc: Any) -> tuple[str, list[Any]] | None:
+    """The array of records to index and its JSONPath: the document itself, else the longest one under a
+    key, else the longest one deeper down (GraphQL's `$.data.repository.issues.nodes`, an API's
+    `$.result.data.items`), through objects only, at most 6 keys deep and 2,000 keys read. Why deeper: a 65K GraphQL
+    search of 150 issues got `JSON object with 1 key {data: object{repository}}` and no index, so every
+    issue number and id sat behind the stub, and the model had to guess the path to page them."""
     if isinstance(doc, list) and len(doc) >= 2 and _is_records(doc):
         return "$", doc
-    if isinstance(doc, dict):
-        best: tuple[str, list[Any]] | None = None
-        for key, value in doc.items():
-            if (
-                isinstance(key, str)
-                and key.isidentifier()
-                and isinstance(value, list)
-                and len(value) >= 2
-                and _is_records(value)
-            ):
-                if best is None or len(value) > len(best[1]):
-                    best = (f"$.{key}", value)
-        return best
+    if not isinstance(doc, dict):
+        return None
+    best: tuple[str, list[Any]] | None = None
+    level = [("$", doc)]
+    keys = _NESTED_KEYS
+    for _ in range(_NESTED_DEPTH):
+        deeper: list[tuple[str, dict[str, Any]]] = []
+        for path, node in level:
+            keys -= len(node)
+            if keys < 0:
+                return best  # a map of thousands of objects is no envelope: its keys are not all read
+            for key, value in node.items():
+                if not (isinstance(key, str) and key.isidentifier() and key not in _PATH_WORDS):
+                    continue
+                if isinstance(value, list):
+                    if len(value) >= 2 and _is_records(value) and (best is None or len(value) > len(best[1])):
+                        best = (f"{path}.{key}", value)
+                elif isinstance(value, dict):
+                    deeper.append((f"{path}.{key}", value))
+        if best is not None or not deeper:
+            return best  # the shallowest level that has one: a top-level array wins over a longer nested one
+        level = deeper
     return None
 
 

@@ -13,7 +13,8 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
   project tree (code, a CSV of orders, an application log);
 - `git`: PyPI mcp-server-git over the same tree's history (a generated
   repository: 7 authors, 220 commits, fixed dates);
-- `github`: a GitHub REST-shaped JSON API (bench/corpus_servers.py);
+- `github`: a GitHub REST-shaped JSON API, and GraphQL-shaped issue queries
+  and comment mutations (bench/corpus_servers.py);
 - `finance`: daily price series, quotes (with structuredContent), options;
 - `sheets`, `notion`, `playwright`: a Sheets API-shaped spreadsheet, a
   Notion API-shaped database, Playwright MCP-shaped page snapshots whose
@@ -411,6 +412,19 @@ def github_sessions() -> list[tuple[str, Session]]:
             await with_server(servers, "github", body)
 
         out.append((f"github-commits-{k}", commits))
+    for k, frac in enumerate([0.55, 0.8]):
+
+        async def graphql(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            # GraphQL keeps its records down an envelope (data.repository.issues.nodes); a mutation takes
+            # the node id of the issue the agent picked from the middle of them.
+            async def body(gh: Any) -> None:
+                text, _ = await rec.call(gh, "github", "graphql_issues", {**repo, "first": 90, "states": "OPEN,CLOSED"})
+                node = _pick(json.loads(text)["data"]["repository"]["issues"]["nodes"], frac)
+                await rec.call(gh, "github", "graphql_add_comment", {"subject_id": node["id"], "body": "Reproduced."})
+
+            await with_server(servers, "github", body)
+
+        out.append((f"github-graphql-{k}", graphql))
     return out
 
 

@@ -2,7 +2,7 @@
 
     python bench/corpus_servers.py sqlite DB.sqlite     # tools shaped like the reference SQLite server
     python bench/corpus_servers.py postgres DB.sqlite   # tools shaped like the reference Postgres server
-    python bench/corpus_servers.py github               # a GitHub REST-shaped JSON API
+    python bench/corpus_servers.py github               # a GitHub REST-shaped JSON API, and two GraphQL calls
     python bench/corpus_servers.py finance              # finance-like time series, quotes, options
     python bench/corpus_servers.py sheets               # a Sheets API-shaped spreadsheet (rows as arrays)
     python bench/corpus_servers.py notion               # a Notion API-shaped database query (nested pages)
@@ -480,6 +480,47 @@ def github_server() -> Any:
                 "created_at": "2019-04-02T10:11:12Z",
             }
         )
+
+    @server.tool(
+        description="Run the GraphQL query repository(owner, name) { issues(first, states) { nodes { id number "
+        "title state author { login } labels { nodes { name } } createdAt updatedAt url comments { totalCount } "
+        "assignees { nodes { login } } milestone { title dueOn } bodyText bodyHTML } } }",
+        structured_output=False,
+    )
+    def graphql_issues(owner: str, repo: str, first: int = 30, states: str = "OPEN") -> str:
+        wanted = {s.strip().lower() for s in states.split(",")}
+        chosen = [i for i in data.issues if i["state"] in wanted][:first]
+        nodes = [
+            {
+                "id": f"I_kwDOLm{i['number']:06d}",
+                "number": i["number"],
+                "title": i["title"],
+                "state": i["state"].upper(),
+                "author": {"login": i["login"]},
+                "labels": {"nodes": [{"name": lb} for lb in i["labels"]]},
+                "createdAt": i["created"],
+                "updatedAt": i["created"],
+                "url": f"{WEB}/{OWNER}/{REPO}/issues/{i['number']}",
+                "comments": {"totalCount": i["comments"]},
+                "assignees": {"nodes": [{"login": i["login"]}]},
+                "milestone": {"title": f"v2.{i['number'] % 4}", "dueOn": "2026-06-30T00:00:00Z"},
+                "bodyText": i["body"],
+                "bodyHTML": "<p>" + i["body"].replace("\n\n", "</p><p>") + "</p>",
+            }
+            for i in chosen
+        ]
+        page = {"hasNextPage": len(chosen) == first, "endCursor": f"Y3Vyc29yOnYyOpHO{len(chosen):08d}"}
+        issues = {"totalCount": len(chosen), "pageInfo": page, "nodes": nodes}
+        return dump({"data": {"repository": {"issues": issues}}})
+
+    @server.tool(
+        description="Run the GraphQL mutation addComment(input: { subjectId, body }) { commentEdge { node { id url } } }",
+        structured_output=False,
+    )
+    def graphql_add_comment(subject_id: str, body: str) -> str:
+        number = int(subject_id.rsplit("m", 1)[-1])
+        node = {"id": f"IC_kwDOLm{number:06d}c1", "url": f"{WEB}/{OWNER}/{REPO}/issues/{number}#issuecomment-1"}
+        return dump({"data": {"addComment": {"commentEdge": {"node": node}}}})
 
     return server
 

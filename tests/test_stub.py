@@ -830,6 +830,24 @@ def test_records_nested_in_an_envelope_are_indexed_at_their_path_and_page_by_it(
         first
         == f'$.data.repository.issues.nodes[{shown}].id = "{doc["data"]["repository"]["issues"]["nodes"][shown]["id"]}"'
     )
+    # GraphQL's edges keep each record under `node` beside a cursor: the record's own ids are indexed.
+    edges = {
+        "data": {
+            "search": {
+                "edges": [
+                    {"cursor": f"Y3Vy{i:08d}", "node": node}
+                    for i, node in enumerate(doc["data"]["repository"]["issues"]["nodes"])
+                ]
+            }
+        }
+    }
+    out = stub(body_of(orjson.dumps(edges).decode()), index_chars=6000)
+    index = out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+    assert index.startswith(" 600 items at $.data.search.edges, one line each: node.id") and "Y3Vy" not in index
+    assert (
+        f"\n  {doc['data']['repository']['issues']['nodes'][7]['id']}" in out
+        and 'json_path="$.data.search.edges[' in out
+    )
     # A top-level array keeps the index, even beside a longer nested one; a map of many objects is no envelope.
     beside = {"items": [{"id": i} for i in range(3)], "meta": {"tags": [{"id": i} for i in range(50)]}}
     assert "index of 3 items at $.items" in stub(body_of(orjson.dumps(beside).decode()), index_chars=6000)

@@ -333,6 +333,9 @@ def _choose_fields(items: list[Any]) -> list[str]:
     sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
     if not sample:
         return []
+    wrapper = _wrapper_key(sample)
+    if wrapper is not None:
+        return [f"{wrapper}.{field}" for field in _choose_fields([it[wrapper] for it in sample])]
     need = (len(sample) + 1) // 2
     counts: dict[str, int] = {}
     for it in sample:
@@ -385,12 +388,29 @@ def _is_scalar(v: Any) -> bool:
     return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
 
 
+def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
+    """The key every item keeps its record under, as GraphQL's edges do (`{"cursor": "Y3Vy…", "node":
+    {"id", "number", "title"...}}`): each item's one object-valued key, the same in all, beside at most
+    2 other keys. Why: of such an edge only `node.title` was indexed (nested fields counted only as
+    login, name and title), so the ids and numbers of 120 pull requests sat behind the stub."""
+    wrapper: str | None = None
+    for it in sample:
+        inner = [k for k, v in it.items() if isinstance(v, dict)]
+        if len(inner) != 1 or len(it) > 3 or (wrapper is not None and inner[0] != wrapper):
+            return None
+        wrapper = inner[0]
+    return wrapper if isinstance(wrapper, str) and wrapper.isidentifier() and wrapper not in _PATH_WORDS else None
+
+
 def _get(item: dict[str, Any], field: str) -> Any:
-    if "." in field:
-        outer, inner = field.split(".", 1)
-        value = item.get(outer)
-        return value.get(inner) if isinstance(value, dict) else None
-    return item.get(field)
+    if "." not in field:
+        return item.get(field)
+    value: Any = item
+    for key in field.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
 
 
 def _scalar(v: Any) -> str:

@@ -853,3 +853,18 @@ def test_records_nested_in_an_envelope_are_indexed_at_their_path_and_page_by_it(
     assert "index of 3 items at $.items" in stub(body_of(orjson.dumps(beside).decode()), index_chars=6000)
     wide = {f"k{i}": {"rows": [{"id": j} for j in range(3)]} for i in range(3000)}
     assert "index of" not in stub(body_of(orjson.dumps(wide).decode()), index_chars=6000)
+
+
+def test_a_markdown_table_is_indexed_by_its_first_column_without_its_delimiter_row():
+    """SQL and spreadsheet servers often answer with a markdown table: it was described as a table but not
+    indexed, so the order number an agent picked from its middle sat behind the stub."""
+    rows = [f"| ORD-2025-{i:05d} | Customer {i % 97} | {i * 3.17:.2f} |" for i in range(300)]
+    table = "\n".join(["| order_no | customer | total |", "| :--- | :---: | ---: |", *rows]) + "\n"
+    index = new_index_of(table, 6000)
+    head, *entries = index.splitlines()
+    assert head.startswith("index of 300 rows, one line each: first column (order_no)"), head
+    assert entries[0] == "  ORD-2025-00000" and "  ORD-2025-00150" in entries and not any("-" * 3 in e for e in entries)
+    small = new_index_of(table, 1500)  # the rest is paged from the line the first one not shown sits on
+    shown = [e for e in small.splitlines()[1:-1]]
+    line = int(re.search(r"from line (\d+):", small).group(1))
+    assert table.split("\n")[line - 1] == rows[len(shown)]

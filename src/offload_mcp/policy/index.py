@@ -13,8 +13,8 @@ common prefix of URL fields (which carries owner/repo) instead of every URL.
 What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
 tables: their first column), or per record for text (git log: sha, author, subject; Playwright
 snapshots: ref and row/link name; source code: its definitions, each at its line number; diffs: their
-files; CSV/TSV: first column; logs: ERROR lines; file listings: paths; other text: its headings, each
-at its line number, and its distinct URLs),
+files; CSV/TSV/markdown tables: first column; logs: ERROR lines; file listings: paths; other text:
+its headings, each at its line number, and its distinct URLs),
 in input order. Each record has levels, richest first (git: sha subject (author), the subject
 shortened, the sha alone; JSON: the chosen fields, then fewer; ERROR lines: the line, without its
 timestamp, its identifiers alone), and the index uses the richest level at which EVERY record fits
@@ -668,30 +668,47 @@ def _code_outline(scan: TextScan) -> Found | None:
     return head, ("the definition line", "its kind and name", "its name"), entries(), len(found)
 
 
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+"""A markdown table's delimiter row (`|---|:---:|`): no row of data."""
+
+
 def _table_first_column(scan: TextScan) -> Found | None:
+    """The first column of a TSV, CSV or markdown (`| a | b |`) table: its rows' identifiers, as a SQL or
+    spreadsheet server's first column usually is. Markdown tables were described (`looks like a table`)
+    but not indexed, so an order number from the middle of 700 rows sat behind the stub; their delimiter
+    row is no row. The separators are tried in describe's order, so the index and the shape agree."""
     text = scan.text
     sample = not_blank(scan.head(50))
     if len(sample) < 3:
         return None
-    for sep in ("\t", ","):
+    for sep in ("\t", "|", ","):
         if sep not in sample[0]:
             continue  # a header without the separator is no table: the other lines need no count
         counts = [ln.count(sep) for ln in sample]
         if sum(1 for c in counts if c == counts[0]) / len(counts) > 0.9:
-            header = sample[0].split(sep)[0].strip()
-            rows = scan.line_count() - text.count("\n\n") - 1
+            piped = sep == "|"
+            header = _first_cell(sample[0], sep, piped)
+            rules = sum(1 for ln in sample if _TABLE_RULE.match(ln)) if piped else 0
+            rows = scan.line_count() - text.count("\n\n") - 1 - rules
 
-            def entries(sep: str = sep) -> Iterator[tuple[int, tuple[str, ...]]]:
+            def entries(sep: str = sep, piped: bool = piped) -> Iterator[tuple[int, tuple[str, ...]]]:
                 header_seen = False
                 for n, ln in _iter_lines(text):
-                    if not ln.strip():
+                    if not ln.strip() or (piped and _TABLE_RULE.match(ln)):
                         continue
                     if header_seen:
-                        yield n, (_clip(ln.split(sep, 1)[0].strip(), _VALUE_CHARS),)
+                        yield n, (_clip(_first_cell(ln, sep, piped), _VALUE_CHARS),)
                     header_seen = True
 
             return f"index of {rows:,} rows, one line each: ", (f"first column ({_clip(header, 40)})",), entries(), rows
     return None
+
+
+def _first_cell(line: str, sep: str, piped: bool) -> str:
+    if piped:
+        line = line.lstrip()
+        line = line[1:] if line.startswith("|") else line
+    return line.split(sep, 1)[0].strip()
 
 
 def _lines_holding(text: str, words: tuple[str, ...]) -> list[int]:

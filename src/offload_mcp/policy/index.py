@@ -33,7 +33,7 @@ import ast
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
 from .describe import looks_like_test_log, share_above, text_kind
@@ -873,6 +873,9 @@ _ATX = re.compile(r"(#{1,6})(?:[ \t]+([^\n]*))?(?=\n|$)")
 _FENCE = re.compile(r" {0,3}(```|~~~)")
 _UNDERLINE = re.compile(r"(?:={3,}|-{3,})[ \t]*(?=\n|$)")
 _MIN_HEADINGS = 3
+_MAX_MARKS = 20_000
+"""More candidate lines than this (1 MB of Node's API docs has ~2,600) and a text gets no outline: a
+hostile 4 MB of `# a` lines took 2.4 s to list 800,000 "headings"."""
 _HEADINGS_APART_SHARE = 0.6
 """A markdown document's headings stand apart (a blank line below, no `#` line above): 0.6 or more of them."""
 _MARKDOWN_BLOCKS = ("- ", "* ", "+ ", "> ", "|", "<", "```", "~~~", "![", "1. ")
@@ -910,21 +913,29 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
     only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
     Inert (None) when describe judges the text other than markdown or prose, when it has none of those
-    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes), fewer than 3 headings, fewer than
-    0.6 of them apart, or only `#` lines of one level in a text describe calls prose (a script's comments).
+    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
+    headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
+    (a script's comments).
     """
     text = scan.text
     if text_kind(scan) not in _DOCUMENT_KINDS:
         return None
     start = _front_matter_end(text)
-    marks = [at + 1 for at in _finds(text, "\n#", start)]
+    found_marks = [
+        list(islice(_finds(text, mark, start), _MAX_MARKS + 1)) for mark in ("\n#", "\n===", "\n---", "```", "~~~")
+    ]
+    if sum(map(len, found_marks)) > _MAX_MARKS:
+        return None  # tens of thousands of `#` lines or fences: no table of contents, and not read one by one
+    hashes, equals, dashes, backticks, tildes = found_marks
+    marks = [at + 1 for at in hashes]
     if text.startswith("#", start):
         marks.insert(0, start)
-    underlines = [at + 1 for mark in ("\n===", "\n---") for at in _finds(text, mark, start)]
+    underlines = [at + 1 for at in equals + dashes]
     if not marks and not underlines:
         return None
-    fences = [at for mark in ("```", "~~~") for at in _finds(text, mark, start)]
-    events = sorted([*((at, 0) for at in fences), *((at, 1) for at in marks), *((at, 2) for at in underlines)])
+    events = sorted(
+        [*((at, 0) for at in backticks + tildes), *((at, 1) for at in marks), *((at, 2) for at in underlines)]
+    )
     found: list[Heading] = []
     fence = ""
     apart = underlined = 0

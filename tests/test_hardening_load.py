@@ -250,6 +250,7 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
             headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
             async with httpx2.AsyncClient(timeout=10) as flood, anyio.create_task_group() as tg:
                 tg.start_soon(probe.run)
+                flood_started = time.perf_counter()
                 for _ in range(100):
                     statuses.append((await flood.post(proxy.url, json=init, headers=headers)).status_code)
                 probe.stopped.set()
@@ -269,7 +270,14 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                 echo_failures=probe.failures,
                 recover_s=f"{sessions_recover_s:.2f}",
             )
-            assert statuses.count(200) == 8 and statuses.count(429) == 92, statuses
+            # The cap holds: 8 sessions, then refusals. A flood that outlives the 3 s idle timeout (a loaded
+            # 2-core machine: one fresh CI run took long enough for 16) sees the first 8 expire and 8 more.
+            windows = 1 + int((flood_over - flood_started) // server["session_idle_timeout_s"])
+            assert statuses[:9] == [200] * 8 + [429], statuses
+            assert 8 <= statuses.count(200) <= 8 * windows and statuses.count(200) + statuses.count(429) == 100, (
+                statuses,
+                windows,
+            )
             assert probe.failures == 0 and probe.p99() < 1.0
 
             # ---- #7: 300 connections trickling a header byte every 0.5 s, at a 256-fd limit ----

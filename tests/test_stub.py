@@ -853,6 +853,8 @@ def test_records_nested_in_an_envelope_are_indexed_at_their_path_and_page_by_it(
     assert "index of 3 items at $.items" in stub(body_of(orjson.dumps(beside).decode()), index_chars=6000)
     wide = {f"k{i}": {"rows": [{"id": j} for j in range(3)]} for i in range(3000)}
     assert "index of" not in stub(body_of(orjson.dumps(wide).decode()), index_chars=6000)
+    wide["items"] = [{"id": i} for i in range(5)]  # the top level is read whole, as before
+    assert "index of 5 items at $.items" in stub(body_of(orjson.dumps(wide).decode()), index_chars=6000)
 
 
 def test_a_markdown_table_is_indexed_by_its_first_column_without_its_delimiter_row():

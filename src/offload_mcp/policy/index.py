@@ -288,9 +288,10 @@ _PATH_WORDS = frozenset({"where", "wherenot", "true", "false", "null"})
 def _records(doc: Any) -> tuple[str, list[Any]] | None:
     """The array of records to index and its JSONPath: the document itself, else the longest one under a
     key, else the longest one deeper down (GraphQL's `$.data.repository.issues.nodes`, an API's
-    `$.result.data.items`), through objects only, at most 6 keys deep and 2,000 keys read. Why deeper: a 65K GraphQL
-    search of 150 issues got `JSON object with 1 key {data: object{repository}}` and no index, so every
-    issue number and id sat behind the stub, and the model had to guess the path to page them."""
+    `$.result.data.items`), through objects only, at most 6 keys deep and 2,000 keys read below the top.
+    Why deeper: a 65K GraphQL search of 150 issues got `JSON object with 1 key {data: object{repository}}`
+    and no index, so every issue number and id sat behind the stub, and the model had to guess the path
+    to page them."""
     if isinstance(doc, list) and len(doc) >= 2 and _is_records(doc):
         return "$", doc
     if not isinstance(doc, dict):
@@ -301,9 +302,10 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
     for _ in range(_NESTED_DEPTH):
         deeper: list[tuple[str, dict[str, Any]]] = []
         for path, node in level:
-            keys -= len(node)
-            if keys < 0:
-                return best  # a map of thousands of objects is no envelope: its keys are not all read
+            if node is not doc:
+                keys -= len(node)
+                if keys < 0:
+                    return None  # a map of thousands of objects is no envelope: its keys are not all read
             for key, value in node.items():
                 if not (isinstance(key, str) and key.isidentifier() and key not in _PATH_WORDS):
                     continue

@@ -222,6 +222,7 @@ def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_inde
     # learned neither which test failed nor the tally, the two things it ran the tests for. A module's
     # stub said "looks like source code" over 6 head lines: now it lists the module's definitions. A
     # document's listed its URLs only: now its headings too, where the section the model wants starts.
+    # A GraphQL answer's records sit down an envelope: now indexed at their path, ids and all.
     from offload_mcp.demo_workspace import run_tests_text
 
     log = run_tests_text()
@@ -240,6 +241,11 @@ def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_inde
     (tmp_path / "data" / "pytest.log").write_text(log)
     (tmp_path / "data" / "handlers.py").write_text(module)
     (tmp_path / "data" / "guide.md").write_text(guide)
+    nodes = [
+        {"id": f"I_kwDOLm{n:06d}", "number": n, "title": f"Stock drifts in WH-{n}", "bodyText": "x " * 150}
+        for n in range(200)
+    ]
+    (tmp_path / "data" / "issues.json").write_text(json.dumps({"data": {"repository": {"issues": {"nodes": nodes}}}}))
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
     api, _ = run_claude(
         tmp_path,
@@ -248,10 +254,14 @@ def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_inde
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "pytest.log")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "handlers.py")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "guide.md")),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "issues.json")),
             {"text": "done"},
         ],
     )
-    shown, source, document = results_of(api, "read_text_file")
+    shown, source, document, graphql = results_of(api, "read_text_file")
+    assert_inline(graphql)
+    assert TRM.search(graphql) and "index of 200 items at $.data.repository.issues.nodes" in graphql
+    assert "I_kwDOLm000123" in graphql, graphql.replace("\\n", "\n")
     assert_inline(document)
     assert len(guide) > 30_000 and TRM.search(document) and "index of the 61 headings in" in document
     assert "\n  903: ## `widget.part30(options)`\n" in document.replace("\\n", "\n")

@@ -885,3 +885,14 @@ def test_a_hostile_document_costs_what_its_length_does(hostile):
     index = new_index_of(hostile, 6000)
     assert time.perf_counter() - started < 2.0  # ~0.01 s here
     assert "headings" not in index
+
+
+def test_a_json_file_read_with_its_text_as_structured_content_is_indexed_by_its_records():
+    """server-filesystem answers read_text_file with structuredContent {content: "<the text>"}: the index
+    read that object, found no records, and a JSON file's rows had no index at all. Its paging call is a
+    search, as recall's json_path reads the structuredContent, not the text's JSON."""
+    rows = [{"order_no": f"ORD-2025-{i:05d}", "total": i * 1.5} for i in range(2000)]
+    text = orjson.dumps(rows).decode()
+    out = stub(body_of(text, structured={"content": text}), index_chars=4000)
+    assert "index of 2,000 items at $, one line each: order_no" in out and "\n  ORD-2025-00000\n" in out
+    assert 'query="<value>"' in out.split("\nhead:", 1)[0] and 'json_path="$[' not in out

@@ -125,7 +125,7 @@ def build_stub(
     has_json = doc is not None
     hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))
     budget = int(budget_tokens * chars_per_token)
-    ids = _id_index(scans, doc, index_chars, trm_id, first_is_json=bool(parsed) and parsed[0] is not None)
+    ids = _id_index(scans, doc, index_chars, trm_id, text_doc=parsed[0] if parsed else None)
     if ids:
         header = header.replace(
             "below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines"
@@ -151,16 +151,21 @@ def build_stub(
     return "\n".join([_clip(header, max(80, budget - len(hint) - 1)), hint])
 
 
-def _id_index(scans: list[TextScan], doc: Any, index_chars: int, trm_id: str, *, first_is_json: bool) -> str:
-    """The identifier index of the first text block (or structuredContent), within `index_chars`; '' if none."""
+def _id_index(scans: list[TextScan], doc: Any, index_chars: int, trm_id: str, *, text_doc: Any) -> str:
+    """The identifier index of the first text block (or structuredContent), within `index_chars`; '' if none.
+
+    structuredContent `{content: "<the text>"}` (server-filesystem's read_text_file) holds no records of
+    its own: the text is indexed instead, as text, or as the JSON it holds. A JSON file read that way had
+    no index at all; its paging call is a search, as recall's json_path reads the structuredContent."""
     if index_chars <= 0:
         return ""
     json_paths = doc is not None
     if doc is None and scans:
         doc = python_literal(scans[0].text)
     index = json_index(doc, index_chars, trm_id, json_paths=json_paths) if doc is not None else ""
-    if not index and scans and not first_is_json:
-        # e.g. structuredContent {content: "<the text>"}: index the text the block holds
+    if not index and text_doc is not None and text_doc is not doc:
+        index = json_index(text_doc, index_chars, trm_id, json_paths=False)
+    if not index and scans and text_doc is None:
         index = text_index(scans[0].text, index_chars, trm_id, scans[0])
     return index
 

@@ -915,9 +915,9 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
     only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
     Inert (None) when describe judges the text other than markdown or prose, when it has none of those
-    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
-    headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
-    (a script's comments).
+    marks (a 1 MB log without `#`, `=`, `-`, backticks and tildes: five memchr passes) or over 20,000 of
+    them, fewer than 3 headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text
+    describe calls prose (a script's comments).
     """
     text = scan.text
     if text_kind(scan) not in _DOCUMENT_KINDS:

@@ -915,26 +915,28 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
     only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
     Inert (None) when describe judges the text other than markdown or prose, when it has none of those
-    marks (a 1 MB log without `#`, `=`, `-`, backticks and tildes: five memchr passes) or over 20,000 of
-    them, fewer than 3 headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text
-    describe calls prose (a script's comments).
+    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
+    headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
+    (a script's comments).
     """
     text = scan.text
     if text_kind(scan) not in _DOCUMENT_KINDS:
         return None
     start = _front_matter_end(text)
-    found_marks = [
-        list(islice(_finds(text, mark, start), _MAX_MARKS + 1)) for mark in ("\n#", "\n===", "\n---", "```", "~~~")
-    ]
-    if sum(map(len, found_marks)) > _MAX_MARKS:
-        return None  # tens of thousands of `#` lines or fences: no table of contents, and not read one by one
+    room = _MAX_MARKS
+    found_marks: list[list[int]] = []
+    for mark in ("\n#", "\n===", "\n---", "```", "~~~"):
+        if len(found_marks) == 3 and not any(found_marks) and not text.startswith("#", start):
+            return None  # no heading mark at all: the fences are not looked for
+        found_marks.append(list(islice(_finds(text, mark, start), room + 1)))
+        room -= len(found_marks[-1])
+        if room < 0:
+            return None  # tens of thousands of `#` lines or fences: no table of contents, and not read one by one
     hashes, equals, dashes, backticks, tildes = found_marks
     marks = [at + 1 for at in hashes]
     if text.startswith("#", start):
         marks.insert(0, start)
     underlines = [at + 1 for at in equals + dashes]
-    if not marks and not underlines:
-        return None
     events = sorted(
         [*((at, 0) for at in backticks + tildes), *((at, 1) for at in marks), *((at, 2) for at in underlines)]
     )

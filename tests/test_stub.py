@@ -896,3 +896,18 @@ def test_a_json_file_read_with_its_text_as_structured_content_is_indexed_by_its_
     out = stub(body_of(text, structured={"content": text}), index_chars=4000)
     assert "index of 2,000 items at $, one line each: order_no" in out and "\n  ORD-2025-00000\n" in out
     assert 'query="<value>"' in out.split("\nhead:", 1)[0] and 'json_path="$[' not in out
+
+
+def test_an_envelope_key_jsonpath_cannot_spell_plainly_is_not_walked():
+    """The index spells the path it shows by the JSONPath worker's own rule (jsonpath_keys): a key
+    jsonpath-ng's lexer refuses unquoted (`données`) or reads as a word (`null`) is not walked, so no
+    path shown fails to read back."""
+    from jsonpath_ng.ext import parse
+
+    rows = [{"id": f"ROW-{i:05d}"} for i in range(50)]
+    for key in ("données", "null"):
+        doc = {"data": {key: rows}}
+        assert "index of" not in stub(body_of(orjson.dumps(doc).decode()), index_chars=6000)
+    out = stub(body_of(orjson.dumps({"data": {"rows_1": rows}}).decode()), index_chars=6000)
+    assert "index of 50 items at $.data.rows_1" in out
+    assert len(parse("$.data.rows_1[3:].id").find({"data": {"rows_1": rows}})) == 47

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, repeat
 from typing import Any
 
+from ..jsonpath_keys import is_plain_key
 from .describe import looks_like_test_log, share_above, text_kind
 from .textscan import (
     DEFINITIONS_MAX_CHARS,
@@ -281,8 +282,6 @@ def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, 
 
 _NESTED_DEPTH = 6
 _NESTED_KEYS = 2_000
-_PATH_WORDS = frozenset({"where", "wherenot", "true", "false", "null"})
-"""Keys JSONPath's parser reads as words of its own: a path through one would not read back."""
 
 
 def _records(doc: Any) -> tuple[str, list[Any]] | None:
@@ -307,8 +306,8 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
                 if keys < 0:
                     return None  # a map of thousands of objects is no envelope: its keys are not all read
             for key, value in node.items():
-                if not (isinstance(key, str) and key.isidentifier() and key not in _PATH_WORDS):
-                    continue
+                if not is_plain_key(key):
+                    continue  # a path through it would not read back
                 if isinstance(value, list):
                     if len(value) >= 2 and _is_records(value) and (best is None or len(value) > len(best[1])):
                         best = (f"{path}.{key}", value)
@@ -401,7 +400,7 @@ def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
         if len(inner) != 1 or len(it) > 3 or (wrapper is not None and inner[0] != wrapper):
             return None
         wrapper = inner[0]
-    return wrapper if isinstance(wrapper, str) and wrapper.isidentifier() and wrapper not in _PATH_WORDS else None
+    return wrapper if is_plain_key(wrapper) else None
 
 
 def _get(item: dict[str, Any], field: str) -> Any:

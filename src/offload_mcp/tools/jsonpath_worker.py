@@ -19,12 +19,13 @@ it allocates stays in the proxy (issue 13 #4: 8 concurrent `$..*` took RSS
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import Any
 
 import anyio
 import orjson
+
+from ..jsonpath_keys import is_plain_key
 
 CONCURRENCY = 2
 """Workers at once: evaluation is CPU-bound, more than the cores only queues inside the kernel."""
@@ -126,11 +127,6 @@ async def _run_worker(stdin: bytes) -> tuple[int | None, bytes]:
 # ---- the worker side ----------------------------------------------------------
 
 
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_NOT_NAMES = frozenset({"where", "wherenot", "true", "false", "null"})
-"""Plain-looking keys jsonpath-ng's lexer reads as words of its own: they take the quoted form."""
-
-
 def match_path(full_path: Any) -> str:
     """Where a match sits, as JSONPath that reads back to it alone: `$.items[3].name`, `$.items[3]['a b']`.
 
@@ -147,7 +143,7 @@ def match_path(full_path: Any) -> str:
             return walk(node.left) and walk(node.right)
         if isinstance(node, Fields) and len(node.fields) == 1:
             key = node.fields[0]
-            if _PLAIN_KEY.fullmatch(key) and key not in _NOT_NAMES:
+            if is_plain_key(key):
                 segments.append(f".{key}")
             else:
                 segments.append("['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']")

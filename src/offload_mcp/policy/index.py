@@ -843,11 +843,13 @@ def _listing(scan: TextScan) -> Found | None:
     return f"index of {total:,} paths, one line ", ("each",), entries, total
 
 
-def _links(scan: TextScan) -> Found | None:
+def _links(scan: TextScan) -> Callable[[], Found] | None:
     """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers).
 
     A text without a "/" has no URL: one memchr pass (~0.01 ms/MB) instead of the URL pattern's scan (~0.23 ms/MB,
     a tenth of a 1 MB offload's shaping when no other finder matched; "://" in text costs more than the regex).
+    The distinct URLs are found once; each call of the returned function makes the index's entries afresh
+    (a generator, read lazily), as a document's index may render them twice, on two budgets.
     """
     text = scan.text
     if "/" not in text:
@@ -865,7 +867,15 @@ def _links(scan: TextScan) -> Found | None:
                 seen.add(url)
                 yield line, (url,)
 
-    return f"index of the {len(distinct):,} distinct URLs in the text, one line ", ("each",), entries(), len(distinct)
+    def found() -> Found:
+        return (
+            f"index of the {len(distinct):,} distinct URLs in the text, one line ",
+            ("each",),
+            entries(),
+            len(distinct),
+        )
+
+    return found
 
 
 # ------------------------------------------------------------------ documents
@@ -1029,14 +1039,13 @@ def _document_index(scan: TextScan, budget: int, trm_id: str) -> str:
     headings = _headings(scan)
     links = _links(scan)
     if headings is None:
-        return "" if links is None else _text_render(*links, budget=budget, trm_id=trm_id)
+        return "" if links is None else _text_render(*links(), budget=budget, trm_id=trm_id)
     if links is None:
         return _outline(headings, scan, budget, trm_id)
-    urls = _text_render(*links, budget=int(budget * _LINKS_SHARE), trm_id=trm_id)
+    urls = _text_render(*links(), budget=int(budget * _LINKS_SHARE), trm_id=trm_id)
     outline = _outline(headings, scan, budget - len(urls) - 1, trm_id)
-    again = _links(scan) if _ALL_SHOWN not in urls.split("\n", 1)[0] else None  # its entries are read lazily, once
-    if again is not None:
-        urls = _text_render(*again, budget=budget - len(outline) - 1, trm_id=trm_id)
+    if _ALL_SHOWN not in urls.split("\n", 1)[0]:  # not every URL fit its share: they take the outline's leftover
+        urls = _text_render(*links(), budget=budget - len(outline) - 1, trm_id=trm_id)
     return "\n".join(part for part in (outline, urls) if part)
 
 

@@ -932,16 +932,16 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     if text_kind(scan) not in _DOCUMENT_KINDS:
         return None
     start = _front_matter_end(text)
-    room = _MAX_MARKS
-    found_marks: list[list[int]] = []
-    for mark in ("\n#", "\n===", "\n---", "```", "~~~"):
-        if len(found_marks) == 3 and not any(found_marks) and not text.startswith("#", start):
-            return None  # no heading mark at all: the fences are not looked for
-        found_marks.append(list(islice(_finds(text, mark, start), room + 1)))
-        room -= len(found_marks[-1])
-        if room < 0:
-            return None  # tens of thousands of `#` lines or fences: no table of contents, and not read one by one
-    hashes, equals, dashes, backticks, tildes = found_marks
+    heading_marks = _positions(text, ("\n#", "\n===", "\n---"), start, _MAX_MARKS)
+    if heading_marks is None:
+        return None
+    hashes, equals, dashes = heading_marks
+    if not (hashes or equals or dashes or text.startswith("#", start)):
+        return None  # no heading mark at all: the fences are not looked for
+    fence_marks = _positions(text, ("```", "~~~"), start, _MAX_MARKS - len(hashes) - len(equals) - len(dashes))
+    if fence_marks is None:
+        return None
+    backticks, tildes = fence_marks
     marks = [at + 1 for at in hashes]
     if text.startswith("#", start):
         marks.insert(0, start)
@@ -998,6 +998,18 @@ def _stands_apart(text: str, start: int, end: int) -> bool:
     below = text.find("\n", end + 1)
     line = text[end + 1 : below if below >= 0 else None]
     return not line.strip() or line.startswith(_MARKDOWN_BLOCKS)
+
+
+def _positions(text: str, marks: tuple[str, ...], start: int, room: int) -> list[list[int]] | None:
+    """The positions of each of `marks` from `start`, or None past `room` of them in all: tens of thousands
+    of `#` lines or fences make no table of contents, and are not read one by one."""
+    found: list[list[int]] = []
+    for mark in marks:
+        found.append(list(islice(_finds(text, mark, start), room + 1)))
+        room -= len(found[-1])
+        if room < 0:
+            return None
+    return found
 
 
 def _finds(text: str, mark: str, start: int) -> Iterator[int]:

@@ -88,27 +88,23 @@ def sessions(roots: list[Path], count: int) -> list[dict[str, object]]:
         records.append(
             {
                 "tool": "filesystem.read_text_file",
-                "call": _json({"path": str(path)}),
+                "call": json.dumps({"path": str(path)}),
                 "output": text,
                 "traj": traj,
                 "step": 1,
             }
         )
         follow = (
-            {"tool": "fetch.fetch", "call": _json({"url": value}), "output": "(page)"}
+            {"tool": "fetch.fetch", "call": json.dumps({"url": value}), "output": "(page)"}
             if want_link
             else {
                 "tool": "filesystem.search_files",
-                "call": _json({"path": "/repo", "pattern": value}),
+                "call": json.dumps({"path": "/repo", "pattern": value}),
                 "output": "No matches found",
             }
         )
         records.append({**follow, "traj": traj, "step": 2})
     return records
-
-
-def _json(value: dict[str, str]) -> str:
-    return json.dumps(value)
 
 
 def main() -> None:

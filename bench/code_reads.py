@@ -48,26 +48,23 @@ def sessions(root: Path, count: int) -> list[dict[str, object]]:
     random.Random(7).shuffle(picked)
     records: list[dict[str, object]] = []
     for i, (path, text, name) in enumerate(picked[:count]):
-        traj = f"code{i}"
-        records.append(
-            {
-                "tool": "filesystem.read_text_file",
-                "call": json.dumps({"path": str(path)}),
-                "output": text,
-                "traj": traj,
-                "step": 1,
-            }
-        )
-        records.append(
-            {
-                "tool": "filesystem.search_files",
-                "call": json.dumps({"path": "/repo", "pattern": name}),
-                "output": "No matches found",
-                "traj": traj,
-                "step": 2,
-            }
+        records += two_steps(
+            f"code{i}",
+            ("filesystem.read_text_file", {"path": str(path)}, text),
+            ("filesystem.search_files", {"path": "/repo", "pattern": name}, "No matches found"),
         )
     return records
+
+
+def two_steps(
+    traj: str, read: tuple[str, dict[str, str], str], then: tuple[str, dict[str, str], str]
+) -> list[dict[str, object]]:
+    """One session's two records: a call (tool, arguments, output) that returns a large result, then the
+    call that passes on a value read from it. The reading benches (code, git, doc) all write this shape."""
+    return [
+        {"tool": tool, "call": json.dumps(call), "output": output, "traj": traj, "step": step}
+        for step, (tool, call, output) in enumerate((read, then), start=1)
+    ]
 
 
 def main() -> None:

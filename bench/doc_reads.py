@@ -25,13 +25,12 @@ section with `lines=`), and one link is past the first ones of a 50-heading chan
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sysconfig
 from pathlib import Path
 
-from code_reads import write_sessions
+from code_reads import two_steps, write_sessions
 from offload_mcp.fidelity import fact_tokens
 from offload_mcp.policy.describe import describe_text
 
@@ -84,26 +83,14 @@ def sessions(roots: list[Path], count: int) -> list[dict[str, object]]:
         value = pick(text, want_link)
         if value is None:
             continue
-        traj = f"doc{len(records) // 2}"
-        records.append(
-            {
-                "tool": "filesystem.read_text_file",
-                "call": json.dumps({"path": str(path)}),
-                "output": text,
-                "traj": traj,
-                "step": 1,
-            }
-        )
         follow = (
-            {"tool": "fetch.fetch", "call": json.dumps({"url": value}), "output": "(page)"}
+            ("fetch.fetch", {"url": value}, "(page)")
             if want_link
-            else {
-                "tool": "filesystem.search_files",
-                "call": json.dumps({"path": "/repo", "pattern": value}),
-                "output": "No matches found",
-            }
+            else ("filesystem.search_files", {"path": "/repo", "pattern": value}, "No matches found")
         )
-        records.append({**follow, "traj": traj, "step": 2})
+        records += two_steps(
+            f"doc{len(records) // 2}", ("filesystem.read_text_file", {"path": str(path)}, text), follow
+        )
     return records
 
 

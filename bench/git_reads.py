@@ -17,12 +17,11 @@ before the stub indexed a diff by its files, 0 of 45 paths were in view (all beh
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 from pathlib import Path
 
-from code_reads import write_sessions  # bench/ is on the path when a script here runs
+from code_reads import two_steps, write_sessions  # bench/ is on the path when a script here runs
 
 _FILE = re.compile(r"^diff --git a/\S+ b/(\S+)$", re.M)
 _MIN_CHARS, _MAX_CHARS = 30_000, 1_000_000
@@ -39,10 +38,7 @@ def _session(tool: str, call: dict[str, str], output: str, traj: str) -> list[di
     if len(paths) < 4:
         return None
     read = {"path": paths[len(paths) // 2]}
-    return [
-        {"tool": tool, "call": json.dumps(call), "output": output, "traj": traj, "step": 1},
-        {"tool": "filesystem.read_text_file", "call": json.dumps(read), "output": "ok", "traj": traj, "step": 2},
-    ]
+    return two_steps(traj, (tool, call, output), ("filesystem.read_text_file", read, "ok"))
 
 
 def sessions(repo: Path, commits: int, shows: int) -> list[dict[str, object]]:

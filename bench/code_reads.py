@@ -12,7 +12,7 @@ names are picked deterministically (sorted paths, a seeded shuffle), so one virt
 
 Measured (default config, --client claude-code, 40 sessions): before the stub indexed source code by its
 definitions, all 40 reads were offloaded and 0 of 40 needed names were in view (40 behind a stub), tokens
-cut 98.70%; with the outline (policy/index.py `_code_outline`) 40 of 40 are in view, tokens cut 92.43%.
+cut 98.70%; with the outline (policy/index/text_records.py `_code_outline`) 40 of 40 are in view, tokens cut 92.43%.
 On 40 modules whose first 200 lines had made describe.py say "prose / plain text" or "markdown text" (a
 long docstring, a licence, `# ` comments), 25 of 40 are in view once such files count as source code by
 their definitions (describe.py `_defines_throughout`), 0 before; tokens cut 98.73% -> 94.66%.

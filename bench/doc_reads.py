@@ -15,7 +15,7 @@ Files and picks are deterministic (sorted paths, a seeded shuffle), so one check
 
 Measured (default config, --client claude-code, 40 sessions, 20 of each kind, on this project's machine):
 all 40 reads are offloaded either way. Before the stub indexed a document by its headings, 20 of 40
-needed values were in view (17 links, 3 names), tokens cut 93.52%; with the outline (policy/index.py
+needed values were in view (17 links, 3 names), tokens cut 93.52%; with the outline (policy/index/document.py
 `_headings`, sharing the budget with the links) 36 of 40 (19 links, 17 names), tokens cut 90.99%. The
 names still behind a stub sit in deeper headings of Node's largest API references than their outlines
 show (levels 1-2 of util.md and crypto.md, 1-4 of stream.md fit the budget; the outline says to read a

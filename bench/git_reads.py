@@ -11,7 +11,7 @@ agent opens after reading a change. Deterministic for one repository state.
 
 Measured on this repository (default config, --client claude-code, 24 diff and 21 show sessions):
 before the stub indexed a diff by its files, 0 of 45 paths were in view (all behind a stub), tokens cut
-99.57%; with the files index (policy/index.py `_diff_files`) 45 of 45, tokens cut 98.62%.
+99.57%; with the files index (policy/index/text_records.py `_diff_files`) 45 of 45, tokens cut 98.62%.
 """
 
 from __future__ import annotations

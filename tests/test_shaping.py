@@ -381,7 +381,7 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     out, rep = shaper.shape_with_report(CALL, result(log, structured_content={"content": log}))
     text = out.content[0].text
     assert rep.verdict == "offload" and rep.trm_id in text
-    # 3,000 commits do not fit the index with their subjects: the first ones by sha (index.py _render)
+    # 3,000 commits do not fit the index with their subjects: the first ones by sha (index/render.py)
     assert "index of 3,000 commits, one line each: sha; first" in text and f"\n  {0:040x}\n" in text
     assert "more not shown, from line" in text
     assert out.structured_content["offloaded_result"]["summary"] == text
@@ -455,7 +455,7 @@ def test_a_result_to_commit_or_a_large_one_is_left_to_the_worker_with_nothing_do
 
 
 def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
-    # 60 shas as JSON: 3,000 chars, ~750 tokens. Their stub lists every sha (index.py), so it is as large
+    # 60 shas as JSON: 3,000 chars, ~750 tokens. Their stub lists every sha (policy/index), so it is as large
     # as the result itself: priced at stub_tokens (250) the gate would offload it; priced as built, replacing
     # the result saves nothing and it stays inline. The same shas in a larger result do offload.
     items = [{"sha": f"{i:040x}"} for i in range(60)]

@@ -388,15 +388,16 @@ def new_index_of(text: str, budget: int) -> str:
 
 
 def test_error_words_are_found_beside_letters_the_rest_of_the_log_lacks():
-    """index._lines_holding skips a word only when the text lacks one of its letters: each word is still
+    """index/lines.py lines_holding skips a word only when the text lacks one of its letters: each word is still
     found in a log that otherwise has none of its capitals (the skip is a shortcut, not a filter)."""
-    from offload_mcp.policy.index import _ERROR_WORDS, _lines_holding
+    from offload_mcp.policy.index.lines import lines_holding
+    from offload_mcp.policy.index.text_records import _ERROR_WORDS
 
     quiet = "".join(f"2026-11-29T16:00:{i % 60:02d}Z info request ok id={i:06d}\n" for i in range(300))
-    assert _lines_holding(quiet, _ERROR_WORDS) == []
+    assert lines_holding(quiet, _ERROR_WORDS) == []
     for word in _ERROR_WORDS:
         noisy = quiet + f"2026-11-29T16:01:00Z {word} in handler id=999999\n" + quiet
-        assert _lines_holding(noisy, _ERROR_WORDS) == [len(quiet)]
+        assert lines_holding(noisy, _ERROR_WORDS) == [len(quiet)]
 
 
 def _colour_pytest_log(tests: int, failing: set[int]) -> str:
@@ -785,7 +786,7 @@ def test_markdown_whose_code_is_in_fences_is_a_document_not_source_code():
 
 def test_a_1mb_log_without_heading_marks_costs_the_document_finder_nothing_it_reads():
     """The 1 MB path: a log with no `#`, `=` or `-` is told by three memchr passes, not by str.find's ~0.7 ms/MB."""
-    from offload_mcp.policy.index import _headings
+    from offload_mcp.policy.index.document import _headings
     from offload_mcp.policy.textscan import TextScan
 
     log = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(15_000))

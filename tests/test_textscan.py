@@ -14,9 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offload_mcp.policy import describe, index, textscan
+from offload_mcp.policy import describe, textscan
 from offload_mcp.policy.describe import describe_text, share_above
-from offload_mcp.policy.index import _counts_up, python_literal, text_index
+from offload_mcp.policy.index import json_records, python_literal, text_index, text_records
+from offload_mcp.policy.index.json_records import _counts_up
+from offload_mcp.policy.index.lines import lines_holding
 from offload_mcp.policy.stub import _clip, _preview
 from offload_mcp.policy.textscan import (
     DEFINITION,
@@ -46,12 +48,12 @@ def preview_reference(text: str, max_lines: int) -> str:
 
 
 def counts_up_reference(items: list[Any], field: str) -> bool:
-    first, last = (index._get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
+    first, last = (json_records._get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
     if not isinstance(first, int) or not isinstance(last, int) or last - first != len(items) - 1:
         return False
     previous: int | None = None
     for it in items:
-        value = index._get(it, field) if isinstance(it, dict) else None
+        value = json_records._get(it, field) if isinstance(it, dict) else None
         if not isinstance(value, int) or isinstance(value, bool) or (previous is not None and value != previous + 1):
             return False
         previous = value
@@ -259,16 +261,16 @@ def test_a_listing_line_starts_as_one_or_holds_a_slash_or_a_dot(line: str) -> No
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.from_regex(index._LOG_LINE))
+@given(st.from_regex(text_records._LOG_LINE))
 def test_a_log_line_passes_the_log_guard(line: str) -> None:
-    if index._LOG_LINE.search(line):
-        assert index._may_be_log(first_chars([line]))
+    if text_records._LOG_LINE.search(line):
+        assert text_records._may_be_log(first_chars([line]))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.from_regex(index._PATH))
+@given(st.from_regex(text_records._PATH))
 def test_a_path_holds_a_slash_or_a_dot(line: str) -> None:
-    if index._PATH.match(line.strip()):
+    if text_records._PATH.match(line.strip()):
         assert "/" in line or "." in line
 
 
@@ -278,7 +280,7 @@ def test_anchored_patterns_match_where_they_search() -> None:
         assert not pattern.flags & re.M
     for text in ADVERSARIAL[:30]:
         for line in text[:20_000].split("\n")[:300]:
-            for pattern in (describe._DIFF, describe._LOGLINE, describe._MARKDOWN, index._LOG_LINE):
+            for pattern in (describe._DIFF, describe._LOGLINE, describe._MARKDOWN, text_records._LOG_LINE):
                 assert (pattern.search(line) is None) == (pattern.match(line) is None)
 
 
@@ -320,9 +322,13 @@ def test_counts_up_matches_its_loop_on_any_values(values: list[Any]) -> None:
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
 def test_every_line_holding_an_error_word_is_found(text: str) -> None:
     plain = sorted(
-        {text.rfind("\n", 0, m.start()) + 1 for word in index._ERROR_WORDS for m in re.finditer(re.escape(word), text)}
+        {
+            text.rfind("\n", 0, m.start()) + 1
+            for word in text_records._ERROR_WORDS
+            for m in re.finditer(re.escape(word), text)
+        }
     )
-    assert index._lines_holding(text, index._ERROR_WORDS) == plain
+    assert lines_holding(text, text_records._ERROR_WORDS) == plain
 
 
 def test_python_literal_after_blanks() -> None:

@@ -3,7 +3,7 @@
 jsonpath-ng's lexer takes a name of ASCII letters, digits and `_` (not first a digit), and reads
 `where`, `wherenot`, `true`, `false` and `null` as words of its own; any other key must be quoted
 (`$['a b']`). Two places spell paths a model copies into its next call: the stub's index
-(policy/index.py, which walks only plain keys) and the JSONPath worker's match paths
+(policy/index/json_records.py, which walks only plain keys) and the JSONPath worker's match paths
 (tools/jsonpath_worker.py, which quotes the rest). One rule for both, so neither shows a path the
 other refuses. Kept free of imports: the worker process loads it on every evaluation.
 """

@@ -176,7 +176,7 @@ def describe_text(text: str, parsed: Any = _NOT_PARSED, scan: TextScan | None = 
 
 def text_kind(scan: TextScan) -> str:
     """What the shape line says the text looks like ("source code", "log lines", "a test log"...), judged
-    once per TextScan: index.py's outline finder asks the same question, so the two never disagree."""
+    once per TextScan: the index's finders (index/) ask the same question, so the two never disagree."""
     if scan.kind is None:
         scan.kind = _text_kind(scan)
     return scan.kind
@@ -267,7 +267,7 @@ def _defines_throughout(scan: TextScan) -> bool:
 
 
 def looks_like_test_log(scan: TextScan) -> bool:
-    """What the shape line calls "a test log" (its first lines; git logs and diffs aside): index.py's
+    """What the shape line calls "a test log" (its first lines; git logs and diffs aside): index/text_records.py's
     test-outcome finder asks the same question, so the shape and the index never disagree on it."""
     lines = [ln[:_SAMPLE_LINE_CHARS] for ln in not_blank(scan.head(_SAMPLE_LINES))]
     return bool(lines) and _test_log(lines, first_chars(lines), "\n".join(lines))

@@ -1,7 +1,7 @@
 """The stub an offloaded result becomes: small, deterministic, useful on its own.
 
 It carries the `trm_` id, the tool and the size (chars, estimated tokens), a
-structural index (describe.py), an identifier index (index.py: the ids, shas,
+structural index (describe.py), an identifier index (index/: the ids, shas,
 names, refs, first column an agent passes to its next call, one line per item
 within `policy.stub_index_chars`, then how many more and how to page them), a
 short head preview, and one line saying how to call `recall_tool_result`.
@@ -94,7 +94,7 @@ def build_stub(
     text_json: tuple[Any] | None = None,
 ) -> str:
     """The stub text. Stays within `budget_tokens` by shortening the preview, then the shape lines;
-    plus, when `index_chars` > 0, an identifier index (index.py) of at most `index_chars` chars.
+    plus, when `index_chars` > 0, an identifier index (index/) of at most `index_chars` chars.
     `text_json`: the JSON value the first text block holds (`parse_json_text`'s), when the caller
     knows it without a parse (the structuredContent it spells), else None and the text is parsed."""
     texts = text_blocks(body)

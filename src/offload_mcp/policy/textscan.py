@@ -1,6 +1,6 @@
 """What the stub reads of one text block, each fact computed once and only as far as it is needed.
 
-describe.py (the shape line) and index.py (the identifier index) read the same things of a large
+describe.py (the shape line) and index/ (the identifier index) read the same things of a large
 text: its line count, its first lines, its git commit count. Each computed its own copy, simply
 but at a cost: the first 200 lines came from `text[:200 * 4096].split("\n", 200)`, which copies
 ~1.6 MB to keep ~15 KB, and describe, the index's log finder and its listing finder each did it
@@ -139,7 +139,7 @@ def commit_matches(text: str) -> Iterator[tuple[int, re.Match[str]]]:
 
 
 class TextScan:
-    """The facts of one text block that describe.py and index.py both read, each computed on first use."""
+    """The facts of one text block that describe.py and index/ both read, each computed on first use."""
 
     __slots__ = ("text", "_newlines", "_heads", "_commits", "_definitions", "kind")
 

@@ -1,0 +1,259 @@
+"""A document's outline (its markdown headings, each at its line number) and its distinct URLs: where an
+agent reads next and what it fetches next. Also the index of any other text that holds three URLs or more."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from itertools import islice
+
+from ..describe import text_kind
+from ..textscan import TextScan
+from .lines import matches
+from .render import ALL_SHOWN, TEXT_ENTRY_CHARS, Found, clip, text_render
+
+_URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
+_URL_TRAIL = ".,;:!?*_\\"  # and the backslash of a JSON-escaped quote after a URL in JSON-lines text
+
+
+def _links(scan: TextScan) -> Callable[[], Found] | None:
+    """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers).
+
+    A text without a "/" has no URL: one memchr pass (~0.01 ms/MB) instead of the URL pattern's scan (~0.23 ms/MB,
+    a tenth of a 1 MB offload's shaping when no other finder matched; "://" in text costs more than the regex).
+    The distinct URLs are found once; each call of the returned function makes the index's entries afresh
+    (a generator, read lazily), as a document's index may render them twice, on two budgets.
+    """
+    text = scan.text
+    if "/" not in text:
+        return None
+    distinct = {u.rstrip(_URL_TRAIL) for u in _URL.findall(text)}
+    distinct = {u for u in distinct if len(u) <= TEXT_ENTRY_CHARS}
+    if len(distinct) < 3:
+        return None
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        seen: set[str] = set()
+        for line, m in matches(_URL, text):
+            url = m.group(0).rstrip(_URL_TRAIL)
+            if url in distinct and url not in seen:
+                seen.add(url)
+                yield line, (url,)
+
+    def found() -> Found:
+        return (
+            f"index of the {len(distinct):,} distinct URLs in the text, one line ",
+            ("each",),
+            entries(),
+            len(distinct),
+        )
+
+    return found
+
+
+_ATX = re.compile(r"(#{1,6})(?:[ \t]+([^\n]*))?(?=\n|$)")
+_FENCE = re.compile(r" {0,3}(```|~~~)")
+_UNDERLINE = re.compile(r"(?:={3,}|-{3,})[ \t]*(?=\n|$)")
+_MIN_HEADINGS = 3
+_MAX_MARKS = 20_000
+"""More candidate lines than this (1 MB of Node's API docs has ~2,600) and a text gets no outline: a
+hostile 4 MB of `# a` lines took 2.4 s to list 800,000 "headings"."""
+_HEADINGS_APART_SHARE = 0.6
+"""A markdown document's headings stand apart (a blank line below, no `#` line above): 0.6 or more of them."""
+_MARKDOWN_BLOCKS = ("- ", "* ", "+ ", "> ", "|", "<", "```", "~~~", "![", "1. ")
+"""What may follow a heading line directly, besides a blank line."""
+_NOT_SETEXT_TITLE = ("-", "*", "+", ">", "|", "#", "    ", "\t")
+_ORDERED_ITEM = re.compile(r" {0,3}\d{1,9}[.)](?:[ \t]|$)")
+_DOCUMENT_KINDS = ("markdown text", "prose / plain text")
+_HEADING_SHORT = 48
+_LINKS_SHARE = 0.4
+"""Of the index budget, what a document's URLs may take when it has headings too (they take less when
+they need less, and the outline's leftover when it needs less)."""
+_OUTLINE_HEAD_CHARS = 160
+"""Room for the outline's head line when its depth is chosen."""
+_OUTLINE_MIN_SHOWN = 10
+
+Heading = tuple[int, int, str]
+"""(line number, level 1-6, title)."""
+
+
+def _headings(scan: TextScan) -> list[Heading] | None:
+    """A markdown document's headings, each at its line number: `#`-style and underlined (`===`, `---`),
+    outside fenced code blocks (a shell example's `# install` is no heading) and front matter.
+
+    Why: a fetched page or a read document of 30K chars and up is stubbed, and its stub listed only its
+    distinct URLs: Claude Code's own 78K hooks reference (WebFetch, shared dev corpus) showed 3 URLs and 6
+    head lines, Node's 121K http.md 45 URLs, mostly pull requests. Its headings are its table of contents:
+    the section an agent wants is one `lines=` call away, and the API names in them are in view.
+    How: the lines that can matter are found by str.find of their first chars (a line break then `#`,
+    `===` or `---`; a fence's backticks or tildes anywhere), ~0.6-0.9 ms per MB and mark; one regex over
+    every line start cost ~5 ms per MB. 1 MB of Node's docs (not ASCII) takes ~10 ms, its 121K http.md
+    ~2 ms. Headings indented by 1-3 blanks are not looked for.
+    Which `#` lines: on ~2,000 sampled files of 8K-400K chars (this project's virtualenv, node_modules and
+    /usr/share/doc), blocks of `# comments` and `#  define`s read as headings in 16 source, config and data
+    files. A document's headings stand apart (_stands_apart), a comment sits over the code it explains:
+    with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
+    only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
+    Inert (None) when describe judges the text other than markdown or prose, when it has none of those
+    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
+    headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
+    (a script's comments).
+    """
+    text = scan.text
+    if text_kind(scan) not in _DOCUMENT_KINDS:
+        return None
+    start = _front_matter_end(text)
+    heading_marks = _positions(text, ("\n#", "\n===", "\n---"), start, _MAX_MARKS)
+    if heading_marks is None:
+        return None
+    hashes, equals, dashes = heading_marks
+    if not (hashes or equals or dashes or text.startswith("#", start)):
+        return None  # no heading mark at all: the fences are not looked for
+    fence_marks = _positions(text, ("```", "~~~"), start, _MAX_MARKS - len(hashes) - len(equals) - len(dashes))
+    if fence_marks is None:
+        return None
+    backticks, tildes = fence_marks
+    marks = [at + 1 for at in hashes]
+    if text.startswith("#", start):
+        marks.insert(0, start)
+    underlines = [at + 1 for at in equals + dashes]
+    events = sorted(
+        [*((at, 0) for at in backticks + tildes), *((at, 1) for at in marks), *((at, 2) for at in underlines)]
+    )
+    found: list[Heading] = []
+    fence = ""
+    apart = underlined = 0
+    line, pos = 1, 0
+    for at, what in events:
+        line += text.count("\n", pos, at)
+        pos = at
+        if what == 0:
+            begin = text.rfind("\n", 0, at) + 1
+            m = _FENCE.match(text, begin)
+            if m is None or m.end() != at + 3:
+                continue  # backticks inside a line, or a fence's closing run read again
+            if not fence:
+                fence = m.group(1)
+            elif m.group(1) == fence:
+                fence = ""
+        elif fence:
+            continue
+        elif what == 1:
+            m = _ATX.match(text, at)
+            if m is None:
+                continue
+            title = (m.group(2) or "").strip().rstrip("#").rstrip()
+            if title:
+                found.append((line, len(m.group(1)), title))
+                apart += _stands_apart(text, at, m.end())
+        elif _UNDERLINE.match(text, at) is not None:
+            title = _setext_title(text, at)
+            if title is not None and not (found and found[-1][0] >= line - 1):
+                found.append((line - 1, 1 if text[at] == "=" else 2, title))
+                apart += 1
+                underlined += 1
+    if len(found) < _MIN_HEADINGS or apart < len(found) * _HEADINGS_APART_SHARE:
+        return None
+    if text_kind(scan) != "markdown text" and not underlined and all(level == 1 for _, level, _ in found):
+        return None
+    return found
+
+
+def _stands_apart(text: str, start: int, end: int) -> bool:
+    """Whether the `#` line from `start` to `end` has a blank line (or the text's end, or a list, quote,
+    table, image or fence) below it and no `#` line above it, as a heading has and the lines of a block of
+    `# comments` or `#  define`s have not (a comment is followed by the code it explains)."""
+    above = text.rfind("\n", 0, start - 1) + 1 if start else 0
+    if start and text.startswith("#", above):
+        return False
+    below = text.find("\n", end + 1)
+    line = text[end + 1 : below if below >= 0 else None]
+    return not line.strip() or line.startswith(_MARKDOWN_BLOCKS)
+
+
+def _positions(text: str, marks: tuple[str, ...], start: int, room: int) -> list[list[int]] | None:
+    """The positions of each of `marks` from `start`, or None past `room` of them in all: tens of thousands
+    of `#` lines or fences make no table of contents, and are not read one by one."""
+    found: list[list[int]] = []
+    for mark in marks:
+        found.append(list(islice(_finds(text, mark, start), room + 1)))
+        room -= len(found[-1])
+        if room < 0:
+            return None
+    return found
+
+
+def _finds(text: str, mark: str, start: int) -> Iterator[int]:
+    """Every position of `mark` in `text` from `start`, by str.find. A text without the mark's last char
+    is told by one memchr pass (~0.01 ms/MB) instead of the find's (~0.6-0.9 ms/MB for 2-4 chars)."""
+    if mark[-1] not in text:
+        return
+    at = text.find(mark, start)
+    while at >= 0:
+        yield at
+        at = text.find(mark, at + len(mark))
+
+
+def _front_matter_end(text: str) -> int:
+    """Where the text starts after YAML front matter (`---` lines around its first lines), else 0."""
+    if not text.startswith("---\n"):
+        return 0
+    end = text.find("\n---", 3)
+    if end < 0:
+        return 0
+    after = text.find("\n", end + 4)
+    return len(text) if after < 0 else after
+
+
+def _setext_title(text: str, underline: int) -> str | None:
+    """The line above an `===`/`---` line at `underline` when it can be a setext heading's title."""
+    if underline == 0:
+        return None
+    start = text.rfind("\n", 0, underline - 1) + 1
+    title = text[start : underline - 1]
+    if not title.strip() or title.startswith(_NOT_SETEXT_TITLE) or _ORDERED_ITEM.match(title):
+        return None
+    return title.strip()
+
+
+def document_index(scan: TextScan, budget: int, trm_id: str) -> str:
+    """A document's outline (its headings) and its distinct URLs, sharing the budget; either alone when the
+    other is missing. The URLs are what an agent fetches next, the outline where it reads next."""
+    headings = _headings(scan)
+    links = _links(scan)
+    if headings is None:
+        return "" if links is None else text_render(*links(), budget=budget, trm_id=trm_id)
+    if links is None:
+        return _outline(headings, scan, budget, trm_id)
+    urls = text_render(*links(), budget=int(budget * _LINKS_SHARE), trm_id=trm_id)
+    outline = _outline(headings, scan, budget - len(urls) - 1, trm_id)
+    if ALL_SHOWN not in urls.split("\n", 1)[0]:  # not every URL fit its share: they take the outline's leftover
+        urls = text_render(*links(), budget=budget - len(outline) - 1, trm_id=trm_id)
+    return "\n".join(part for part in (outline, urls) if part)
+
+
+def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str) -> str:
+    """The headings down to the deepest level at which all of them fit `budget` as line and short title.
+    When that leaves fewer than 10 (a title over 400 sections), or not even the top level fits, the first
+    headings of the next level down and the call that pages the rest."""
+    total = len(headings)
+    lines = scan.line_count()
+    compact = [f"{line} {'#' * level} {clip(title, _HEADING_SHORT)}" for line, level, title in headings]
+    size_at = [0] * 7
+    for (_, level, _), short in zip(headings, compact, strict=True):
+        size_at[level] += len(short) + 3
+    depth = max(level for _, level, _ in headings)
+    while depth > 1 and sum(size_at[: depth + 1]) + _OUTLINE_HEAD_CHARS > budget:
+        depth -= 1
+    if sum(1 for _, level, _ in headings if level <= depth) < _OUTLINE_MIN_SHOWN and depth < 6 and size_at[depth + 1]:
+        depth += 1  # a title alone says nothing: the next level's first headings, then the call that pages on
+    shown = [(h, short) for h, short in zip(headings, compact, strict=True) if h[1] <= depth]
+    head = (
+        f"index of the {len(shown):,} heading{'' if len(shown) == 1 else 's'} of level"
+        f"{' 1' if depth == 1 else f's 1-{depth}'} of {total:,} in {lines:,} lines "
+        f"(read a section with lines=), one line each, at its line number: "
+        if len(shown) < total
+        else f"index of the {total:,} headings in {lines:,} lines, one line each, at its line number: "
+    )
+    entries = ((h[0], (f"{h[0]}: {'#' * h[1]} {clip(h[2], 100)}", short)) for h, short in shown)
+    return text_render(head, ("heading", "heading (shortened)"), entries, len(shown), budget=budget, trm_id=trm_id)

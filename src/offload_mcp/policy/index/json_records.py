@@ -1,0 +1,262 @@
+"""JSON records: the longest array of objects (or rows) in a document, one line per item by its
+identifier fields, with the JSONPath that pages the rest (the package docstring says which fields and why)."""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+from itertools import repeat
+from typing import Any
+
+from ...jsonpath_keys import is_plain_key
+from ..textscan import lstripped_head
+from .render import VALUE_CHARS, render
+
+_ID_NAMES = (
+    "id",
+    "sha",
+    "number",
+    "key",
+    "name",
+    "title",
+    "login",
+    "path",
+    "order_no",
+    "slug",
+    "uuid",
+    "sku",
+    "email",
+    "date",
+    "ref",
+)
+_ID_SUFFIXES = ("_id", "_no", "_ref", "_key", "_sha", "_number", "Id")
+_NESTED_NAMES = ("login", "name", "title")
+_NOT_IDS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
+_MAX_FIELDS = 3
+_SAMPLE = 50
+_LITERAL_MAX_CHARS = 100_000  # ast.literal_eval costs ~0.5 ms per KB
+
+
+def python_literal(text: str) -> Any | None:
+    """A Python-repr list/dict (sqlite MCP server rows: `[{'id': 4, ...}]`), or None. Bounded in size."""
+    if not lstripped_head(text, 3).startswith(("[{'", "{'", "[['", "[(")):
+        return None  # before text.lstrip(), which copies a body that starts with blanks
+    s = text.lstrip()
+    if len(s) > _LITERAL_MAX_CHARS:
+        return None
+    try:
+        return ast.literal_eval(s)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+
+
+def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
+    """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none.
+
+    The line after the shown items pages the rest: with `json_paths` (the stored body is JSON) a
+    JSONPath giving just the first indexed field of every remaining item, and one giving whole items;
+    otherwise (a Python-repr body) a search or a char range.
+    """
+    found = _records(doc)
+    if found is None or budget <= 0:
+        return ""
+    path, items = found
+    extra_counters: list[str] = []
+    rows: Iterator[tuple[str, ...]]
+    if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
+        fields = ["[0]"]
+        rows = ((_scalar(it[0]) if it else "",) for it in items)
+        whats: tuple[str, ...] = ("first column",)
+    else:
+        fields = _choose_fields(items)
+        if not fields:
+            return ""
+        counters = [f for f in fields if _counts_up(items, f)]
+        if counters and len(counters) < len(fields):
+            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line.
+            fields = [f for f in fields if f not in counters]
+            extra_counters = [
+                f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters
+            ]
+        # Richest first: every chosen field, then fewer, then the first one alone (the identifier).
+        levels = [fields[:n] for n in range(len(fields), 0, -1)]
+        # Lazily: render stops reading once even the most compact level is past the budget (1 MB of JSON
+        # items costs what the first few hundred do).
+        rows = (_levels(it, fields, levels) for it in items)
+        whats = tuple(", ".join(level) for level in levels)
+    prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
+    head = f"index of {len(items):,} items at {path}, one line each: "
+    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
+    extra += extra_counters
+    first = fields[0] if fields[0].startswith("[") else "." + fields[0]
+
+    def page(k: int) -> str:
+        if not json_paths:
+            return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
+        return (
+            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {whats[0].split(", ")[0]}, '
+            f'json_path="{path}[{k}:{k + 20}]" for whole items'
+        )
+
+    return render(
+        head, whats, extra, rows, budget, lambda k: f"{len(items) - k:,} more items not shown: {page(k)}", len(items)
+    )
+
+
+def _levels(item: Any, fields: list[str], levels: list[list[str]]) -> tuple[str, ...]:
+    values = [_scalar(_get(item, f)) if isinstance(item, dict) else "" for f in fields]
+    return tuple(" | ".join(values[: len(level)]) for level in levels)
+
+
+_NESTED_DEPTH = 6
+_NESTED_KEYS = 2_000
+
+
+def _records(doc: Any) -> tuple[str, list[Any]] | None:
+    """The array of records to index and its JSONPath: the document itself, else the longest one under a
+    key, else the longest one deeper down (GraphQL's `$.data.repository.issues.nodes`, an API's
+    `$.result.data.items`), through objects only, at most 6 keys deep and 2,000 keys read below the top.
+    Why deeper: a 65K GraphQL search of 150 issues got `JSON object with 1 key {data: object{repository}}`
+    and no index, so every issue number and id sat behind the stub, and the model had to guess the path
+    to page them."""
+    if isinstance(doc, list) and len(doc) >= 2 and _is_records(doc):
+        return "$", doc
+    if not isinstance(doc, dict):
+        return None
+    best: tuple[str, list[Any]] | None = None
+    level = [("$", doc)]
+    keys = _NESTED_KEYS
+    for _ in range(_NESTED_DEPTH):
+        deeper: list[tuple[str, dict[str, Any]]] = []
+        for path, node in level:
+            if node is not doc:
+                keys -= len(node)
+                if keys < 0:
+                    return None  # a map of thousands of objects is no envelope: its keys are not all read
+            for key, value in node.items():
+                if not is_plain_key(key):
+                    continue  # a path through it would not read back
+                if isinstance(value, list):
+                    if len(value) >= 2 and _is_records(value) and (best is None or len(value) > len(best[1])):
+                        best = (f"{path}.{key}", value)
+                elif isinstance(value, dict):
+                    deeper.append((f"{path}.{key}", value))
+        if best is not None or not deeper:
+            return best  # the shallowest level that has one: a top-level array wins over a longer nested one
+        level = deeper
+    return None
+
+
+def _is_records(items: list[Any]) -> bool:
+    sample = items[:_SAMPLE]
+    return all(isinstance(it, dict) for it in sample) or all(isinstance(it, (list, tuple)) and it for it in sample)
+
+
+def _is_id_name(name: str) -> bool:
+    if name in _NOT_IDS:
+        return False
+    return name in _ID_NAMES or name.endswith(_ID_SUFFIXES)
+
+
+def _choose_fields(items: list[Any]) -> list[str]:
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    if not sample:
+        return []
+    wrapper = _wrapper_key(sample)
+    if wrapper is not None:
+        return [f"{wrapper}.{field}" for field in _choose_fields([it[wrapper] for it in sample])]
+    need = (len(sample) + 1) // 2
+    counts: dict[str, int] = {}
+    for it in sample:
+        for k, v in it.items():
+            if isinstance(k, str) and _is_scalar(v):
+                counts[k] = counts.get(k, 0) + 1
+            elif isinstance(k, str) and isinstance(v, dict):
+                for k2, v2 in v.items():
+                    if k2 in _NESTED_NAMES and _is_scalar(v2):
+                        counts[f"{k}.{k2}"] = counts.get(f"{k}.{k2}", 0) + 1
+    # A field with one value across the sample (committer.login "web-flow") identifies nothing.
+    common = [
+        k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)
+    ]
+    top = [k for k in common if "." not in k]
+    rank = {name: i for i, name in enumerate(_ID_NAMES)}
+    exact = sorted((k for k in top if k in rank), key=lambda k: rank[k])
+    suffixed = [k for k in top if k not in rank and _is_id_name(k)]
+    nested = [k for k in common if "." in k]
+    chosen = (exact + suffixed + nested)[:_MAX_FIELDS]
+    if not chosen:
+        urls = [k for k in top if k in ("html_url", "url")]
+        chosen = urls[:1]
+    return chosen
+
+
+def _counts_up(items: list[Any], field: str) -> bool:
+    """The field is an integer that goes up by one from item to item (a row number): derivable from the position."""
+    first, last = (_get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
+    if not isinstance(first, int) or not isinstance(last, int) or last - first != len(items) - 1:
+        return False  # cheap rejection before reading every item
+    if "." not in field and len(items) >= 3 and set(map(type, items)) == {dict}:
+        # The loop below in C: the values in item order are first, first + 1, ... (== alone also admits
+        # True and 2.0, hence the type check; anything else unusual is left to the loop).
+        values = list(map(dict.get, items, repeat(field)))
+        if values != list(range(first, first + len(items))):
+            return False  # the loop stops at the first value out of step
+        if set(map(type, values)) == {int}:
+            return True
+    previous: int | None = None
+    for it in items:
+        value = _get(it, field) if isinstance(it, dict) else None
+        if not isinstance(value, int) or isinstance(value, bool) or (previous is not None and value != previous + 1):
+            return False
+        previous = value
+    return len(items) >= 3
+
+
+def _is_scalar(v: Any) -> bool:
+    return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+
+def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
+    """The key every item keeps its record under, as GraphQL's edges do (`{"cursor": "Y3Vy…", "node":
+    {"id", "number", "title"...}}`): each item's one object-valued key, the same in all, beside at most
+    2 other keys. Why: of such an edge only `node.title` was indexed (nested fields counted only as
+    login, name and title), so the ids and numbers of 120 pull requests sat behind the stub."""
+    wrapper: str | None = None
+    for it in sample:
+        inner = [k for k, v in it.items() if isinstance(v, dict)]
+        if len(inner) != 1 or len(it) > 3 or (wrapper is not None and inner[0] != wrapper):
+            return None
+        wrapper = inner[0]
+    return wrapper if is_plain_key(wrapper) else None
+
+
+def _get(item: dict[str, Any], field: str) -> Any:
+    if "." not in field:
+        return item.get(field)
+    value: Any = item
+    for key in field.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "-"
+    text = str(v).replace("\n", " ").replace("|", "/")
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _url_prefixes(items: list[Any]) -> list[tuple[str, str]]:
+    """(field, common prefix) of *_url fields shared by every sampled item: owner/repo without 7 URLs per item."""
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    out: list[tuple[str, str]] = []
+    keys = [k for k in ("html_url", "url") if all(isinstance(it.get(k), str) for it in sample)]
+    for key in keys:
+        prefix = os.path.commonprefix([it[key] for it in sample])
+        if len(prefix) >= 12 and "/" in prefix[8:]:
+            out.append((key, prefix[:160]))
+    return out[:2]

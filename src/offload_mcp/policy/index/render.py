@@ -1,0 +1,124 @@
+"""How an index is laid out: one line per record, at the richest level at which every record fits.
+
+Every finder (json_records.py, text_records.py, document.py) hands its records here, lazily: a record
+rendered at each of its levels, richest first. Pure and deterministic: same records and budget, same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+TEXT_ENTRY_CHARS = 140
+VALUE_CHARS = 60
+"""A JSON field's value or a table's first cell, at most."""
+
+Found = tuple[str, tuple[str, ...], Iterator[tuple[int, tuple[str, ...]]], int]
+"""(head, what each level shows (richest first), (line number, the record at each level) lazily, how many records)."""
+
+
+def text_render(
+    head: str,
+    whats: tuple[str, ...],
+    entries: Iterable[tuple[int, tuple[str, ...]]],
+    total: int,
+    *,
+    budget: int,
+    trm_id: str,
+) -> str:
+    starts: list[int] = []
+
+    def lines() -> Iterator[tuple[str, ...]]:
+        for n, entry in entries:
+            starts.append(n)
+            yield entry
+
+    def more(k: int) -> str:
+        first = starts[k]
+        return (
+            f"{total - k:,} more not shown, from line {first:,}: "
+            f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
+        )
+
+    return render(head, whats, [], lines(), budget, more, total)
+
+
+ALL_SHOWN = "; all shown"
+_MORE_RESERVE = 180
+"""Room kept for the "N more ... recall_tool_result(...)" line when not every entry fits."""
+
+
+def render(
+    head: str,
+    whats: tuple[str, ...],
+    extra: list[str],
+    entries: Iterable[tuple[str, ...]],
+    budget: int,
+    more: Callable[[int], str],
+    total: int,
+) -> str:
+    """One line per record at the richest level at which EVERY record fits; else the most compact level, in order.
+
+    Each entry is its record rendered at each level, richest first (git: sha subject (author), then a
+    shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
+    record's identifier to its next call, and which record it will pick is not known here, so covering
+    more records beats saying more about the first ones: the measure is needed facts visible
+    (replay --client claude-code on bench/data/corpus/mcp_servers.jsonl.gz: facts behind a stub 5 -> 0
+    when git logs of 89 and 220 commits and a log's 132 ERROR lines are listed by identifier instead of
+    the first 46, 63 and 57 records in full). Entries are consumed lazily and only until even the most
+    compact level is past the budget, so a 4 MB body costs what its first few hundred records do.
+    When every record fits with room to spare, the first records take the richest level in that room
+    (every issue number, and the first ones with their titles).
+    """
+    heads = tuple(head + what for what in whats)
+    levels = len(heads)
+    base = [len(h) + 1 + sum(len(x) + 1 for x in extra) for h in heads]
+    sizes = list(base)
+    kept: list[tuple[str, ...]] = []
+    complete = True
+    for entry in entries:
+        kept.append(entry)
+        for lv in range(levels):
+            sizes[lv] += len(entry[lv]) + 3  # "  " indent and newline
+        if sizes[-1] > budget:
+            complete = False  # not even the most compact level holds them all: stop reading
+            break
+    if complete:
+        for lv in range(levels):
+            if sizes[lv] + len(ALL_SHOWN) <= budget:
+                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv])
+    lv = levels - 1
+    out = [heads[lv], *extra]
+    size = base[lv]
+    shown = 0
+    for entry in kept:
+        line = "  " + entry[lv]
+        reserve = 0 if shown == total - 1 else _MORE_RESERVE
+        if size + len(line) + 1 + reserve > budget:
+            break
+        out.append(line)
+        size += len(line) + 1
+        shown += 1
+    if shown == 0:
+        return ""
+    if shown < total:
+        out[0] += f"; first {shown:,} shown"
+        out.append("  " + more(shown))
+    else:
+        out[0] += "; all shown"
+    return "\n".join(out)
+
+
+def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
+    """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
+    richer = 0
+    spare -= len(f"{ALL_SHOWN}, the first {len(kept):,} as {richest}")  # the head says which ones are richer
+    while lv > 0 and richer < len(kept) and len(kept[richer][0]) - len(kept[richer][lv]) <= spare:
+        spare -= len(kept[richer][0]) - len(kept[richer][lv])
+        richer += 1
+    head += f"{ALL_SHOWN}, the first {richer:,} as {richest}" if richer else ALL_SHOWN
+    lines = ("  " + (e[0] if i < richer else e[lv]) for i, e in enumerate(kept))
+    return "\n".join([head, *extra, *lines])
+
+
+def clip(s: str, n: int = TEXT_ENTRY_CHARS) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"

@@ -1,0 +1,367 @@
+"""Line-oriented text, by what it is: a git log's commits, a page snapshot's rows, a diff's files, source
+code's definitions, a table's first column, a test log's failures, a log's ERROR lines, a listing's paths;
+anything else goes to document.py (headings and URLs). The first finder that recognises the text indexes it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ..describe import looks_like_test_log, share_above, text_kind
+from ..textscan import DEFINITIONS_MAX_CHARS, TextScan, commit_matches, first_chars, not_blank
+from .document import document_index
+from .lines import iter_lines, lines_at, lines_holding, matches, numbered
+from .render import VALUE_CHARS, Found, clip, text_render
+
+_GIT = re.compile(r"^(?:commit|Commit:)\s+([0-9a-f]{7,40})\b", re.M)
+_AUTHOR = re.compile(r"^Author:\s*(.*?)\s*(<[^>]*>)?\s*$")
+_MESSAGE = re.compile(r"^(?:Message:\s*|\s{4})(\S.*)$")
+_ARIA_ROLES = r"(row|link|listitem|option|treeitem)"
+_ARIA = re.compile(r"^[ \t]*- " + _ARIA_ROLES + r' "([^"\n]+)"(?: \[[^\]\n]*\])*? \[ref=(e\d+)\]', re.M)
+_ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "Exception", "Traceback")
+_LOG_LINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
+"""Anchored in each alternative: `match` answers what `search` would, without search's try at every char
+of the line (sre skips them only for a pattern that opens with `^`; a 1 MB single line: ~0.4 ms)."""
+_PATH = re.compile(
+    r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$"
+)
+_LOG_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s*")
+_TOKEN = re.compile(r"[A-Za-z0-9][\w.:/@#-]*[A-Za-z0-9]")
+_DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}")
+_GIT_SUBJECT_SHORT = (32, 16)
+_ARIA_NAME_SHORT = 24
+_LOG_LINE_SHORT = 80
+# A test runner's line for a failed or erroring test: pytest's short summary and -v lines, unittest,
+# go test (test and package), jest/vitest (file and test marks), cargo, TAP.
+_TEST_FAILED = re.compile(
+    r"(?:FAILED|ERROR)\s+\S+(?:::|\.py\b)"
+    r"|(?=\S+::\S)\S++.*?\s(?:FAILED|ERROR)\b"
+    r"|(?:FAIL|ERROR): \w"
+    r"|\s*--- FAIL: "
+    r"|FAIL\s+\S"
+    r"|\s*[✕×✗] "
+    r"|test \S+ \.\.\. FAILED"
+    r"|not ok \d+"
+)
+_TEST_FAILED_WORDS = ("FAIL", "ERROR", "✕", "×", "✗", "not ok")
+_TEST_LINE_CHARS = 1024
+"""A runner's failure line is short: only a line's start is matched, so a hostile 1 MB line costs what 1 KB does.
+The first word is taken possessively (a word of many `::` backtracked cubically: 6 KB took 250 s)."""
+# Its closing tally: pytest's `== 1 failed, 599 passed in 41.87s ==`, jest/vitest, cargo, unittest, mocha.
+_TEST_TALLY = re.compile(
+    r"=+ [^\n]*?\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b[^\n]*? in [\d.]+s"
+    r"|\s*Tests?:?\s+\d"
+    r"|\s*Test Files\s+\d"
+    r"|test result: "
+    r"|Ran \d+ tests? in "
+    r"|(?:FAILED|OK) \((?:failures|errors|skipped)="
+    r"|\s*\d+ (?:passing|failing|pending)\b"
+)
+_TEST_TALLY_LINES = 40
+"""A runner prints its tally last: only the last lines are read for it, whatever the log's length."""
+_TEST_TALLY_CHARS = 256
+"""And only their start: the pytest pattern's two open spans are quadratic in a line's length."""
+
+
+def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None) -> str:
+    """Index of a line-oriented text result: git log, Playwright snapshot, CSV/TSV, log, file listing, a document's
+    headings and URLs; '' if none.
+
+    Entries are produced lazily and counted with one regex pass, so a 4 MB body costs about what its
+    first few hundred lines do (the 1 MB path must stay at the speed of no proxy). `scan`: the text's
+    TextScan when describe_text reads the same text (its head lines, line and commit counts once).
+    """
+    if budget <= 0 or not text:
+        return ""
+    scan = scan if scan is not None else TextScan(text)
+    finders = (
+        _diff_files,
+        _git_log,
+        _aria_snapshot,
+        _code_outline,
+        _table_first_column,
+        _test_outcomes,
+        _error_lines,
+        _listing,
+    )
+    for finder in finders:
+        found = finder(scan)
+        if found is not None:
+            return text_render(*found, budget=budget, trm_id=trm_id)
+    return document_index(scan, budget, trm_id)
+
+
+def _git_log(scan: TextScan) -> Found | None:
+    text = scan.text
+    if not any(_GIT.match(ln) for ln in scan.head(20)):
+        return None
+    total = scan.commits()
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        for line, m in commit_matches(text):
+            sha, author, subject = m.group(1), "", ""
+            for follow in text[m.end() : m.end() + 2000].split("\n", 12)[1:12]:
+                if _GIT.match(follow):
+                    break
+                a = _AUTHOR.match(follow)
+                if a and not author:
+                    author = a.group(1)
+                msg = _MESSAGE.match(follow)
+                if msg and not subject and not follow.startswith(("Author:", "Date:")):
+                    subject = msg.group(1).strip()
+                if author and subject:
+                    break
+            full = f"{sha} {clip(subject, 60)} ({clip(author, 20)})" if author else f"{sha} {clip(subject, 60)}"
+            yield line, (full, *(f"{sha} {clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
+
+    shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
+    whats = ("sha subject (author)", *shortened, "sha")
+    commits = "commit" if total == 1 else "commits"
+    return f"index of {total:,} {commits}, one line each: ", whats, entries(), total
+
+
+def _aria_snapshot(scan: TextScan) -> Found | None:
+    text = scan.text
+    if text.find("[", 0, 20_000) < 0 or text.find("[ref=e", 0, 20_000) < 0:  # `in text[:20_000]`, no copy
+        return None
+    counts: dict[str, int] = {}
+    for m in _ARIA.finditer(text):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    if not counts:
+        return None
+    role = max(counts, key=lambda r: (counts[r], r))
+    entries = (
+        (line, (f"{m.group(3)} {clip(m.group(2), 80)}", f"{m.group(3)} {clip(m.group(2), _ARIA_NAME_SHORT)}"))
+        for line, m in matches(_ARIA, text)
+        if m.group(1) == role
+    )
+    head = f"index of {counts[role]:,} {role} elements of the page snapshot, one line each: "
+    return head, ("ref name", "ref name (shortened)"), entries, counts[role]
+
+
+_DIFF_GIT = "\ndiff --git "
+_DIFF_PLUS = "\n+++ "
+
+
+def _diff_files(scan: TextScan) -> Found | None:
+    """A diff's files, each at its header's line, with the lines it adds and removes: which files
+    changed and where to read each one (`lines=`), and the paths an agent opens or edits next. The shape
+    line alone said `3,945 lines; looks like a diff / patch` over the first file's header (git_diff of 40
+    commits, 200K chars). `diff --git a/X b/X` headers (the b/ side), else unified `+++ X` ones. Found by
+    str.find from line break to line break and counted by two str.count per file: ~4.5 ms per MB of diff
+    read (the index stops reading files once even the paths alone are past its budget).
+    One commit with its diff (`git show`) is indexed the same way: its files, where the commit index
+    would list the one commit the head already shows (a 65K `git_show` said `index of 1 commit`).
+    Inert (None) when describe calls the text neither a diff nor a git log of one commit, or no file
+    header is found.
+    """
+    kind = text_kind(scan)
+    if kind != "a diff / patch" and not (kind.startswith("git log") and scan.commits() == 1):
+        return None
+    text = "\n" + scan.text  # every header then follows a line break, the first one too
+    marker = _DIFF_GIT if _DIFF_GIT in text else _DIFF_PLUS
+    starts: list[int] = []
+    at = text.find(marker)
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find(marker, at + 1)
+    if not starts:
+        return None
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        line, pos = 0, 0
+        for k, start in enumerate(starts):
+            line += text.count("\n", pos, start)
+            pos = start
+            end = text.find("\n", start)
+            header = text[start : end if end >= 0 else len(text)]
+            path = _diff_path(header, marker is _DIFF_GIT)
+            until = starts[k + 1] if k + 1 < len(starts) else len(text)
+            # Every "+"/"-" line of the file counts but its `--- a/X` and `+++ b/X` header lines: those come
+            # before its first hunk (git), or are the line just before the next file's `+++` (unified).
+            hunks = text.find("\n@@", start, until)
+            before = hunks if hunks >= 0 else until
+            plus_headers = text.count("\n+++ ", start, before)
+            minus_headers = text.count("\n--- ", start, before)
+            if marker is _DIFF_PLUS and until < len(text):
+                minus_headers += text.startswith("--- ", text.rfind("\n", start, until - 1) + 1)
+            added = text.count("\n+", start, until) - plus_headers
+            removed = text.count("\n-", start, until) - minus_headers
+            yield line, (f"{line}: {clip(path)} (+{added} -{removed})", f"{line} {clip(path, 80)}")
+
+    files = len(starts)
+    head = f"index of the {files:,} files of the diff, one line each, at its header's line: "
+    return head, ("path (+added -removed)", "path"), entries(), files
+
+
+def _diff_path(header: str, git: bool) -> str:
+    """The changed file's path in `diff --git a/X b/X` (the b/ side) or `+++ b/X	date`."""
+    if git:
+        rest = header[len("diff --git ") :]
+        cut = rest.rfind(" b/")
+        return rest[cut + 3 :] if cut >= 0 else rest
+    path = header[len("+++ ") :].split("\t", 1)[0].strip()
+    return path[2:] if path.startswith("b/") else path
+
+
+_MIN_DEFINITIONS = 3
+_INDENT_SHOWN = 12
+
+
+def _code_outline(scan: TextScan) -> Found | None:
+    """Source code's definitions (def, class, function, fn, func, struct, interface...), each at its line
+    number: the file's table of contents, so an agent reads the one it needs (`lines="446-520"`) instead
+    of paging 8,000 chars at a time from the top, and the names it passes on (a function to call, grep or
+    edit) are in view. The shape line alone said `785 lines; looks like source code` over 6 head lines
+    (a 38 KB module read through server-filesystem). Nesting shows as the code's own indentation.
+    Inert (None) when the text is not source code by describe's own judgement, defines fewer than 3 names,
+    or is over DEFINITIONS_MAX_CHARS.
+    """
+    text = scan.text
+    if len(text) > DEFINITIONS_MAX_CHARS or text_kind(scan) != "source code":
+        return None
+    found = scan.definitions()
+    if len(found) < _MIN_DEFINITIONS:
+        return None
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        for line, m in numbered(found, text):
+            indent = m.group("indent").replace("\t", "  ")[:_INDENT_SHOWN]
+            end = text.find("\n", m.start())
+            whole = text[m.start() : end if end >= 0 else len(text)].strip()
+            kind, name = (
+                (m.group("kind"), m.group("name")) if m.group("kind") else (m.group("binding"), m.group("bound"))
+            )
+            yield line, (f"{line}: {indent}{clip(whole, 100)}", f"{line}: {indent}{kind} {name}", f"{line} {name}")
+
+    lines = scan.line_count()
+    head = f"index of {len(found):,} definitions in {lines:,} lines of source, one line each, at its line number: "
+    return head, ("the definition line", "its kind and name", "its name"), entries(), len(found)
+
+
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+"""A markdown table's delimiter row (`|---|:---:|`): no row of data."""
+
+
+def _table_first_column(scan: TextScan) -> Found | None:
+    """The first column of a TSV, CSV or markdown (`| a | b |`) table: its rows' identifiers, as a SQL or
+    spreadsheet server's first column usually is. Markdown tables were described (`looks like a table`)
+    but not indexed, so an order number from the middle of 700 rows sat behind the stub; their delimiter
+    row is no row. The separators are tried in describe's order, so the index and the shape agree."""
+    text = scan.text
+    sample = not_blank(scan.head(50))
+    if len(sample) < 3:
+        return None
+    for sep in ("\t", "|", ","):
+        if sep not in sample[0]:
+            continue  # a header without the separator is no table: the other lines need no count
+        counts = [ln.count(sep) for ln in sample]
+        if sum(1 for c in counts if c == counts[0]) / len(counts) > 0.9:
+            piped = sep == "|"
+            header = _first_cell(sample[0], sep, piped)
+            rules = sum(1 for ln in sample if _TABLE_RULE.match(ln)) if piped else 0
+            rows = scan.line_count() - text.count("\n\n") - 1 - rules
+
+            def entries(sep: str = sep, piped: bool = piped) -> Iterator[tuple[int, tuple[str, ...]]]:
+                header_seen = False
+                for n, ln in iter_lines(text):
+                    if not ln.strip() or (piped and _TABLE_RULE.match(ln)):
+                        continue
+                    if header_seen:
+                        yield n, (clip(_first_cell(ln, sep, piped), VALUE_CHARS),)
+                    header_seen = True
+
+            return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(header, 40)})",), entries(), rows
+    return None
+
+
+def _first_cell(line: str, sep: str, piped: bool) -> str:
+    if piped:
+        line = line.lstrip()
+        line = line[1:] if line.startswith("|") else line
+    return line.split(sep, 1)[0].strip()
+
+
+def _error_lines(scan: TextScan) -> Found | None:
+    text = scan.text
+    sample = not_blank(scan.head(200))
+    if not sample or not _may_be_log(first_chars(sample)) or not share_above(sample, _LOG_LINE.match, 0.5):
+        return None
+    starts = lines_holding(text, _ERROR_WORDS)
+    if not starts:
+        return None
+    lines = scan.line_count()
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        for line, raw in lines_at(text, starts):
+            full = raw.strip()
+            yield line, (clip(full), clip(_LOG_STAMP.sub("", full), _LOG_LINE_SHORT), _identifiers(full))
+
+    head = f"index of the {len(starts):,} ERROR lines of {lines:,} log lines, one line each: "
+    return head, ("the line", "the line without its timestamp", "its identifiers"), entries(), len(starts)
+
+
+def _test_outcomes(scan: TextScan) -> Found | None:
+    """A test log's failed and erroring tests and its closing tally, in order: what an agent runs tests to
+    learn, and the test ids it passes to its next call (a re-run, a file read). The shape line alone said
+    `1,223 lines; looks like a test log` and the head showed the session banner, so which test failed
+    sat behind the stub (the demo's run_tests). Candidate lines are found by str.find of the failure
+    words (a pytest -v log has PASSED on every line and FAILED on few), the tally in the last lines only.
+    Inert (None) when the text is no test log by describe's own judgement, or names no failure or tally.
+    """
+    if not looks_like_test_log(scan):
+        return None
+    text = scan.text
+    starts = lines_holding(text, _TEST_FAILED_WORDS)
+    found: dict[int, str] = {}
+    for line, full in lines_at(text, starts, _TEST_LINE_CHARS):
+        if _TEST_FAILED.match(full):
+            found[line] = full.strip()
+    tail_end = len(text.rstrip("\n"))
+    tail = tail_end
+    for _ in range(_TEST_TALLY_LINES):
+        tail = text.rfind("\n", 0, tail)
+        if tail < 0:
+            break
+    tail += 1
+    first_tail_line = scan.newlines - text.count("\n", tail) + 1
+    for n, ln in enumerate(text[tail:tail_end].split("\n"), first_tail_line):
+        if n not in found and _TEST_TALLY.match(ln[:_TEST_TALLY_CHARS]):
+            found[n] = ln.strip()
+    if not found:
+        return None
+    entries = ((n, (clip(found[n]), clip(found[n], _LOG_LINE_SHORT))) for n in sorted(found))
+    lines = scan.line_count()
+    head = f"index of the {len(found):,} failure and result lines of {lines:,} test log lines, one line each: "
+    return head, ("the line", "its first 80 chars"), entries, len(found)
+
+
+def _may_be_log(firsts: frozenset[str]) -> bool:
+    """Some sampled line starts as a _LOG_LINE can (`[`, a digit, or D/I/W/E of a level); none: no line is one."""
+    return any(c == "[" or c.isdecimal() or c in "DIWE" for c in firsts)
+
+
+def _identifiers(line: str) -> str:
+    """The id-like tokens of a line (request ids, SKUs, hosts, paths: a digit and 4+ chars; not dates, times or
+    short counts), in order, once each: the values an agent searches or passes on from a log line."""
+    seen: dict[str, None] = {}
+    for token in _TOKEN.findall(line):
+        if len(token) < 4 or not any(c.isdigit() for c in token) or _DATE_OR_TIME.match(token):
+            continue
+        if token.isdigit() and len(token) < 6:
+            continue
+        seen.setdefault(token)
+    return " ".join(seen) if seen else clip(_LOG_STAMP.sub("", line), 40)
+
+
+def _listing(scan: TextScan) -> Found | None:
+    text = scan.text
+    head = "\n".join(scan.head(200))
+    if "/" not in head and "." not in head:
+        return None  # every _PATH holds a "/" or a ".": two C searches instead of up to 200 matches
+    sample = [ln.strip() for ln in not_blank(scan.head(200))]
+    if not sample or not share_above(sample, _PATH.match, 0.7):
+        return None
+    total = scan.line_count() - text.count("\n\n")
+    entries = ((n, (clip(ln.strip()),)) for n, ln in iter_lines(text) if ln.strip())
+    return f"index of {total:,} paths, one line ", ("each",), entries, total

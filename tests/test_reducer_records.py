@@ -105,6 +105,22 @@ def test_linecap_does_not_cap_data_lines_and_names_the_lines_it_cut() -> None:
     )
 
 
+def test_a_numbered_record_line_is_a_record_line() -> None:
+    """A file read with its line numbers (Claude Code's Read: `    37→`, `cat -n`: `    37\\t`) keeps its
+    JSON lines whole as an unnumbered read does: the shared dev corpus's one value a reducer hid was an
+    `agentId` at the end of a 3.8K JSONL line read by `Read(offset=37, limit=1)`, cut at 500 chars."""
+    record = '{"type": "progress", "data": "' + "d" * 900 + '", "agentId": "afb92ff"}'
+    prose = "p" * 900
+    for mark in ("→", "\t"):
+        text = "\n".join(f"{n:>6}{mark}{line}" for n, line in enumerate(["a", record, prose], 36))
+        out = Linecap(LinecapSettings()).reduce(text, ctx())
+        assert isinstance(out, Acted), mark
+        assert record in out.text and "afb92ff" in out.text and prose not in out.text
+        assert "[linecap cut line 3 at 500 chars; expand for all]" in out.text
+        assert is_record_line(f"    12{mark}Author: Dev 1 <dev1@example.com>")
+    assert not is_record_line("    38→" + prose)
+
+
 def test_dedup_points_only_at_copies_the_model_saw_whole() -> None:
     pipeline = build_pipeline(ReducerSettings())
     session = SessionMemory()

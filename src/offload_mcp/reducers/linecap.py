@@ -24,6 +24,10 @@ a 6K git log came back with `Author: Dev 1 <...> (x3)` and later commits
 without Author lines, and on `mcp_dev.jsonl.gz` linecap hid 1,261 of 13,157
 id/number values of inline results (`Object IDs: 283326, ...`, truncated
 JSON with a CSV payload); after: 37 (0.28%), all in long prose lines.
+A line read with its number (Claude Code's Read `    37→`, `cat -n`'s tab) is
+judged by what follows the number: the shared corpus's last value a reducer hid
+was an `agentId` at the end of a numbered 3.8K JSONL line, cut at 500 chars
+(replay --client claude-code: hidden 1 -> 0, reduction 7.03% -> 6.99%).
 Nor is a line folded whose copies sit in different headed blocks (`ls -R`:
 `__init__.py` under each directory header). The shared corpus pays 0.8
 points of reduction for both rules (6.82% -> 6.05% at a 60K pre-filter),
@@ -64,14 +68,14 @@ NEVER_TRUNCATE_RE = re.compile(
     r"|\b(?:https?|ftp|file)://"
 )
 FIELD_RE = re.compile(
-    r"^\s*(?:- )?(?![A-Z0-9_]+:|\w*(?:Error|Warning|Exception):)[A-Za-z_][\w-]*(?: [\w-]+){0,3}:\s+\S"
+    r"^\s*(?:\d+[→\t]\s*)?(?:- )?(?![A-Z0-9_]+:|\w*(?:Error|Warning|Exception):)[A-Za-z_][\w-]*(?: [\w-]+){0,3}:\s+\S"
 )
 """A `key: value` field of a record (git log `Author:`, YAML `- name: x`, `Status: ok`).
 
 A repeated field line is the same value in *different* records: folding it to
 one `(xN)` copy leaves the later records without it (the git log case: which
 commit did `Author: Dev 1` write?). Never collapsed, never capped."""
-DATA_LINE_RE = re.compile(r'^\s*(?:[\[{]|"[^"\n]{1,80}"\s*:)')
+DATA_LINE_RE = re.compile(r'^\s*(?:\d+[→\t]\s*)?(?:[\[{]|"[^"\n]{1,80}"\s*:)')
 """A JSON record or `"key": value` member on one line: its fields are values an agent acts on."""
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
 DIFF_HEADER_RE = re.compile(r"^(?:diff --git |--- \S|\+\+\+ \S)", re.M)

@@ -34,6 +34,8 @@ Deterministic: the same ledger content and arguments give the same bytes.
 Slow inputs are bounded: substring search is linear; JSONPath parsing is
 limited in length and evaluation runs in a worker process that is bounded
 in time, memory, matches and answer size, and killed when over (jsonpath_worker).
+Off the event loop: the body is loaded, and a large body's answer read, in a worker thread, its passes
+over the text a piece at a time (text_pieces), so other calls keep their pace while a 60 MB body is paged.
 """
 
 from __future__ import annotations
@@ -43,13 +45,14 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
 import orjson
 
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
+from . import text_pieces
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger
 
@@ -144,7 +147,7 @@ class _Body:
     @property
     def lower(self) -> str:
         if self._lower is None:
-            self._lower = self.text.lower()
+            self._lower = text_pieces.lower(self.text)
         return self._lower
 
     @property
@@ -368,11 +371,11 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     if json_path is not None:
         text, style = await _json_path(body, mem_id, json_path, offset or 0, limit), "json_path"
     elif query is not None:
-        text, style = _query(body, mem_id, query, offset or 0, limit, settings), "query"
+        text, style = await _off_loop(body, _query, body, mem_id, query, offset or 0, limit, settings), "query"
     elif lines is not None:
-        text, style = _lines(body, mem_id, lines, limit), "lines"
+        text, style = await _off_loop(body, _lines, body, mem_id, lines, limit), "lines"
     else:
-        text, style = _range(body, mem_id, offset or 0, limit), "range"
+        text, style = await _off_loop(body, _range, body, mem_id, offset or 0, limit), "range"
     if capped_note:
         head, _, rest = text.partition("\n")
         head = (
@@ -380,6 +383,21 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         )
         text = f"{head}\n{rest}"
     return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
+
+
+_T = TypeVar("_T")
+_ON_LOOP_CHARS = 65_536
+"""Bodies up to this size are answered on the event loop, larger ones in a worker thread. A 60 MB body's
+line index, lowercase and counts took ~100 ms per recall on the loop, where every other call waited on
+them; a body this small costs the loop ~0.1 ms, what the hop to a thread costs (recall p50 0.31 ms on
+the loop, 0.45 ms with the hop: bench/bench_recall.py)."""
+
+
+async def _off_loop(body: _Body, read: Callable[..., _T], *args: Any) -> _T:
+    """`read(*args)`, in a worker thread when `body` is large."""
+    if len(body.text) <= _ON_LOOP_CHARS:
+        return read(*args)
+    return await anyio.to_thread.run_sync(read, *args)
 
 
 def _call(mem_id: str, **kw: Any) -> str:
@@ -451,13 +469,13 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     if offset > total:
         raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
     haystack, needle = _smart_case(query, body.text, lambda: body.lower)
-    count = haystack.count(needle)
+    count = text_pieces.count(haystack, needle)
     window = settings.window_chars
     positions: list[int] = []
-    pos = haystack.find(needle, offset)
+    pos = text_pieces.find(haystack, needle, offset) if count else -1
     while pos != -1 and len(positions) < settings.max_matches:
         positions.append(pos)
-        pos = haystack.find(needle, pos + max(len(needle), 1))
+        pos = text_pieces.find(haystack, needle, pos + max(len(needle), 1))
     if not positions:
         where = f" after offset {offset:,}" if offset else ""
         elsewhere = ""
@@ -514,7 +532,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     # showing it a second time.
     while pos != -1 and pos + len(needle) <= spans[-1][2]:
         positions.append(pos)
-        pos = haystack.find(needle, pos + max(len(needle), 1))
+        pos = text_pieces.find(haystack, needle, pos + max(len(needle), 1))
     shown = [p for p in positions if p in shown or any(lo <= p and p + len(needle) <= hi for _, lo, hi in spans)]
     more = [p for p in positions if p not in shown]
     resume = more[0] if more else (pos if pos != -1 else None)
@@ -524,7 +542,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         nxt = f"next: {_call(mem_id, query=query, offset=resume)}"
     else:  # a long query is not repeated: the caller has it
         nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
-    before = haystack.count(needle, 0, offset) if offset else 0
+    before = text_pieces.count(haystack, needle, 0, offset) if offset else 0
     listing = ", ".join(f"{p:,}" for p in shown[: settings.max_matches])
     if len(shown) > settings.max_matches:  # a short query's matches in the last window: counted, not listed
         listing += f" and {len(shown) - settings.max_matches:,} more inside the last window"
@@ -650,10 +668,12 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
         raise _BadInput(
             f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price"
         ) from None
-    doc, source = body.json_doc()
+    # The document and its bytes, in a worker thread (the evaluation's process costs far more than the hop):
+    # a JSON text body is parsed, a structuredContent dumped.
+    doc, source, document = await anyio.to_thread.run_sync(lambda: (*body.json_doc(), body.json_bytes()))
     try:
         # In a process of its own: bounded in time, memory, matches and size, and killed when over.
-        count, rendered = await evaluate(path, body.json_bytes(), time_limit_s=_JSON_PATH_TIME_LIMIT_S)
+        count, rendered = await evaluate(path, document, time_limit_s=_JSON_PATH_TIME_LIMIT_S)
     except JsonPathFailed as err:
         raise _BadInput(f"json_path {path!r} {err}") from None
     if count == 0:

@@ -8,7 +8,8 @@ arguments as given, `_meta` without `progressToken` and
 handler's cancel scope, and the server's requests to its client routed to
 this call's client while it runs (relay/router.py). A result is checked
 against the tool's `outputSchema` (a mismatch is passed on marked as an
-error, never reshaped; a large structuredContent is checked in a worker thread), then shaped: a small result that needs no ledger commit
+error, never reshaped; a large structuredContent is checked in a worker
+thread), then shaped: a small result that needs no ledger commit
 on the event loop (`ResultShaper.shape_without_blocking`, cheaper than a thread
 hop), any other in a worker thread (`shape_with_report`). Metrics and the call's
 log line are recorded in line (~14 us measured in the proxy; the line is formatted

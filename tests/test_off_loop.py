@@ -8,7 +8,8 @@
   took 0.6 s on the loop. A large one is now checked in a worker thread.
 
 Each test runs two tasks on one session, as a model's parallel tool calls do: one does the large work,
-the other echoes, and the echo's median must stay well under the large call's.
+the other echoes, and the echoes must stay well under the large call's time: their median beside the
+back-to-back queries, their worst beside the schema checks (one stall per call, if any).
 """
 
 from __future__ import annotations

@@ -72,6 +72,10 @@ they need less, and the outline's leftover when it needs less)."""
 _OUTLINE_HEAD_CHARS = 160
 """Room for the outline's head line when its depth is chosen."""
 _OUTLINE_MIN_SHOWN = 10
+_PROSE_HEAD_LINES = 200
+"""Text describe calls prose is searched for heading marks only when one of these first lines is a
+heading or an underline. The marks' searches read the whole text wherever `=` or `-` occur (~0.5 ms per
+MB each): 1.0 of the 4.2 ms a 1 MB log of `key=value` lines took to shape (bench/peers/payload_server.py)."""
 
 Heading = tuple[int, int, str]
 """(line number, level 1-6, title)."""
@@ -94,14 +98,18 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     files. A document's headings stand apart (_stands_apart), a comment sits over the code it explains:
     with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
     only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
-    Inert (None) when describe judges the text other than markdown or prose, when it has none of those
+    Inert (None) when describe judges the text other than markdown or prose, when it is prose none of
+    whose first 200 lines is a heading or an underline (_PROSE_HEAD_LINES), when it has none of those
     marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
     headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
     (a script's comments).
     """
     text = scan.text
-    if text_kind(scan) not in _DOCUMENT_KINDS:
+    kind = text_kind(scan)
+    if kind not in _DOCUMENT_KINDS:
         return None
+    if kind != "markdown text" and not any(map(_heads_a_section, scan.head(_PROSE_HEAD_LINES))):
+        return None  # prose whose first lines hold no heading: the whole text is not searched for marks
     start = _front_matter_end(text)
     heading_marks = _positions(text, ("\n#", "\n===", "\n---"), start, _MAX_MARKS)
     if heading_marks is None:
@@ -157,6 +165,11 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     if text_kind(scan) != "markdown text" and not underlined and all(level == 1 for _, level, _ in found):
         return None
     return found
+
+
+def _heads_a_section(line: str) -> bool:
+    """A `#` heading line or an underline (`===`, `---`), as the marks search finds them."""
+    return _ATX.match(line) is not None or _UNDERLINE.match(line) is not None
 
 
 def _stands_apart(text: str, start: int, end: int) -> bool:

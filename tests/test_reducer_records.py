@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
+from offload_mcp.reducers.extract import is_json_document_shaped, may_have_noise_lines
 from offload_mcp.reducers.linecap import Linecap, is_record_line
 from offload_mcp.reducers.pipeline import build_pipeline, floor_scan_step
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
@@ -205,6 +207,38 @@ def test_floor_of_distinct_lines_is_the_line_by_line_sum(enough: int, head: str)
     pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "linecap"]))
     cap = LinecapSettings().max_line_chars
     assert pipeline.floor_chars(text, ctx(), enough) == _floor_by_lines(text, cap, enough)
+
+
+def test_a_json_document_with_a_progress_bar_in_a_string_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:
+    """`pip inspect`'s 1.3 MB listing holds a README with a click progress bar (`[####...]  100%`): the bar
+    sits inside one JSON string, on that string's one line, yet extract's noise check read it as a possible
+    progress line, so the floor was not taken and every reducer ran (extract's 30,000 lines: 34 ms of 52)."""
+    readme = "Insert rows:\n\n    $ sqlite-utils insert dogs.db dogs dogs.csv --csv\n    [" + "#" * 36 + "]  100%\n"
+    doc = {
+        "items": [
+            {"name": f"pkg-{i}", "version": f"1.{i}", "description": readme if i == 7 else f"Package {i}."}
+            for i in range(9_000)
+        ]
+    }
+    text = json.dumps(doc, indent=2) + "\n"
+    assert is_json_document_shaped(text) and not may_have_noise_lines(text)
+    assert may_have_noise_lines("\n".join(text.splitlines()[1:]))  # not a document: the bar is looked at
+    shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
+    _, rep = shaper.shape_with_report(
+        CallInfo("s", "read", "read", {}), t.CallToolResult(content=[t.TextContent(text=text)])
+    )
+    assert rep.verdict == "offload" and {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
+    assert shaper.ledger.get_body(rep.trm_id)["content"][0]["text"] == text
+
+
+@given(st.text(st.sampled_from(" \n\t{}[]ab"), max_size=40), st.integers(0, 9000), st.integers(0, 9000))
+@settings(max_examples=200, deadline=None)
+def test_json_document_shape_is_read_at_the_ends_as_the_stripped_text_shows_it(
+    middle: str, before: int, after: int
+) -> None:
+    text = " " * before + middle + "\n" * after
+    stripped = text.strip()
+    assert is_json_document_shaped(text) == (stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"))
 
 
 def test_one_megabyte_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:

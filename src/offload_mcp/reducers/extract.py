@@ -10,7 +10,8 @@ is committed only if it is smaller, marker included. A note line before the
 trailer says what went (`[extract dropped 14 repeated lines, 2 blank lines]`):
 a count of repeated warnings is a fact, and the model must know it lacks it.
 A JSON document keeps its consecutive equal lines: in a pretty-printed array
-they are values (`0,` five times), not noise. Deliberately conservative:
+they are values (`0,` five times), not noise; nor is any of its lines a
+progress line (a bar in a string is part of that member's line). Deliberately conservative:
 it never touches a line that is not one of those shapes, so it cannot hide
 content the agent needs.
 When it shines: build/install logs, package managers, repeated warnings.
@@ -63,7 +64,13 @@ def may_have_noise_lines(text: str) -> bool:
     `glyph in text` first: on a text with no such glyph (any ASCII text) CPython
     answers without scanning, where the character-class regex walked a 1 MB log
     in ~7 ms; the regexes then only confirm.
+    A JSON document has none: its lines are members and values, and a bar inside a
+    string is part of that one line. `pip inspect`'s 1.3 MB listing holds a README
+    with a click progress bar, and extract read its 30,000 lines with two regexes
+    each (34 ms of a 52 ms offload) to remove nothing.
     """
+    if is_json_document_shaped(text):
+        return False
     # one-character probes first: `"%" in text` is a memchr, where `"%|" in text` took 11 ms on a 1 MB git log
     if "%" in text and "%|" in text:
         return True
@@ -191,10 +198,16 @@ def clean(text: str, max_block_lines: int, removed: Counter[str] | None = None) 
     return "\n".join(kept)
 
 
+_ENDS_CHARS = 4096
+
+
 def is_json_document_shaped(text: str) -> bool:
-    """Starts with `{`/`[` and ends with `}`/`]`: consecutive equal lines there are values (`0,` x 5), not noise."""
-    stripped = text.strip()
-    return stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]")
+    """Starts with `{`/`[` and ends with `}`/`]`: consecutive equal lines there are values (`0,` x 5), not noise.
+    Read at its ends, not stripped whole (a copy of the text when it ends in a line break)."""
+    head, tail = text[:_ENDS_CHARS].lstrip(), text[-_ENDS_CHARS:].rstrip()
+    if not head or not tail:  # blanks at least as long as a window: read the whole text
+        head = tail = text.strip()
+    return head[:1] in ("{", "[") and tail[-1:] in ("}", "]")
 
 
 def removal_note(removed: Counter[str]) -> str:

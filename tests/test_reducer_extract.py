@@ -117,7 +117,7 @@ def _plain_scan(lines, max_block):
     return out
 
 
-from hypothesis import given  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from offload_mcp.reducers.extract import _collapse_repeats  # noqa: E402
@@ -126,3 +126,16 @@ from offload_mcp.reducers.extract import _collapse_repeats  # noqa: E402
 @given(st.lists(st.sampled_from(["a", "b", "cc", " x", "", "{", "dd"]), max_size=40), st.integers(1, 12))
 def test_repeat_collapse_matches_the_plain_scan(lines, max_block):
     assert _collapse_repeats(lines, max_block) == _plain_scan(lines, max_block)
+
+
+@given(
+    st.lists(st.sampled_from(["a", "é", "→", "𝐭", "█", "⠋", "━", "\n"]), max_size=12).map("".join),
+    st.sampled_from([0, 2_000]),
+)
+@settings(max_examples=200, deadline=None)
+def test_the_noise_glyph_check_answers_as_one_in_test_per_glyph(chars: str, padding: int) -> None:
+    """One character-class pass on four-byte text, an `in` test per glyph otherwise: the same answer."""
+    from offload_mcp.reducers.extract import _NOISE_GLYPHS, _has_noise_glyph
+
+    text = "x" * padding + chars
+    assert _has_noise_glyph(text) == any(glyph in text for glyph in _NOISE_GLYPHS)

@@ -104,7 +104,7 @@ def _has_noise_glyph(text: str) -> bool:
 
 def has_terminal_noise(text: str) -> bool:
     """True when extract could remove something other than repeated or blank lines."""
-    return "\x1b" in text or "\r" in text or (may_have_noise_lines(text) and _progress_run(text))
+    return "\x1b" in text or "\r" in text or (not is_json_document_shaped(text) and _progress_run(text))
 
 
 _TQDM_MARK_RE = re.compile(r"%\|")
@@ -119,7 +119,8 @@ def _progress_run(text: str) -> bool:
     too: `z.tuple([ ... ])` in zod's types.ts, `x: t [= ...]` in mypy's nodes.py, `%|` in a 2.5 MB JS
     bundle. Its yes kept a large result from being offloaded before its reducers ran: 16 ms for a 160K
     source file, 163 ms for the bundle, all to remove nothing. Here only the lines holding a mark are
-    read, each once, with the line after it.
+    read, each once, with the line after it. The marks are may_have_noise_lines' own, found by the same
+    patterns, so a text it rules out has none to read.
     """
     patterns = []
     if "[" in text:

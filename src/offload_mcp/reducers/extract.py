@@ -11,9 +11,9 @@ trailer says what went (`[extract dropped 14 repeated lines, 2 blank lines]`):
 a count of repeated warnings is a fact, and the model must know it lacks it.
 A JSON document keeps its consecutive equal lines: in a pretty-printed array
 they are values (`0,` five times), not noise; nor is any of its lines a
-progress line (a bar in a string is part of that member's line). Deliberately conservative:
-it never touches a line that is not one of those shapes, so it cannot hide
-content the agent needs.
+progress line (a bar in a string is part of that member's line).
+Deliberately conservative: it never touches a line that is not one of those
+shapes, so it cannot hide content the agent needs.
 When it shines: build/install logs, package managers, repeated warnings.
 When it is inert: short outputs (`below_min_size`), nothing noisy
 (`no_obvious_noise`), a saving smaller than the marker (`marker_no_win`).

@@ -460,3 +460,19 @@ def test_each_match_is_shown_at_a_path_that_reads_back_to_it_alone(doc):
     for found in parse("$..*").find(doc):
         shown = match_path(found.full_path)
         assert [m.value for m in parse(shown).find(doc)] == [found.value], shown
+
+
+async def test_the_decoded_bodies_kept_are_bounded_in_size_not_only_in_count(env, monkeypatch):
+    """Four 60 MB bodies, each with its lowercase and line index, took the process from 72 to 737 MB: the
+    bodies kept hold at most recall._CACHE_CHARS of text together, the most recent one whatever its size."""
+    env, shaper = env
+    monkeypatch.setattr(recall, "_CACHE", type(recall._CACHE)())
+    monkeypatch.setattr(recall, "_CACHE_CHARS", 2 * len(TEXT) + 10, raising=False)
+    ids = [offload(shaper, t.CallToolResult(content=[t.TextContent(text=f"{k}\n{TEXT}")])) for k in range(3)]
+    for trm in ids:
+        err, text = await call(env, mem_id=trm, query="needle")
+        assert not err and "matches for 'needle'" in text
+    assert [key[1] for key in recall._CACHE] == ids[1:]  # the oldest went: three would pass the budget
+    monkeypatch.setattr(recall, "_CACHE_CHARS", 10)
+    err, _ = await call(env, mem_id=ids[0], lines="1-2")
+    assert not err and [key[1] for key in recall._CACHE] == ids[:1]  # alone over the budget, still kept

@@ -476,3 +476,20 @@ async def test_the_decoded_bodies_kept_are_bounded_in_size_not_only_in_count(env
     monkeypatch.setattr(recall, "_CACHE_CHARS", 10)
     err, _ = await call(env, mem_id=ids[0], lines="1-2")
     assert not err and [key[1] for key in recall._CACHE] == ids[:1]  # alone over the budget, still kept
+
+
+async def test_a_json_path_that_matches_nothing_lists_the_top_level_keys_clipped(env):
+    """The answer names the top-level keys to look under; each is clipped as an echo is, so a document of
+    20 keys of 50K chars gave a 1 MB one-line answer, where a recall answer must stay inline."""
+    env, shaper = env
+    doc = {f"k{i}-" + "x" * 50_000: i for i in range(30)} | {"items": [1, 2]}
+    trm = offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(doc).decode())]))
+    err, text = await call(env, mem_id=trm, json_path="$.nope")
+    assert not err and "matched nothing" in text and len(text) < 4_000, len(text)
+    assert "'k0-xxxx" in text and "… (50,005 chars)" in text  # the repr of the 50,003-char key, clipped
+    err, text = await call(
+        env,
+        mem_id=offload(shaper, t.CallToolResult(content=[t.TextContent(text=orjson.dumps(ITEMS).decode())])),
+        json_path="$.nope",
+    )
+    assert "top level: ['items', 'total']" in text  # short keys as before

@@ -684,8 +684,9 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
     except JsonPathFailed as err:
         raise _BadInput(f"json_path {path!r} {err}") from None
     if count == 0:
+        # Each key as an echo is clipped: 20 keys of 50K chars made this one-line answer 1 MB.
         keys = (
-            list(doc)[:20]
+            "[" + ", ".join(map(_shown, list(doc)[:20])) + "]"
             if isinstance(doc, dict)
             else f"an array of {len(doc)}"
             if isinstance(doc, list)

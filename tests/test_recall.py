@@ -354,6 +354,10 @@ async def test_a_query_found_only_in_structured_content_points_to_json_path(env)
     )
     err, text = await call(env, mem_id=keyword, query="order-4821")  # $.where is not valid JSONPath
     assert not err and text.endswith(f'recall_tool_result(mem_id="{keyword}", json_path="$")]\n')
+    deep = {"k" + "e" * 600: {"k": "order-4821"}}  # a path through it is over json_path's 512 chars
+    long_key = offload(shaper, t.CallToolResult(content=[t.TextContent(text="z" * 200_000)], structured_content=deep))
+    err, text = await call(env, mem_id=long_key, query="order-4821")
+    assert not err and text.endswith(f'recall_tool_result(mem_id="{long_key}", json_path="$")]\n'), text[-200:]
 
 
 MADE = "".join(f"line {i}: " + "x" * 60 + "\n" for i in range(5000))[:300_000]  # the fixture server's make_text

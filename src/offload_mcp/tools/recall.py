@@ -613,6 +613,8 @@ def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:
     if not count:
         return ""
     path = _holder_of(structured, needle, exact) or "$"
+    if len(path) > _JSON_PATH_MAX_LEN:
+        path = "$"  # a path through keys this long is refused by json_path itself: the whole document instead
     try:
         from jsonpath_ng.ext import parse
 

@@ -200,6 +200,12 @@ def test_invoke_with_bad_arguments_names_them_and_calls_nothing(tmp_path):
         unknown = session.call("invoke_tool", {"name": "git_logs", "arguments": {}})
         assert unknown["isError"] is True and "no tool named `git_logs`" in text(unknown) and "git_log" in text(unknown)
 
+        # a name or argument key of 1 MB is repeated as its start and length, not whole
+        huge = session.call("invoke_tool", {"name": "git_logs" + "x" * 1_000_000, "arguments": {}})
+        assert huge["isError"] is True and len(text(huge)) < 400 and "… (1,000,008 chars)" in text(huge)
+        wide = session.call("invoke_tool", {"name": "git_log", "arguments": {}, "k" * 1_000_000: 1})
+        assert wide["isError"] is True and len(text(wide)) < 400 and "… (1,000,000 chars)" in text(wide)
+
         flat = session.call("invoke_tool", {"name": "git_log", "repo_path": str(ROOT)})
         assert flat["isError"] is True and "put the tool's own arguments inside `arguments`" in text(flat)
 
@@ -218,12 +224,16 @@ def test_invoke_with_bad_arguments_names_them_and_calls_nothing(tmp_path):
     # every refusal is an event with its reason, for stats
     ledger = Ledger.open(LedgerSettings(path=tmp_path / "ledger.db"))
     try:
-        seen = [(e["kind"], e["verdict"], e["reason"]) for e in ledger.events(kinds=["invoke", "tool_search"])]
+        events = list(ledger.events(kinds=["invoke", "tool_search"]))
+        seen = [(e["kind"], e["verdict"], e["reason"]) for e in events]
+        assert max(len(str(e["detail"])) for e in events) < 1_000
     finally:
         ledger.close()
     assert seen == [
         ("invoke", "refused", "bad_arguments"),
         ("invoke", "refused", "unknown_tool"),
+        ("invoke", "refused", "unknown_tool"),  # the 1 MB name, recorded clipped
+        ("invoke", "refused", "bad_arguments"),
         ("invoke", "refused", "bad_arguments"),
         ("invoke", "refused", "own_tool"),
         ("tool_search", "refused", "empty_query"),

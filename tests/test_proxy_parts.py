@@ -150,6 +150,8 @@ async def test_dispatcher_forwards_checks_shapes_and_recalls(tmp_path: Path) -> 
 
         unknown = await dispatch.call_tool("nope", {}, session_id="s1")
         assert unknown.is_error and text_of(unknown) == "Unknown tool 'nope'."
+        huge = await dispatch.call_tool("n" * 1_000_000, {}, session_id="s1")  # repeated as its start, not whole
+        assert huge.is_error and text_of(huge) == f"Unknown tool '{'n' * 80}… (1,000,000 chars)'."
         assert dispatch.sessions_seen == {"s1"}
         metrics = dispatch.metrics
         assert metrics is not None

@@ -38,6 +38,7 @@ from mcp.server.context import ServerRequestContext
 from ..catalog.catalog import Catalog, CatalogEntry
 from ..config import OffloadSettings
 from ..downstream.pool import DownstreamPool
+from ..echo import echoed
 from ..record import DecisionEvent
 from ..reducers.base import SessionMemory
 from ..relay.parked import Parking
@@ -132,7 +133,7 @@ class CallDispatcher:
         return None
 
     def unknown_tool(self, name: str) -> str:
-        message = f"Unknown tool '{name}'."
+        message = f"Unknown tool '{echoed(name)}'."
         # A server being retried in the background ("starting") still counts as not serving.
         down = [
             s for s in self.pool.servers.values() if s.state != "ready" and (s.failure or s.state in ("failed", "down"))

@@ -33,6 +33,7 @@ import mcp_types as types
 import orjson
 import regex
 
+from ..echo import echoed
 from ..tool_names import ALWAYS_LISTED, INVOKE
 from .registry import ToolEnv, error_result
 from .tool_search import NAME as SEARCH_NAME
@@ -149,7 +150,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     if unexpected:
         await note(env, "invoke", "refused", "bad_arguments")
         return error_result(
-            f"{NAME}: unknown argument(s) {', '.join(unexpected)}; it takes `name` and `arguments` "
+            f"{NAME}: unknown argument(s) {', '.join(map(echoed, unexpected[:5]))}; it takes `name` and `arguments` "
             f"(put the tool's own arguments inside `arguments`)"
         )
     name = arguments.get("name")
@@ -175,8 +176,8 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     if entry is None:
         near = _nearest(catalog, name)
         hint = f" Nearest names: {', '.join(near)}." if near else ""
-        await note(env, "invoke", "refused", "unknown_tool", {"name": name})
-        return error_result(f"{NAME}: no tool named `{name}`.{hint} Use {SEARCH_NAME} to find the right one.")
+        await note(env, "invoke", "refused", "unknown_tool", {"name": echoed(name)})
+        return error_result(f"{NAME}: no tool named `{echoed(name)}`.{hint} Use {SEARCH_NAME} to find the right one.")
     problems = argument_problems(entry.tool.input_schema, target_args)
     if problems:
         schema = orjson.dumps(entry.tool.input_schema).decode()

@@ -51,6 +51,7 @@ import anyio
 import mcp_types as types
 import orjson
 
+from ..echo import ECHO_CHARS, echoed
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from . import text_pieces
 from .jsonpath_worker import JsonPathFailed, evaluate
@@ -68,8 +69,6 @@ _JSON_MAX_DEPTH = 1024
 _MAX_OFFSET = 10**15
 _QUERY_MAX_LEN = 4096
 """Longer queries are refused: a substring search for a page of text is a mistake, and answers repeat the query."""
-_ECHO_CHARS = 80
-"""Most characters of a caller's own input an answer or error repeats back."""
 _LINES_MAX_LEN = 48
 _ARGS = ("mem_id", "query", "offset", "max_chars", "json_path", "lines")
 
@@ -236,16 +235,13 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
 
 
 def _shown(value: Any) -> str:
-    """`value` as an answer may repeat it: its repr, abbreviated past `_ECHO_CHARS` (the caller has it already)."""
-    text = repr(value)
-    if len(text) <= _ECHO_CHARS:
-        return text
-    return f"{text[:_ECHO_CHARS]}… ({len(text):,} chars)"
+    """`value` as an answer may repeat it: its repr, echoed (the caller has it already)."""
+    return echoed(repr(value))
 
 
 def _names(names: list[str]) -> str:
     """Argument names as an error lists them: the first five, each clipped like any echo."""
-    return ", ".join(n if len(n) <= _ECHO_CHARS else _shown(n) for n in names[:5])
+    return ", ".join(n if len(n) <= ECHO_CHARS else _shown(n) for n in names[:5])
 
 
 def _load_marker(env: ToolEnv, marker: str) -> _Body:
@@ -545,7 +541,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     resume = more[0] if more else (pos if pos != -1 else None)
     if resume is None:
         nxt = "no more matches"
-    elif len(repr(query)) <= _ECHO_CHARS:
+    elif len(repr(query)) <= ECHO_CHARS:
         nxt = f"next: {_call(mem_id, query=query, offset=resume)}"
     else:  # a long query is not repeated: the caller has it
         nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'

@@ -52,6 +52,7 @@ import mcp_types as types
 import orjson
 
 from ..echo import ECHO_CHARS, echoed
+from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from . import text_pieces
 from .jsonpath_worker import JsonPathFailed, evaluate
@@ -611,19 +612,12 @@ def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:
     path = _holder_of(structured, needle, exact) or "$"
     if len(path) > _JSON_PATH_MAX_LEN:
         path = "$"  # a path through keys this long is refused by json_path itself: the whole document instead
-    try:
-        from jsonpath_ng.ext import parse
-
-        parse(path)
-    except Exception:  # a key that is a JSONPath keyword (`where`): point at the whole document instead
-        path = "$"
     return (
         f" of text; it occurs {count:,} time{'' if count == 1 else 's'} in the structuredContent, "
         f"which query does not search: {_call(mem_id, json_path=path)}"
     )
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HOLDER_NODES = 200_000
 """Most JSON nodes _holder_of visits; past it the note points at the whole document."""
 
@@ -633,7 +627,8 @@ def _holder_of(doc: Any, needle: str, exact: bool) -> str | None:
     keys and scalars before its children, so the same document always gives the same path.
 
     The holder rather than the scalar: like a query window, the record around the match is the useful part.
-    None when no single key or scalar holds it (outside keys that would need quoting) or the walk grows too long.
+    None when no single key or scalar holds it (outside keys that would need quoting, or that JSONPath reads as
+    its own words: jsonpath_keys) or the walk grows too long.
     """
     stack: list[tuple[Any, str]] = [(doc, "$")]
     visited = 0
@@ -641,7 +636,7 @@ def _holder_of(doc: Any, needle: str, exact: bool) -> str | None:
         node, path = stack.pop()
         visited += 1
         if isinstance(node, dict):
-            pairs = [(k, v, f"{path}.{k}") for k, v in node.items() if _IDENTIFIER.fullmatch(k)]
+            pairs = [(k, v, f"{path}.{k}") for k, v in node.items() if is_plain_key(k)]
         elif isinstance(node, list):
             pairs = [(None, v, f"{path}[{i}]") for i, v in enumerate(node)]
         else:

@@ -81,14 +81,24 @@ def may_have_noise_lines(text: str) -> bool:
     """
     if is_json_document_shaped(text):
         return False
-    # one-character probes first: `"%" in text` is a memchr, where `"%|" in text` took 11 ms on a 1 MB git log
-    if "%" in text and "%|" in text:
-        return True
-    if "[" in text and _BRACKET_BAR_RE.search(text) is not None:
-        return True
-    if not _has_noise_glyph(text):
-        return False
-    return any(pattern.search(text) is not None for pattern in (_SPINNER_GLYPH_RE, _GLYPH_BAR_RE))
+    return any(pattern.search(text) is not None for pattern in _mark_patterns(text))
+
+
+_TQDM_MARK_RE = re.compile(r"%\|")
+
+
+def _mark_patterns(text: str) -> list[re.Pattern[str]]:
+    """The patterns of a progress or spinner line's mark (a bracket bar, tqdm's `%|`, a spinner glyph, a
+    glyph run) that can match in `text`: each is ruled out first by a char it needs, told by a memchr
+    pass (`"%" in text`, where `"%|" in text` took 11 ms on a 1 MB git log) or _has_noise_glyph."""
+    patterns = []
+    if "[" in text:
+        patterns.append(_BRACKET_BAR_RE)
+    if "%" in text:
+        patterns.append(_TQDM_MARK_RE)
+    if _has_noise_glyph(text):
+        patterns += [_SPINNER_GLYPH_RE, _GLYPH_BAR_RE]
+    return patterns
 
 
 def _has_noise_glyph(text: str) -> bool:
@@ -107,7 +117,6 @@ def has_terminal_noise(text: str) -> bool:
     return "\x1b" in text or "\r" in text or (not is_json_document_shaped(text) and _progress_run(text))
 
 
-_TQDM_MARK_RE = re.compile(r"%\|")
 _MARKS_READ = 200
 """Marks of a bar or spinner that _progress_run reads line by line; past them the text is taken as noisy."""
 
@@ -119,18 +128,11 @@ def _progress_run(text: str) -> bool:
     too: `z.tuple([ ... ])` in zod's types.ts, `x: t [= ...]` in mypy's nodes.py, `%|` in a 2.5 MB JS
     bundle. Its yes kept a large result from being offloaded before its reducers ran: 16 ms for a 160K
     source file, 163 ms for the bundle, all to remove nothing. Here only the lines holding a mark are
-    read, each once, with the line after it. The marks are may_have_noise_lines' own, found by the same
-    patterns, so a text it rules out has none to read.
+    read, each once, with the line after it. The marks are may_have_noise_lines' own (_mark_patterns), so a
+    text it rules out has none to read.
     """
-    patterns = []
-    if "[" in text:
-        patterns.append(_BRACKET_BAR_RE)
-    if "%" in text:
-        patterns.append(_TQDM_MARK_RE)
-    if _has_noise_glyph(text):
-        patterns += [_SPINNER_GLYPH_RE, _GLYPH_BAR_RE]
     marks = 0
-    for pattern in patterns:
+    for pattern in _mark_patterns(text):
         read_to = -1
         for m in pattern.finditer(text):
             if m.start() < read_to:

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offload_mcp.policy import describe, textscan
+from offload_mcp import text_pieces
+from offload_mcp.policy import describe
 from offload_mcp.policy.describe import describe_text, share_above
 from offload_mcp.policy.index import json_records, python_literal, text_index, text_records
 from offload_mcp.policy.index.json_records import _counts_up
@@ -216,12 +217,12 @@ def test_readers_match_their_definitions(text: str) -> None:
 @given(st.text(alphabet="\nab\r", max_size=40), st.integers(min_value=1, max_value=7))
 def test_newlines_counted_in_pieces_are_the_count(text: str, piece: int) -> None:
     """Pieces of any size, a line break on either side of their edges: the count of the whole."""
-    kept = textscan.COUNT_PIECE_CHARS
-    textscan.COUNT_PIECE_CHARS = piece
+    kept = text_pieces.PIECE_CHARS
+    text_pieces.PIECE_CHARS = piece
     try:
         assert TextScan(text).newlines == text.count("\n")
     finally:
-        textscan.COUNT_PIECE_CHARS = kept
+        text_pieces.PIECE_CHARS = kept
 
 
 def test_small_windows_grow_to_the_same_lines() -> None:

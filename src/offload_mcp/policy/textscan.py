@@ -33,12 +33,12 @@ import re
 from collections.abc import Iterator
 from operator import itemgetter
 
+from .. import text_pieces
+
 _HEAD_LINE_CHARS = 4096
 """The head of `count` lines is read from the first `count * 4096` chars: one huge line costs what a short one does."""
 _FIRST_WINDOW_LINE_CHARS = 128
 """The first window assumes lines of about this length; it grows 4x while it holds too few line breaks."""
-COUNT_PIECE_CHARS = 1 << 20
-"""Characters counted per `str.count` call (~0.3 ms holding the GIL): the event loop waits no longer than that."""
 
 # ANSI/VT escapes as extract strips them (reducers/extract.py ANSI_RE), except that an OSC sequence may not
 # span a line break: a stub's index points at lines of the stored body, so the view must keep its lines.
@@ -155,15 +155,11 @@ class TextScan:
     @property
     def newlines(self) -> int:
         """`text.count("\n")`; a text without one (minified JSON, one huge line) is told by a memchr
-        pass (~0.01 ms/MB) instead of the counting loop (~0.28 ms/MB). Counted COUNT_PIECE_CHARS at a time:
-        one count over a 60 MB text held the GIL ~30 ms while the event loop waited."""
+        pass (~0.01 ms/MB) instead of the counting loop (~0.28 ms/MB). Counted a piece at a time
+        (text_pieces): one count over a 60 MB text held the GIL ~30 ms while the event loop waited."""
         if self._newlines < 0:
             text = self.text
-            self._newlines = (
-                sum(text.count("\n", at, at + COUNT_PIECE_CHARS) for at in range(0, len(text), COUNT_PIECE_CHARS))
-                if "\n" in text
-                else 0
-            )
+            self._newlines = text_pieces.count(text, "\n") if "\n" in text else 0
         return self._newlines
 
     def line_count(self) -> int:

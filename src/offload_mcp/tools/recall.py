@@ -51,10 +51,10 @@ import anyio
 import mcp_types as types
 import orjson
 
+from .. import text_pieces
 from ..echo import ECHO_CHARS, echoed
 from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
-from . import text_pieces
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger
 

@@ -34,11 +34,13 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
 
 
 class EchoProbe:
-    """An unrelated client calling a tiny echo every 50 ms; its latencies are the victim's view of an attack."""
+    """An unrelated client calling a tiny echo every `interval` s (50 ms); its latencies are the victim's
+    view of an attack."""
 
-    def __init__(self, session: ClientSession, tool: str = "echo") -> None:
+    def __init__(self, session: ClientSession, tool: str = "echo", interval: float = 0.05) -> None:
         self.session = session
         self.tool = tool
+        self.interval = interval
         self.latencies: list[float] = []
         self.stopped = anyio.Event()
 
@@ -48,7 +50,7 @@ class EchoProbe:
             result = await self.session.call_tool(self.tool, {"text": "ping"})
             assert text_of(result) == "ping"
             self.latencies.append(time.perf_counter() - started)
-            await anyio.sleep(0.05)
+            await anyio.sleep(self.interval)
 
     def p99(self) -> float:
         ordered = sorted(self.latencies)

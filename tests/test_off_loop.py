@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from conftest import PYTHON, ROOT, fixture_entry, proxy_session, text_of, write_config
 from offload_mcp import text_pieces
-from test_hardening_load import report
+from test_hardening_load import EchoProbe, report
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 STRUCTURED_SERVER = str(ROOT / "tests" / "claude_code" / "structured_server.py")
@@ -59,28 +59,20 @@ def test_pieces_answer_what_one_call_answers(text: str, piece: int, start: int, 
 async def echo_beside(session: Any, work: Callable[[], Awaitable[None]], times: int) -> tuple[float, list[float]]:
     """(median seconds of `work`, every echo's seconds) with `work` run `times` times beside an echo loop."""
     works: list[float] = []
-    echoes: list[float] = []
-    done = anyio.Event()
+    probe = EchoProbe(session, interval=0.005)
 
     async def run_work() -> None:
         for _ in range(times):
             started = time.perf_counter()
             await work()
             works.append(time.perf_counter() - started)
-        done.set()
-
-    async def echo() -> None:
-        while not done.is_set():
-            started = time.perf_counter()
-            assert text_of(await session.call_tool("echo", {"text": "ping"})) == "ping"
-            echoes.append(time.perf_counter() - started)
-            await anyio.sleep(0.005)
+        probe.stopped.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(echo)
+        tg.start_soon(probe.run)
         tg.start_soon(run_work)
-    assert len(echoes) >= times
-    return statistics.median(works), echoes
+    assert len(probe.latencies) >= times
+    return statistics.median(works), probe.latencies
 
 
 async def test_queries_on_a_40_mb_body_leave_other_calls_their_pace(tmp_path: Path) -> None:

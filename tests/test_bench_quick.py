@@ -110,3 +110,23 @@ def test_dollars_are_priced_by_the_economics_module_replay_uses(quick_report: st
         "baseline_usd"
     ]
     assert shown == pytest.approx(baseline, abs=0.006)
+
+
+def test_offload_timeline_times_every_segment_of_a_real_offload() -> None:
+    """bench/offload_timeline.py instruments a real proxy: every segment it lists must have been traced."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "offload_timeline.py"), "--size", "0.2", "--calls", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = proc.stdout.splitlines()
+    header = rows.index(next(r for r in rows if r.startswith("segment")))
+    segments = rows[header + 1 : rows.index("")]
+    assert len(segments) == 13, proc.stdout  # 12 segments and the proxy's own total
+    for row in segments:
+        assert re.search(r"\s\d+\.\d{3}(\s|$)", row), f"segment not traced: {row!r}"
+    assert "200,000 chars, 3 calls through the proxy" in proc.stdout
+    assert re.search(r"through the proxy [\d.]+ ms, direct [\d.]+ ms, ratio [\d.]+", proc.stdout)

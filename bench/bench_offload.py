@@ -30,9 +30,10 @@ The three paths take turns call by call, so the machine's load weighs on each al
 call takes ~15 ms, and one call's time strays +-15% from the next on these shared 2-core machines,
 so a 1 MB size gets ~45 turns and a 10 MB one the 5 its seconds allow. Runs still differ, as the
 machine does: the default config's 1 MB make_text ratio read 0.91-1.07 over six runs of 5 turns,
-0.87-1.02 over seven of 40-55, and 0.89-1.04 over eleven of 42-60 on a slower machine (direct 14-18 ms).
-`offload_timeline.py` shows where the proxy's part of such a call goes. Beside each ratio, the middle half (quartiles) of the per-turn ratios,
-each turn's path against its own direct call: how far one turn strays from the median.
+0.87-1.02 over seven of 40-55, and 0.89-1.04 over eleven of 42-60 on a slower machine (direct
+14-18 ms); `offload_timeline.py` shows where the proxy's part of such a call goes. Beside each
+ratio, the middle half (quartiles) of the per-turn ratios, each turn's path against its own direct
+call: how far one turn strays from the median.
 With `--baseline OFFLOAD_MCP` a fourth path, `baseline`, runs the default configuration through
 another installed offload-mcp (e.g. main's), taking turns with the others: a change measured before
 and after in one run, under the same load. Reports the median per path and the ratio to direct. Target: ratio <= 1.0

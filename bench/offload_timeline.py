@@ -44,10 +44,18 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_offload import FIXTURE, open_session  # noqa: E402
+from bench_offload import FIXTURE, Timing, open_session, timed  # noqa: E402
 
-_PHASES = ("_offload_before_reducing", "_body_record", "_stub_text", "_record")
-"""ResultShaper steps timed inside shaping, in the order they run for an offloaded result."""
+WARM_CALLS = 2
+"""Untimed calls per path before the timed ones (bench_offload.timed's warm-up)."""
+
+_PHASES = {
+    "_offload_before_reducing": "reducer floor (offload decided first?)",
+    "_body_record": "body record (canonical JSON, id)",
+    "_stub_text": "stub text (describe, index)",
+    "_record": "ledger commit (compress, write)",
+}
+"""ResultShaper steps timed inside shaping, in the order they run for an offloaded result, with their labels."""
 
 
 # ---- the child: the proxy, instrumented ------------------------------------------------------------
@@ -134,10 +142,7 @@ SEGMENTS = (
     ("parse", "parse_start", "parse_end"),
     ("SDK hands the result over", "parse_end", "result_handed_over"),
     ("to the shaper's worker thread", "result_handed_over", "shape_start"),
-    ("  reducer floor (offload decided first?)", "_offload_before_reducing_start", "_offload_before_reducing_end"),
-    ("  body record (canonical JSON, id)", "_body_record_start", "_body_record_end"),
-    ("  stub text (describe, index)", "_stub_text_start", "_stub_text_end"),
-    ("  ledger commit (compress, write)", "_record_start", "_record_end"),
+    *((f"  {label}", f"{phase}_start", f"{phase}_end") for phase, label in _PHASES.items()),
     ("shaping, all of it", "shape_start", "shape_end"),
     ("back, serialise, stub written", "shape_end", "result_written"),
 )
@@ -161,7 +166,7 @@ def calls_of(marks: list[tuple[str, float]]) -> list[dict[str, float]]:
     return calls
 
 
-def report(calls: list[dict[str, float]], through_proxy: list[float], direct: list[float], size: int) -> str:
+def report(calls: list[dict[str, float]], through_proxy: Timing, direct: Timing, size: int) -> str:
     lines = [
         f"make_text {size:,} chars, {len(calls)} calls through the proxy (default config), medians in ms",
         f"{'segment':42} {'median':>8} {'p25':>8} {'p75':>8}",
@@ -177,19 +182,17 @@ def report(calls: list[dict[str, float]], through_proxy: list[float], direct: li
     lines += [
         f"{'the proxy on the path (forwarding + answer)':42} {statistics.median(own) * 1e3:8.3f}",
         "",
-        f"client's view: through the proxy {statistics.median(through_proxy) * 1e3:.2f} ms, "
-        f"direct {statistics.median(direct) * 1e3:.2f} ms, ratio {statistics.median(through_proxy) / statistics.median(direct):.2f}",
+        f"client's view: through the proxy {through_proxy.median * 1e3:.2f} ms, "
+        f"direct {direct.median * 1e3:.2f} ms, ratio {through_proxy.ratio(direct).strip()}",
     ]
     return "\n".join(lines)
 
 
-async def drive(size: int, calls: int, warm: int = 5) -> str:
+async def drive(size: int, calls: int) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="offload-timeline-"))
     config = tmp / "config.json"
     config.write_text(json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": [str(FIXTURE)]}}}))
     out = tmp / "marks.json"
-    through_proxy: list[float] = []
-    direct: list[float] = []
     async with AsyncExitStack() as stack:
         proxy = await open_session(
             stack,
@@ -206,23 +209,12 @@ async def drive(size: int, calls: int, warm: int = 5) -> str:
             ],
         )
         server = await open_session(stack, sys.executable, [str(FIXTURE)])
-        tools = await proxy.list_tools()
-        name = next(t.name for t in tools.tools if t.name.endswith("make_text"))
-        # The two take turns call by call, so a change in the machine's load weighs on both alike.
-        for i in range(warm + calls):
-            for session, tool, times in ((proxy, name, through_proxy), (server, "make_text", direct)):
-                started = time.perf_counter()
-                result = await session.call_tool(tool, {"size": size + i})
-                elapsed = time.perf_counter() - started
-                assert not result.is_error, result
-                del result  # a direct call's 1 MB result freed here, not inside the next call's timing
-                if i >= warm:
-                    times.append(elapsed)
-    marks = json.loads(out.read_text())
-    timed = calls_of([(n, t) for n, t in marks])[warm:]
-    if len(timed) != calls:
-        raise SystemExit(f"offload_timeline: {len(timed)} of {calls} calls traced; the marks changed shape")
-    return report(timed, through_proxy, direct, size)
+        # bench_offload's turns: the two paths take turns call by call after WARM_CALLS each.
+        timings = await timed({"direct": server, "proxy": proxy}, "make_text", {"size": size}, calls, 0.0)
+    traced = calls_of(json.loads(out.read_text()))[WARM_CALLS:]
+    if len(traced) != calls:
+        raise SystemExit(f"offload_timeline: {len(traced)} of {calls} calls traced; the marks changed shape")
+    return report(traced, timings["proxy"], timings["direct"], size)
 
 
 def main() -> None:

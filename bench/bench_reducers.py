@@ -14,8 +14,8 @@ cores: the minimum is the least disturbed measurement).
 `--shapes MB...` adds one table per size over generated outputs of the shapes
 a proxy meets at that size (numbered lines like the test fixture's make_text, a
 varied log, a git log, a JSON array of records, a pretty-printed JSON document,
-one huge line): MB/s of each reducer alone and of the whole pipeline side by
-side, plus `floor` — the shaper's decide-first bound (Pipeline.floor_chars up
+one huge line of words, one of base64): MB/s of each reducer alone and of the
+whole pipeline side by side, plus `floor` — the shaper's decide-first bound (Pipeline.floor_chars up
 to the client limit), the only work the default path spends on a result whose
 floor is offloaded anyway — and `stub`, building the stub text of the result
 offloaded whole (policy/stub.py build_stub with the default settings: shape
@@ -89,6 +89,7 @@ def table(title: str, rows: list[tuple[str, str, str]], repeat: int) -> None:
 
 def shapes(mb: float) -> list[tuple[str, str, str]]:
     """Generated outputs of about `mb` MB each: (label, tool, text)."""
+    import base64
     import json
     import random
 
@@ -122,6 +123,8 @@ def shapes(mb: float) -> list[tuple[str, str, str]]:
         ("json array", "query", json.dumps(rows)),
         ("json pretty", "get", json.dumps({"total": len(rows), "results": rows}, indent=2)),
         ("one line", "get", " ".join(words[i % len(words)] for i in range(size))[:size]),
+        # base64 on one line (a file or an image sent as text): no path, word or URL for linecap to keep
+        ("one blob", "get", base64.b64encode(rng.randbytes(size * 3 // 4 + 3)).decode()[:size]),
     ]
 
 

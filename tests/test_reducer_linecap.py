@@ -1,7 +1,17 @@
 """linecap: per-line cap with the never-truncate allow-list, non-adjacent duplicate collapse."""
 
+import base64
+import gzip
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
-from offload_mcp.reducers.linecap import Linecap, never_truncate
+from offload_mcp.reducers.linecap import NEVER_TRUNCATE_RE, Linecap, never_truncate
 from offload_mcp.reducers.settings import LinecapSettings
 
 
@@ -54,6 +64,83 @@ def test_allow_list_lines_survive_the_cap():
     for line in keep:
         assert never_truncate(line), line
     assert not never_truncate("x" * 600)
+
+
+# Pieces of the allow-list's facts, whole and broken, and their neighbours: joined at random they make
+# lines that match one alternative, several, or just miss (`Errorx`, `exit  code`, `.py:x`).
+LONG = 4_096
+"""Filler chars around a fact: a long line, where one search of the whole alternation cost the most."""
+
+_PIECES = (
+    "error|Error|ERROR|errors|Exception|exception|Traceback|fatal|PANIC|Errorx|PASS|PASSED|XFAIL|FAIL|SKIPPED"
+    "| passed| failed|3 passed|12 errors|exit |exited |EXIT |code|status|with|return|returncode|return code"
+    '|/|./|../|~/|src/app|.py|.ts|:|:12|:3:4|://|http|https://|ftp|File "|", line |  at |(|)|@@ -1,2 +1,3 @@'
+    "|diff --git |+++ |--- |index 1a..2b| |  |\t|=|'|\"|[|x|7|_|-|.|+|@|é|\u212a|ſ"
+).split("|")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from(["x", " ", "ab+/", "0123456789", "word "]))
+def test_never_truncate_answers_as_the_whole_alternation(pieces, filler):
+    """On ASCII, each alternative searched alone behind its substrings: the one search of
+    NEVER_TRUNCATE_RE, for the facts alone and at a long line's start, middle and end."""
+    fact = "".join(pieces)
+    pad = (filler * (LONG // len(filler) + 1))[:LONG]
+    for line in (fact, pad + fact, fact + pad, pad + fact + pad, pad[:100] + fact + pad):
+        assert never_truncate(line) == (NEVER_TRUNCATE_RE.search(line) is not None), line[:200]
+
+
+@pytest.mark.parametrize(
+    "fact",
+    (
+        'src/app/module.py| ./a/b.py|a.py:12| util.ts:3:4|File "x.py", line 3|  at f (x.js:1:2)| fatal |IOException'
+        "|ValueError|XFAIL| 3 passed| 2 errors|exited with|EXIT CODE|returncode|return code|diff --git a"
+        "|@@ -1 +1 @@|ftp://x| Traceback|panic:"
+    ).split("|"),
+)
+def test_each_fact_is_found_in_a_long_line_wherever_it_sits(fact):
+    pad = "x " * LONG
+    lines = (
+        [fact + pad]
+        if fact.startswith(("src", "a.py", "File", "  at", "diff", "@@"))
+        else [pad + fact, pad + fact + " " + pad]
+    )
+    for line in lines:
+        assert never_truncate(line) and NEVER_TRUNCATE_RE.search(line), line[-60:]
+
+
+CORPORA = [
+    Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev.jsonl.gz",
+    Path(__file__).resolve().parents[2] / "shared" / "corpus" / "mcp_dev.jsonl.gz",
+    Path(__file__).resolve().parents[1] / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz",
+]
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=lambda path: path.name)
+def test_never_truncate_answers_as_the_whole_alternation_on_real_lines(corpus):
+    """Every line of the corpora over 200 chars, as it is and padded to a long one."""
+    if not corpus.exists():
+        pytest.skip(f"{corpus} is not here")
+    checked = 0
+    for raw in gzip.open(corpus, "rt"):
+        output = json.loads(raw).get("output")
+        text = output if isinstance(output, str) else json.dumps(output)
+        for line in text.split("\n"):
+            if len(line) <= 200:
+                continue
+            for probe in (line, line + " " * LONG):
+                assert never_truncate(probe) == (NEVER_TRUNCATE_RE.search(probe) is not None), probe[:200]
+            checked += 1
+    assert checked > 50
+
+
+def test_a_long_blob_line_is_capped_and_a_long_line_with_a_fact_is_kept():
+    blob = base64.b64encode(random.Random(5).randbytes(300_000)).decode()
+    assert not never_truncate(blob)
+    assert never_truncate(blob + " see src/app/module.py")
+    assert never_truncate("ValueError " + blob)
+    out = run(BANNER + blob + SUMMARY)
+    assert isinstance(out, Acted) and len(out.text) < 2_000
 
 
 def test_guards():

@@ -11,16 +11,17 @@ table shows records/s, MB/s, how often each acted, the characters it removed,
 and its time relative to the whole pipeline. Best of `--repeat` runs (2 noisy
 cores: the minimum is the least disturbed measurement).
 
-`--shapes MB...` adds one table per size over generated outputs of the shapes
-a proxy meets at that size (numbered lines like the test fixture's make_text, a
-varied log, a git log, a JSON array of records, a pretty-printed JSON document,
-one huge line of words, one of base64): MB/s of each reducer alone and of the
-whole pipeline side by side, plus `floor` — the shaper's decide-first bound (Pipeline.floor_chars up
-to the client limit), the only work the default path spends on a result whose
-floor is offloaded anyway — and `stub`, building the stub text of the result
-offloaded whole (policy/stub.py build_stub with the default settings: shape
-line, identifier index, head), with its time in ms: the rest of what the
-shaper spends on it before the ledger write.
+`--shapes MB...` adds one table per size over generated outputs of the shapes a
+proxy meets at that size (numbered lines like the test fixture's make_text, a
+varied log, the same coloured (ANSI), a git log, a JSON array of records, a
+pretty-printed JSON document, one huge line of words, one of base64): MB/s of
+each reducer alone and of the whole pipeline side by side, plus `floor` — the
+shaper's decide-first bound (Pipeline.floor_chars up to the client limit), the
+only work the default path spends on a result whose floor is offloaded anyway —
+and `stub`, building the stub text of the result offloaded whole (policy/stub.py
+build_stub with the default settings: shape line, identifier index, head), with
+its time in ms: the rest of what the shaper spends on it before the ledger
+write.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def shapes(mb: float) -> list[tuple[str, str, str]]:
     return [
         ("numbered", "make_text", "".join(numbered)[:size]),
         ("log", "read_text_file", "\n".join(log)[:size]),
+        # the same log coloured as a terminal tool prints it (pytest, cargo with colour forced)
+        ("colour log", "run", "\n".join(f"\x1b[32m{line[:21]}\x1b[0m{line[21:]}" for line in log)[:size]),
         ("git log", "git_log", "\n".join(git)[:size]),
         ("json array", "query", json.dumps(rows)),
         ("json pretty", "get", json.dumps({"total": len(rows), "results": rows}, indent=2)),

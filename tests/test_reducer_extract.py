@@ -170,6 +170,16 @@ def test_terminal_noise_is_reported_exactly_when_clean_drops_progress_lines(line
     assert has_terminal_noise(text) == (removed["progress lines"] > 0), removed
 
 
+@given(st.lists(st.sampled_from(_LINES), max_size=14), st.sampled_from(["", "[", "%|", "x = [1, 2]  # 5%"]))
+@settings(max_examples=300, deadline=None)
+def test_without_progress_lines_drops_exactly_the_progress_lines(lines: list[str], content: str) -> None:
+    """Reading only the lines with a mark leaves out what testing every line leaves out."""
+    from offload_mcp.reducers.extract import without_progress_lines
+
+    lines = [content, *lines, content]
+    assert without_progress_lines(lines) == [line for line in lines if not is_progress_line(line)]
+
+
 def test_marks_in_content_leave_a_large_source_file_to_be_offloaded_first(tmp_path) -> None:
     """`[ ... ]` and `%|` in code made the whole-text check say "noisy", so every reducer ran on a file
     that was offloaded anyway: zod's 160K types.ts 15.8 -> 4.7 ms, a 2.5 MB JS bundle 163 -> 26 ms."""

@@ -168,6 +168,87 @@ def test_floor_never_exceeds_what_the_reducers_leave(lines: list[str]) -> None:
         assert floor <= len(pipeline.run(text, ctx()).text)
 
 
+NOISY_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "",
+                "\x1b[0m",
+                "\x1b[32mINFO\x1b[0m step done",
+                "\x1b[1mAuthor: " + "y" * 700,  # a record only once cleaned: extract may decline, linecap caps it
+                "Author: Dev 1\r",
+                "\x1b[31m" + "z" * 700 + "\x1b[0m",
+                "downloading 10%\rdownloading 55%\rdownloading 100%",
+                "[=====>    ] 50%",
+                "[==========] 100%",
+                "\u280b working",
+                "same line repeated here",
+                '\x1b[0m{"rows": [{"id": 1}, {"id": 2}]}',
+                "\x1b]8;;https://x.io\x1b\\link\x1b]8;;\x1b\\",
+                "\x1b]0;title\nspans\x07",
+                "x" * 700,
+            ]
+        ),
+        st.text(alphabet="ab c:\r\x1b[m", max_size=40),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(NOISY_LINES, st.sampled_from(["\n", "\r\n"]), st.integers(min_value=1, max_value=3))
+def test_floor_of_a_noisy_text_never_exceeds_what_the_reducers_leave(lines: list[str], end: str, copies: int) -> None:
+    """ANSI, carriage returns and progress lines: the floor reads the lines as extract rewrites them,
+    and stays a lower bound whether extract acts (the cleaned lines) or declines (the raw ones)."""
+    text = end.join(lines * copies)
+    for names in (["dedup", "extract", "tabulate", "linecap"], ["extract", "linecap"], ["extract"]):
+        pipeline = build_pipeline(ReducerSettings(pipeline=names, tabulate={"min_chars": 0, "max_chars": 50}))
+        floor = pipeline.floor_chars(text, ctx(), len(text) + 1)
+        if floor is not None:
+            assert floor <= len(pipeline.run(text, ctx()).text), names
+
+
+_RECORDS_JSON = json.dumps([{"id": i, "name": f"item {i}", "status": "ok"} for i in range(400)], indent=2)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # an OSC title that spans 3,000 lines: extract removes it whole, a piece at a time it would not be
+        "\x1b]0;" + "".join(f"title line {i} " + "t" * 50 + "\n" for i in range(3_000)) + "\x07" + "done\n" * 3,
+        # 3,000 distinct bar lines in a run: extract keeps the last
+        "\n".join(f"fetching item {i} [{'=' * (i % 20):20}] {i % 100}%" for i in range(3_000)),
+        "\n".join(f"\x1b[1;39m{line}\x1b[0m" for line in _RECORDS_JSON.split("\n")),  # jq -C: JSON once cleaned
+    ],
+    ids=["osc-spans-lines", "progress-run", "coloured-json"],
+)
+def test_floor_of_a_noisy_text_read_in_pieces_stays_below_the_reduced_text(text: str) -> None:
+    pipeline = build_pipeline(ReducerSettings(pipeline=["dedup", "extract", "tabulate", "linecap"]))
+    floor = pipeline.floor_chars(text, ctx(), 100_000)  # the client limit: pieces of ~106K chars
+    assert floor is None or floor <= len(pipeline.run(text, ctx()).text)
+
+
+def test_a_large_noisy_log_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:
+    """A 1 MB coloured log and a CRLF one: the floor of their cleaned lines decides (no reducer runs);
+    a log of progress bars that extract folds to a few lines still reaches the reducers."""
+    shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
+    coloured = "".join(f"\x1b[32mINFO\x1b[0m step {i} of the build done\n" for i in range(30_000))
+    crlf = "".join(f"2026-12-02T10:00:{i % 60:02d}Z request {i} served\r\n" for i in range(30_000))
+    bars = "".join(
+        f"\rfetching {i % 100}% [{'#' * (i % 20):20}]" + ("\n" if i % 100 == 99 else "") for i in range(30_000)
+    )
+    for n, text in enumerate((coloured, crlf)):
+        result = t.CallToolResult(content=[t.TextContent(text=text)])
+        out, rep = shaper.shape_with_report(
+            CallInfo(server="s", tool="run", downstream_tool="run", arguments={"n": n}), result
+        )
+        assert rep.verdict == "offload" and {e.reason for e in rep.reducer_events} == {"offload_decided_first"}
+    result = t.CallToolResult(content=[t.TextContent(text=bars)])
+    out, rep = shaper.shape_with_report(CallInfo(server="s", tool="run", downstream_tool="run"), result)
+    assert "offload_decided_first" not in {e.reason for e in rep.reducer_events}
+    assert rep.verdict == "reduce" and len(text_of(out)) < 2_000
+
+
 def _floor_by_lines(text: str, cap: int, enough: int) -> int:
     """Pipeline.floor_chars's scan as its plain definition: line by line, in order, in its chunks."""
     distinct: set[str] = set()

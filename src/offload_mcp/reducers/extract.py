@@ -21,6 +21,8 @@ When it is inert: short outputs (`below_min_size`), nothing noisy
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import operator
 import re
 import sys
@@ -152,6 +154,34 @@ def _progress_run(text: str) -> bool:
             if is_progress_line(text[start:end]) and is_progress_line(text[end + 1 : after]):
                 return True
     return False
+
+
+def cleaned_lines(chunk: str) -> list[str]:
+    """`chunk`'s lines as clean() rewrites each one: ANSI escapes stripped, carriage-return churn resolved.
+
+    For whole lines of a text without OSC sequences (`\x1b]`, which may hold a line break): CSI and
+    two-byte escapes never do, so these are the whole text's lines after clean()'s first two steps.
+    Pipeline.floor_chars bounds a noisy text by them, a piece at a time."""
+    if "\x1b" in chunk:
+        chunk = ANSI_RE.sub("", chunk)
+    lines = chunk.split("\n")
+    if "\r" in chunk:
+        lines = [_resolve_carriage_returns(line) for line in lines]
+    return lines
+
+
+def without_progress_lines(lines: list[str]) -> list[str]:
+    """`lines` less every progress line: what clean() keeps at least (it drops those followed by another).
+    Only a line holding a bar or spinner mark is judged, found as _progress_run finds them (each mark's
+    pattern over the joined lines; a mark never spans a line break): a diff's many `[` lines are not."""
+    text = "\n".join(lines)
+    marked = [match.start() for pattern in _mark_patterns(text) for match in pattern.finditer(text)]
+    if not marked:
+        return lines
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    candidates = {bisect.bisect_right(starts, at) - 1 for at in marked}
+    progress = {i for i in candidates if is_progress_line(lines[i])}
+    return [line for i, line in enumerate(lines) if i not in progress] if progress else lines
 
 
 def _resolve_carriage_returns(line: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
 from offload_mcp.reducers.extract import is_json_document_shaped, may_have_noise_lines
-from offload_mcp.reducers.linecap import Linecap, is_record_line
+from offload_mcp.reducers.linecap import Linecap, is_record_line, never_truncate
 from offload_mcp.reducers.pipeline import build_pipeline, floor_scan_step
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
 from offload_mcp.shaping import CallInfo, build_shaper
@@ -142,7 +143,16 @@ def test_dedup_points_only_at_copies_the_model_saw_whole() -> None:
 LINES = st.lists(
     st.one_of(
         st.sampled_from(
-            ["", "  ", "same line repeated here", "Author: Dev 1", "x" * 700, "[=====>    ] 50%", "\x1b[31mred\x1b[0m"]
+            [
+                "",
+                "  ",
+                "same line repeated here",
+                "Author: Dev 1",
+                "x" * 700,
+                "see src/app/module.py " + "q" * 700,  # linecap keeps it whole
+                "[=====>    ] 50%",
+                "\x1b[31mred\x1b[0m",
+            ]
         ),
         st.text(alphabet="ab c:\r", max_size=40),
         st.text(max_size=600),
@@ -228,6 +238,21 @@ def test_floor_of_a_noisy_text_read_in_pieces_stays_below_the_reduced_text(text:
     assert floor is None or floor <= len(pipeline.run(text, ctx()).text)
 
 
+def test_a_long_line_linecap_keeps_whole_counts_whole_in_the_floor(tmp_path: Path) -> None:
+    """A minified bundle's one long line names a URL: linecap never cuts it, so its floor is the whole
+    line and the shaper offloads it before any reducer runs; a base64 line may be cut: they run."""
+    shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
+    bundle = 'var u="https://cdn.example.com/app.js";' + "".join(
+        f"function f{i}(a){{return a+{i}}};" for i in range(12_000)
+    )
+    blob = base64.b64encode(bytes(range(256)) * 1_200).decode()
+    for text, first in ((bundle, True), (blob, False)):
+        result = t.CallToolResult(content=[t.TextContent(text=text)])
+        _, rep = shaper.shape_with_report(CallInfo(server="s", tool="read", downstream_tool="read"), result)
+        assert rep.verdict == "offload"
+        assert ({e.reason for e in rep.reducer_events} == {"offload_decided_first"}) is first, rep.reducer_events
+
+
 def test_a_large_noisy_log_is_offloaded_before_any_reducer_runs(tmp_path: Path) -> None:
     """A 1 MB coloured log and a CRLF one: the floor of their cleaned lines decides (no reducer runs);
     a log of progress bars that extract folds to a few lines still reaches the reducers."""
@@ -264,7 +289,8 @@ def _floor_by_lines(text: str, cap: int, enough: int) -> int:
         for line in chunk.split("\n"):
             if line not in distinct and line.strip():
                 distinct.add(line)
-                floor += (len(line) if len(line) <= cap or is_record_line(line) else cap) + 1
+                kept_whole = len(line) <= cap or is_record_line(line) or never_truncate(line)
+                floor += (len(line) if kept_whole else cap) + 1
         if floor > enough:
             break
     return max(floor - 1, 0)

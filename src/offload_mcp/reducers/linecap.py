@@ -54,33 +54,34 @@ from .settings import LinecapSettings
 MIN_DUP_CHARS = 8
 PROTECTED_EDGE_LINES = 3
 
-_NEVER_TRUNCATE = (
-    # (alternative, substrings one of which is in each of its matches, looked for in the lower-cased line?)
+_NEVER_TRUNCATE: tuple[tuple[str, tuple[tuple[str, ...], ...], bool], ...] = (
+    # (alternative, what each of its matches holds: one substring of every group, in the lower-cased
+    # line when the third item is True)
     # A file path at line start, or after a separator
-    (r"^(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", ("/",), False),
-    (r"[\s\"'(=:\[](?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", ("/",), False),
+    (r"^(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", (("/",), (".",)), False),
+    (r"[\s\"'(=:\[](?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", (("/",), (".",)), False),
     # path:line[:col] at line start (also catches `{"items":[{"id":1` — seed #151)
-    (r"^\S+:\d+", (":",), False),
+    (r"^\S+:\d+", ((":",),), False),
     # path:line[:col] anywhere (from a token start: linear, not quadratic)
-    (r"(?<![\w./-])[\w./-]+\.\w{1,10}:\d+(?::\d+)?", (":",), False),
+    (r"(?<![\w./-])[\w./-]+\.\w{1,10}:\d+(?::\d+)?", ((":",), (".",)), False),
     (r"^\s*File \".*\", line \d+", (), False),  # Python stack frame
     (r"^\s+at \S.*(?:\(.*:\d+(?::\d+)?\)|\.\w+:\d+)", (), False),  # JS / JVM stack frame
     (
         r"(?i:\b(?:error|exception|traceback|fatal|panic)\b)",
-        ("error", "exception", "traceback", "fatal", "panic"),
+        (("error", "exception", "traceback", "fatal", "panic"),),
         True,
     ),
-    (r"\w(?:Error|Exception)\b", ("Error", "Exception"), False),  # ValueError, IOException
+    (r"\w(?:Error|Exception)\b", (("Error", "Exception"),), False),  # ValueError, IOException
     # test verdicts
     (
         r"\b(?:PASSED|FAILED|XFAIL|XPASS|SKIPPED|ERROR|FAIL|PASS|\d+ (?:passed|failed|errors?))\b",
-        ("PASS", "FAIL", "SKIPPED", "ERROR", " passed", " failed", " error"),
+        (("PASS", "FAIL", "SKIPPED", "ERROR", " passed", " failed", " error"),),
         False,
     ),
-    (r"(?i:\bexit(?:ed)? (?:code|status|with)\b|\breturn ?code\b)", ("exit ", "exited ", "return"), True),
+    (r"(?i:\bexit(?:ed)? (?:code|status|with)\b|\breturn ?code\b)", (("exit ", "exited ", "return"),), True),
     (r"^(?:diff --git |\+\+\+ |--- |index [0-9a-f]+\.\.[0-9a-f]+)", (), False),  # diff markers
     (r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", (), False),  # hunk header
-    (r"\b(?:https?|ftp|file)://", ("://",), False),
+    (r"\b(?:https?|ftp|file)://", (("://",),), False),
 )
 NEVER_TRUNCATE_RE = re.compile("|".join(pattern for pattern, _, _ in _NEVER_TRUNCATE))
 """A line carrying something the agent acts on (a path, a location, a stack frame, an error, a test
@@ -125,16 +126,16 @@ def never_truncate(line: str) -> bool:
 
     One search of the whole alternation tries every alternative at every position: ~250-320 ms for a
     1M-char line that matches none (base64, hex, a CSV or a word list on one line). Each alternative
-    needs one of its substrings, which `in` finds in C, so only those that can match are searched,
-    each alone (on ASCII, only A-Z fold to the letters of the case-blind ones): ~10 ms there, and
-    2-4x less time on the corpora's lines of 200-4K chars. The same answer, tested on the corpora's
-    lines and on generated ones (tests/test_reducer_linecap.py).
+    needs a substring of each of its groups, which `in` finds in C, so only those that can match are
+    searched, each alone (on ASCII, only A-Z fold to the letters of the case-blind ones): ~8-11 ms
+    there, and 2-4x less time on the corpora's lines of 200-4K chars. The same answer, tested on the
+    corpora's lines and on generated ones (tests/test_reducer_linecap.py).
     """
     if not line.isascii():
         return NEVER_TRUNCATE_RE.search(line) is not None
     lower = line.lower()
     return any(
-        (not needs or any(needle in (lower if lowered else line) for needle in needs))
+        all(any(needle in (lower if lowered else line) for needle in group) for group in needs)
         and regex.search(line) is not None
         for regex, needs, lowered in _ALTERNATIVES
     )

@@ -23,7 +23,7 @@ from .base import MARKER_RE, Acted, Declined, ReduceContext, Reducer, cg_hash, m
 from .collapse import Collapse
 from .dedup import Dedup
 from .extract import Extract, cleaned_lines, has_terminal_noise, without_progress_lines
-from .linecap import Linecap, is_record_line
+from .linecap import Linecap, is_record_line, never_truncate
 from .settings import ReducerSettings
 from .smartcrush import Smartcrush
 from .tabulate import Tabulate
@@ -141,8 +141,9 @@ class Pipeline:
         on text without terminal noise (ANSI, `\r`, progress glyphs) they
         remove repeated lines and blank runs and cut lines to at least
         `max_line_chars`, so every distinct line survives once at that length
-        or more (whitespace-only lines count nothing; record lines, which
-        linecap never cuts, count whole). On a noisy text the lines are first
+        or more (whitespace-only lines count nothing; record lines and lines
+        on its never-truncate allow-list, which linecap never cuts, count
+        whole: a minified bundle's long lines name paths and URLs). On a noisy text the lines are first
         rewritten as extract does, one by one (extract.cleaned_lines), and its
         progress lines left out; a cleaned line counts at most `max_line_chars`
         even when it is a record (extract may decline, leaving linecap the raw
@@ -227,7 +228,12 @@ class Pipeline:
                 floor -= len(line) + 1
             if cap and max(map(len, fresh), default=0) > cap:
                 for line in fresh:
-                    if len(line) > cap and not line.isspace() and not is_record_line(line, json_records):
+                    if (
+                        len(line) > cap
+                        and not line.isspace()
+                        and not is_record_line(line, json_records)
+                        and not never_truncate(line)
+                    ):
                         floor -= len(line) - cap
             if floor > enough:
                 break

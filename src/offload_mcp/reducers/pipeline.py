@@ -135,24 +135,21 @@ class Pipeline:
     def floor_chars(self, text: str, ctx: ReduceContext, enough: int) -> int | None:
         """A lower bound on the size of `run(text)`, or None when none can be given cheaply.
 
-        Lets the shaper decide before reducing: when even the floor would be
-        offloaded, no reducer's outcome can change the decision and their time
-        (60-100 ms/MB) is not spent. Valid for dedup, extract and linecap only:
-        on text without terminal noise (ANSI, `\r`, progress glyphs) they
-        remove repeated lines and blank runs and cut lines to at least
-        `max_line_chars`, so every distinct line survives once at that length
-        or more (whitespace-only lines count nothing; record lines and lines
-        on its never-truncate allow-list, which linecap never cuts, count
-        whole: a minified bundle's long lines name paths and URLs). On a noisy text the lines are first
-        rewritten as extract does, one by one (extract.cleaned_lines), and its
-        progress lines left out; a cleaned line counts at most `max_line_chars`
-        even when it is a record (extract may decline, leaving linecap the raw
-        line, which is no shorter but may not read as a record), so the bound
-        holds whether extract acts or not: a 1 MB coloured or CRLF log is
-        decided in ~3 ms where its reducers took 20-90. An OSC escape may hold
-        a line break: no bound. tabulate re-encodes JSON below its `max_chars`
-        only: such a document gets no bound, nor does a noisy text whose
-        cleaned head is JSON. smartcrush and collapse can cut anything: no bound.
+        Lets the shaper decide before reducing: when even the floor would be offloaded, no reducer's
+        outcome can change the decision and their time (60-100 ms/MB) is not spent. Valid for dedup,
+        extract and linecap only: on text without terminal noise (ANSI, `\r`, progress glyphs) they
+        remove repeated lines and blank runs and cut lines to at least `max_line_chars`, so every
+        distinct line survives once at that length or more (whitespace-only lines count nothing;
+        record lines and lines on its never-truncate allow-list, which linecap never cuts, count
+        whole: a minified bundle's long lines name paths and URLs). On a noisy text the lines are
+        first rewritten as extract does, one by one (extract.cleaned_lines), and its progress lines
+        left out; a cleaned line counts at most `max_line_chars` even when it is a record (extract
+        may decline, leaving linecap the raw line, which is no shorter but may not read as a
+        record), so the bound holds whether extract acts or not: a 1 MB coloured or CRLF log is
+        decided in ~3 ms where its reducers took 20-90. An OSC escape may hold a line break: no
+        bound. tabulate re-encodes JSON below its `max_chars` only: such a document gets no bound,
+        nor does a noisy text whose cleaned head is JSON. smartcrush and collapse can cut anything:
+        no bound.
         Stops scanning once the bound passes `enough` (a 1 MB log needs its
         first ~100K chars), and drops the last, possibly partial, line.
         """

@@ -1,8 +1,6 @@
 """linecap: per-line cap with the never-truncate allow-list, non-adjacent duplicate collapse."""
 
 import base64
-import gzip
-import json
 import random
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from hypothesis import strategies as st
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
 from offload_mcp.reducers.linecap import NEVER_TRUNCATE_RE, Linecap, never_truncate
 from offload_mcp.reducers.settings import LinecapSettings
+from offload_mcp.replay import read_records
 
 
 def ctx(session=None):
@@ -66,11 +65,11 @@ def test_allow_list_lines_survive_the_cap():
     assert not never_truncate("x" * 600)
 
 
-# Pieces of the allow-list's facts, whole and broken, and their neighbours: joined at random they make
-# lines that match one alternative, several, or just miss (`Errorx`, `exit  code`, `.py:x`).
 LONG = 4_096
 """Filler chars around a fact: a long line, where one search of the whole alternation cost the most."""
 
+# Pieces of the allow-list's facts, whole and broken, and their neighbours: joined at random they make
+# lines that match one alternative, several, or just miss (`Errorx`, `exit  code`, `.py:x`).
 _PIECES = (
     "error|Error|ERROR|errors|Exception|exception|Traceback|fatal|PANIC|Errorx|PASS|PASSED|XFAIL|FAIL|SKIPPED"
     "| passed| failed|3 passed|12 errors|exit |exited |EXIT |code|status|with|return|returncode|return code"
@@ -122,10 +121,8 @@ def test_never_truncate_answers_as_the_whole_alternation_on_real_lines(corpus):
     if not corpus.exists():
         pytest.skip(f"{corpus} is not here")
     checked = 0
-    for raw in gzip.open(corpus, "rt"):
-        output = json.loads(raw).get("output")
-        text = output if isinstance(output, str) else json.dumps(output)
-        for line in text.split("\n"):
+    for record in read_records(corpus):
+        for line in record.output.split("\n"):
             if len(line) <= 200:
                 continue
             for probe in (line, line + " " * LONG):

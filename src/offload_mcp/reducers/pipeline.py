@@ -190,26 +190,19 @@ class Pipeline:
                 chunk = chunk[:last_break]
             start += len(chunk) + 1
             if noisy:
-                cleaned = cleaned_lines(chunk)
-                if json_head and (head := next((line for line in cleaned if line.strip()), None)) is not None:
+                lines = cleaned_lines(chunk)
+                if json_head and (head := next((line for line in lines if line.strip()), None)) is not None:
                     if head.lstrip()[:1] in ("{", "["):
                         return None  # cleaned, it may be a JSON document tabulate re-encodes
                     json_head = False
-                fresh = set(without_progress_lines(cleaned)) - distinct
-                distinct |= fresh
-                fresh = {line for line in fresh if line and not line.isspace()}
-                floor += sum(map(len, fresh)) + len(fresh)
-                if cap and max(map(len, fresh), default=0) > cap:
-                    floor -= sum(len(line) - cap for line in fresh if len(line) > cap)
-                if floor > enough:
-                    break
-                continue
+                lines = without_progress_lines(lines)
+            else:
+                lines = chunk.split("\n")
             # The chunk's new lines by set operations, summed by map: the same sum as a loop over its lines
             # (their order within a chunk cannot matter), in C but for the rare blank or over-long line
             # (1 MB of indented JSON records: 3.6 -> 2.2 ms).
-            lines = chunk.split("\n")
             fresh = set(lines)
-            if len(fresh) == len(lines) and not distinct:
+            if not noisy and len(fresh) == len(lines) and not distinct:
                 # every line new (a log's first chunk): their lengths are the chunk's, less its line breaks
                 distinct = fresh
                 floor += len(chunk) + 1
@@ -225,12 +218,10 @@ class Pipeline:
                 floor -= len(line) + 1
             if cap and max(map(len, fresh), default=0) > cap:
                 for line in fresh:
-                    if (
-                        len(line) > cap
-                        and not line.isspace()
-                        and not is_record_line(line, json_records)
-                        and not never_truncate(line)
-                    ):
+                    if len(line) <= cap or line.isspace():
+                        continue
+                    # linecap keeps a record or allow-list line whole; a cleaned line may not be what it sees
+                    if noisy or not (is_record_line(line, json_records) or never_truncate(line)):
                         floor -= len(line) - cap
             if floor > enough:
                 break

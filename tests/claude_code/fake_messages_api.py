@@ -142,16 +142,20 @@ class FakeMessagesAPI:
         messages = body.get("messages") or []
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         self.tools_seen.append([t.get("name", "") for t in body.get("tools") or []])
-        # The tool_result blocks of the latest user message answer the previous tool_use.
+        # The tool_result blocks of the latest user messages answer the previous tool_use.
         names = {}
         for m in messages:
             if m.get("role") == "assistant" and isinstance(m.get("content"), list):
                 for b in m["content"]:
                     if b.get("type") == "tool_use":
                         names[b.get("id")] = b.get("name")
-        last = messages[-1] if messages else {}
-        if last.get("role") == "user" and isinstance(last.get("content"), list):
-            for b in last["content"]:
+        # Claude Code may send a further message after them (on its fifth turn, a `system` one saying the user
+        # has not heard from the model in a while): every message since the latest assistant one is read.
+        since = len(messages)
+        while since and messages[since - 1].get("role") != "assistant":
+            since -= 1
+        for m in messages[since:]:
+            for b in m.get("content") if isinstance(m.get("content"), list) else []:
                 if (
                     isinstance(b, dict)
                     and b.get("type") == "tool_result"

@@ -217,12 +217,13 @@ def test_filesystem_directory_tree_and_a_1mb_file(tmp_path: Path) -> None:
 
 
 @needs_npm
-def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_index(tmp_path: Path) -> None:
+def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_their_index(tmp_path: Path) -> None:
     # The demo's run_tests stub said "prose / plain text", had no index and showed ESC bytes: the model
     # learned neither which test failed nor the tally, the two things it ran the tests for. A module's
     # stub said "looks like source code" over 6 head lines: now it lists the module's definitions. A
     # document's listed its URLs only: now its headings too, where the section the model wants starts.
-    # A GraphQL answer's records sit down an envelope: now indexed at their path, ids and all.
+    # A GraphQL answer's records sit down an envelope: now indexed at their path, ids and all. A page
+    # snapshot's stub listed its links only: now its search box, fields and buttons too, by ref.
     from offload_mcp.demo_workspace import run_tests_text
 
     log = run_tests_text()
@@ -246,6 +247,8 @@ def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_inde
         for n in range(200)
     ]
     (tmp_path / "data" / "issues.json").write_text(json.dumps({"data": {"repository": {"issues": {"nodes": nodes}}}}))
+    page = (ROOT / "tests" / "fixtures" / "playwright_orders_snapshot.txt").read_text(encoding="utf-8")
+    (tmp_path / "data" / "page.md").write_text(page, encoding="utf-8")
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
     api, _ = run_claude(
         tmp_path,
@@ -255,10 +258,18 @@ def test_a_colour_test_log_a_module_and_a_document_reach_the_model_by_their_inde
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "handlers.py")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "guide.md")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "issues.json")),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "page.md")),
             {"text": "done"},
         ],
     )
-    shown, source, document, graphql = results_of(api, "read_text_file")
+    shown, source, document, graphql, snapshot = results_of(api, "read_text_file")
+    assert_inline(snapshot)
+    snapshot = snapshot.replace("\\n", "\n")
+    assert TRM.search(snapshot) and "looks like a web page snapshot (accessibility tree)" in snapshot
+    assert "\npage: http://127.0.0.1:8765/orders.html (Orders · Acme Back Office)\n" in snapshot
+    assert "\n  e12 searchbox Search orders\n" in snapshot and "\n  e1229 button Next page\n" in snapshot
+    assert "\n  e33 button Refund (x150: e33, e41, e49, e57, …)\n" in snapshot
+    assert "\n  e1221 ORD-2025-00647\n" in snapshot  # the last order's link
     assert_inline(graphql)
     assert TRM.search(graphql) and "index of 200 items at $.data.repository.issues.nodes" in graphql
     assert "I_kwDOLm000123" in graphql, graphql.replace("\\n", "\n")

@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -321,6 +322,9 @@ def test_index_of_structured_text_and_bound():
 ARIA = "- table [ref=e1]:\n" + "".join(
     f'  - row "ORD-{i:05d} paid {i}.00 EUR" [ref=e{i + 2}]:\n    - cell "x" [ref=f{i}]\n' for i in range(400)
 )
+PLAYWRIGHT = (Path(__file__).parent / "fixtures" / "playwright_orders_snapshot.txt").read_text(encoding="utf-8")
+"""A real `browser_snapshot` of @playwright/mcp 0.0.83 (Debian's Chromium 156, headless) on a local back-office
+page: a search form, 150 order rows each with a link, a Refund and an `Edit ORD-...` button, and pagination."""
 PAGE = "# Docs\n" + "".join(
     f"See [page {i}](https://docs.example.com/p/{i}) and https://docs.example.com/p/{i % 5}.\n" for i in range(300)
 )
@@ -328,8 +332,8 @@ PAGE = "# Docs\n" + "".join(
 
 @pytest.mark.parametrize(
     "text",
-    [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, CSV, PAGE, LISTING, SOURCE],
-    ids=["json", "git", "aria", "csv", "links", "listing", "source"],
+    [orjson.dumps(COMMITS).decode(), GIT_LOG, ARIA, PLAYWRIGHT, CSV, PAGE, LISTING, SOURCE],
+    ids=["json", "git", "aria", "playwright", "csv", "links", "listing", "source"],
 )
 def test_index_same_bytes_across_processes_and_within_budget(text):
     body = body_of(text)
@@ -358,11 +362,55 @@ def test_index_same_bytes_across_processes_and_within_budget(text):
 
 def test_index_aria_refs_and_links():
     out = stub(body_of(ARIA), index_chars=3000)
-    assert "index of 400 row elements of the page snapshot, one line each: ref name" in out
+    assert "index of the page snapshot: its 400 row elements (ref name), one line each: names" in out
     assert "e2 ORD-00000 paid 0.00 EUR" in out
     out = stub(body_of(PAGE), index_chars=3000)
     assert "index of the 300 distinct URLs in the text" in out
     assert out.count("https://docs.example.com/p/1\n") == 1  # each URL once
+
+
+def test_a_real_page_snapshot_lists_its_controls_page_and_links():
+    out = stub(body_of(PLAYWRIGHT), index_chars=6000)
+    assert "shape: 1,397 lines; looks like a web page snapshot (accessibility tree)\n" in out
+    assert "\npage: http://127.0.0.1:8765/orders.html (Orders · Acme Back Office)\n" in out
+    assert (
+        "index of the page snapshot: its controls, 9 kinds (ref role name; a repeated kind: how many, named alike "
+        "or the same), then its 154 link elements (ref name), one line each: names in full; all shown\n"
+    ) in out
+    for control in (
+        "e12 searchbox Search orders",
+        "e14 combobox Status",
+        "e16 checkbox Only this month",  # `[checked]` before its ref
+        "e17 textbox Customer email",
+        "e18 button Search",
+        "e33 button Refund (x150: e33, e41, e49, e57, …)",
+        "e34 button Edit ORD-2025-00638 (x150 alike: e34, e42, e50, e58, …)",
+        "e1228 button Previous page",
+        "e1229 button Next page",
+    ):
+        assert f"\n  {control}\n" in out, control
+    links = re.findall(r'- link "([^"]+)" \[ref=(e\d+)\]', PLAYWRIGHT)
+    assert len(links) == 154
+    assert all(f"\n  {ref} {name}\n" in out for name, ref in links)  # every order id, by its ref
+    for budget in (300, 700, 1500, 3000, 6000):
+        index = new_index_of(PLAYWRIGHT, budget)
+        assert len(index) <= budget and (index or budget < 400), budget  # 300: not even the head fits
+
+
+def test_page_snapshot_controls_alone_are_indexed_and_capped_beside_records():
+    form = "".join(f'- textbox "Field {chr(65 + i % 26)}{chr(65 + i // 26)}" [ref=e{i}]\n' for i in range(60))
+    form += '- checkbox [disabled] [ref=s1e90]\n- button "Say \\"hi\\"" [ref=s1e91]\n'
+    out = new_index_of(form, 6000)
+    assert out.startswith("index of the page snapshot: its controls, 62 kinds (ref role name;")
+    out += "\n"
+    assert "\n  e0 textbox Field AA\n" in out and "\n  e59 textbox Field HC\n" in out  # no records: every control
+    assert "\n  s1e90 checkbox\n" in out and '\n  s1e91 button Say \\"hi\\"\n' in out
+    rows = "".join(f'- row "ORD-{i:05d} paid" [ref=e{100 + i}]\n' for i in range(30))
+    out = new_index_of(form + rows, 6000) + "\n"
+    assert "its controls, first 40 of 62 kinds (" in out and "then its 30 row elements (ref name)" in out
+    assert "\n  e39 textbox Field NB\n" in out and "Field OB" not in out
+    assert all(f"\n  e{100 + i} ORD-{i:05d} paid\n" in out for i in range(30))
+    assert new_index_of("- generic [ref=e1]:\n  - text: hello\n" * 40, 6000) == ""  # nothing to act on or read
 
 
 def test_shaper_stub_carries_index_within_client_limit():

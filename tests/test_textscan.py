@@ -77,6 +77,8 @@ def text_kind_reference(text: str) -> str:
         return f"git log ({commits:,} commit{'' if commits == 1 else 's'})"
     if share(d._DIFF, 0.02) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
+    if share(re.compile(r'^[ \t]*- [a-z]+(?: "[^\n]*")?(?: \[[^\]\n]*\])*? \[ref=[A-Za-z0-9]+\]'), 0.3):
+        return "a web page snapshot (accessibility tree)"
     if share(d._is_test_line, 0.05):
         return "a test log"
     if d._jsonl_share(lines) > 0.8:
@@ -151,6 +153,8 @@ ADVERSARIAL = [
     "[FILE] a.txt\n[DIR] b\n" * 120,
     "# Title\n- item\n* item\ntext\n" * 60,
     "[ref=e1]\n" + '- row "a b" [ref=e2]\n' * 40,
+    "- Page URL: x\n" + '  - button "a \\" b" [checked] [ref=s1e2]\n- row\n' * 30 + "PASSED\n" * 80,
+    "- Page URL: x\n" + '  - button "a \\" b" [checked] [ref=s1e2]\n- row\n' * 30 + "PASSED\n" * 10,
     "<html><body>" + "x" * 100_000,
     "id,name\n" + "".join(f"{i},n{i}\n" for i in range(400)),
     "https://example.com/a https://example.com/b https://example.com/c\n" * 10,

@@ -21,6 +21,8 @@ import orjson
 from .textscan import DEFINITION, DEFINITIONS_MAX_CHARS, TextScan, first_chars, lstripped_head, not_blank
 
 _SAMPLE_LINES = 200
+_ARIA_LINE = re.compile(r'[ \t]*- [a-z]+(?: "[^\n]*")?(?: \[[^\]\n]*\])*? \[ref=[A-Za-z0-9]+\]')
+"""A line of Playwright MCP's page snapshot: `- button "Save" [ref=e12]` (index/text_records.py lists them)."""
 _SAMPLE_LINE_CHARS = 400
 _MAX_KEYS = 8
 
@@ -200,6 +202,8 @@ def _text_kind(scan: TextScan) -> str:
     if share(_DIFF.match, 0.02, _DIFF_FIRST) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
     joined = "\n".join(lines)
+    if "[ref=" in joined and share(_ARIA_LINE.match, 0.3, "-" + _SPACE):
+        return "a web page snapshot (accessibility tree)"
     if _test_log(lines, firsts, joined):
         return "a test log"
     if _jsonl_share(lines) > 0.8:

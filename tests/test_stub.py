@@ -953,6 +953,69 @@ def test_a_markdown_table_is_indexed_by_its_first_column_without_its_delimiter_r
     assert table.split("\n")[line - 1] == rows[len(shown)]
 
 
+KUBECTL = "NAME                          READY   STATUS    RESTARTS      AGE\n" + "".join(
+    f"web-{i * 7919 % 10**10:010x}-{i:05d}   1/1     Running   {i % 3} ({i}d ago)   {i % 90}d\n" for i in range(900)
+)
+PANDAS = "                  Open        High      Volume\nDate                                          \n" + "".join(
+    f"2022-{1 + i // 28 % 12:02d}-{1 + i % 28:02d}  {100 + i:10.6f}  {101 + i:10.6f}  {10**7 + i}\n" for i in range(400)
+)
+PIP_LIST = (
+    "Package            Version     Editable project location\n------------------ ----------- -------------------\n"
+    + "".join(f"package-{i:04d}     {i}.0.{i % 7}\n" for i in range(300))
+    + "offload-mcp        0.1.0       /work/main\n"
+)
+DOCKER_PS = "CONTAINER ID   IMAGE          COMMAND                  STATUS         PORTS     NAMES\n" + "".join(
+    f'{i * 104729 % 16**12:012x}   nginx:1.{i}    "/docker-entrypoint.…"   Up {i} hours   {"80/tcp" if i % 2 else "      "}    web_{i}\n'
+    for i in range(200)
+)
+
+
+@pytest.mark.parametrize(
+    ("table", "first", "rows", "label"),
+    [
+        (KUBECTL, "web-0000000000-00000", 900, "NAME"),
+        (PANDAS, "2022-01-01", 400, "Date"),  # the DataFrame's index, named on the line under the header
+        (PIP_LIST, "package-0000", 301, "Package"),  # under a `----  ---` rule, beside an empty column
+        (DOCKER_PS, "000000000000", 200, "CONTAINER ID"),  # an empty PORTS column on every other row
+        ("\n".join("    " + ln for ln in KUBECTL.splitlines()), "web-0000000000-00000", 900, "NAME"),  # indented
+        ("\n".join(PANDAS.splitlines()[:1] + PANDAS.splitlines()[2:]), "2022-01-01", 400, "unnamed"),  # no index name
+    ],
+    ids=["kubectl", "pandas", "pip-list", "docker-ps", "indented", "unnamed-index"],
+)
+def test_a_table_of_aligned_columns_is_described_and_indexed_by_its_first_column(table, first, rows, label):
+    """`kubectl get`, `docker ps`, `pip list` and a DataFrame's `to_string()` align their columns with spaces: such
+    a result was "prose / plain text" with a head and no index, so a pod name or date past its first lines sat
+    behind the stub. Every row is counted and listed (none for the header, a rule or an index name line)."""
+    out = stub(body_of(table), index_chars=60_000)
+    assert "; looks like a table of aligned columns (" in out
+    index = "index of" + out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+    head, *entries = index.splitlines()
+    assert head == f"index of {rows:,} rows, one line each: first column ({label}); all shown"
+    assert len(entries) == rows and entries[0] == f"  {first}"
+    firsts = [line.strip().split("  ", 1)[0] for line in table.splitlines() if line.strip()]
+    assert [e.strip() for e in entries] == firsts[-rows:]
+    small = new_index_of(table, 1500)  # paged from the line of the first row not shown
+    line = int(re.search(r"from line (\d+):", small).group(1))
+    shown = small.count("\n  ") - 1
+    assert table.split("\n")[line - 1].strip().split("  ", 1)[0] == firsts[-rows:][shown]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "".join(f"src/pkg/mod_{i}.py:    def handler_{i}(self, request):\n" for i in range(200)),  # grep
+        "".join(f"2026-11-29T16:00:{i % 60:02d}Z  INFO   request {i}  ok\n" for i in range(200)),  # a log
+        "AUTHORS.rst  LICENSE  setup.py\n" + "CHANGES.md  docs/  src/\n" * 200,  # ls in columns
+        "The result.  It holds rows.\n" + "Some prose here.  Two spaces after a stop.  Like typewriters.\n" * 200,
+        "NAME  SIZE 2024\n" + "a  1\n" * 200,  # a header cell with a digit
+    ],
+    ids=["grep", "log", "ls", "prose", "digit-header"],
+)
+def test_text_with_double_spaces_is_no_aligned_table(text):
+    assert "aligned columns" not in describe_text(text)
+    assert not new_index_of(text, 6000).startswith("index of 200 rows")
+
+
 @pytest.mark.parametrize(
     "hostile",
     ["# a\n\n" * 800_000, "Title\n===\n\n" * 400_000, "## h\n\n```\n# c\n```\n\n" * 200_000, "`" * 4_000_000],

@@ -320,4 +320,42 @@ def _table_shape(lines: list[str]) -> str | None:
             cells = [c.strip() for c in header.split(sep)]
             shown = ", ".join(cells[:8]) + (", ..." if len(cells) > 8 else "")
             return f"a {name} ({len(cells)} columns; first row: {shown})"
+    aligned = aligned_header(sample)
+    if aligned is not None:
+        shown = ", ".join(aligned[:8]) + (", ..." if len(aligned) > 8 else "")
+        return f"a table of aligned columns ({len(aligned)} columns; first row: {shown})"
     return None
+
+
+_ALIGNED_GAP = re.compile(r"\s{2,}")
+ALIGNED_RULE = re.compile(r"\s*-{2,}(?:\s+-{2,})*\s*$")
+"""`----------  -------` under an aligned table's header (pip list): no row of data."""
+_HEADER_CELL_CHARS = 30
+_HEADER_CELL = re.compile(r"[A-Za-z%#][A-Za-z _%#()-]*$")
+
+
+def aligned_columns(line: str) -> list[str]:
+    """A line's cells where columns are set apart by two spaces or more (`kubectl get`, `docker ps`, pandas)."""
+    return _ALIGNED_GAP.split(line.strip())
+
+
+def aligned_header(sample: list[str]) -> list[str] | None:
+    """The header cells of a table whose columns are aligned by spaces, read from its first non-blank lines;
+    None when they are not such a table.
+
+    A header: 2+ cells, each a name (at most 30 chars of letters, spaces, `%#()_-`: a log's first line has
+    a timestamp, grep's a `path:`, `ls`' file names dots, prose long runs between double spaces). Its
+    rows: at least 3 (rules aside), 80% of them of 2+ cells; not the header's count, as right-aligned
+    numbers (`df -h`) split cells the header joins and empty columns (`docker ps`' PORTS, `pip list`'s
+    editable location) drop theirs. Such output (`kubectl get pods`, `docker ps`, `pip list`, a
+    DataFrame's `to_string()`) was "prose / plain text" with no index, so a pod name or a date from its
+    middle sat behind the stub."""
+    if len(sample) < 4:
+        return None
+    cells = aligned_columns(sample[0])
+    if len(cells) < 2 or not all(len(c) <= _HEADER_CELL_CHARS and _HEADER_CELL.match(c) for c in cells):
+        return None
+    rows = [len(aligned_columns(ln)) for ln in sample[1:] if not ALIGNED_RULE.match(ln)]
+    if len(rows) < 3:
+        return None
+    return cells if sum(1 for n in rows if n >= 2) / len(rows) >= 0.8 else None

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..describe import looks_like_test_log, share_above, text_kind
+from ..describe import ALIGNED_RULE, aligned_columns, aligned_header, looks_like_test_log, share_above, text_kind
 from ..textscan import DEFINITIONS_MAX_CHARS, TextScan, commit_matches, first_chars, not_blank
 from .document import document_index
 from .lines import iter_lines, lines_at, lines_holding, matches, numbered
@@ -376,7 +376,39 @@ def _table_first_column(scan: TextScan) -> Found | None:
                     header_seen = True
 
             return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(header, 40)})",), entries(), rows
-    return None
+    return _aligned_first_column(scan, sample)
+
+
+def _aligned_first_column(scan: TextScan, sample: list[str]) -> Found | None:
+    """The first column of a table whose columns are aligned by spaces (describe.aligned_header): pod
+    names of `kubectl get pods`, container ids of `docker ps`, packages of `pip list`, a DataFrame's
+    dates. Its rule lines (`----  ---`) are no rows, nor is the line naming a DataFrame's index (one
+    cell, just under a header set further in than the rows). Inert when describe reads no such table."""
+    header = aligned_header(sample)
+    if header is None:
+        return None
+    text = scan.text
+    # A DataFrame's header has no cell over its index column: it starts further in than the rows.
+    unnamed = _indent(sample[0]) > min(_indent(ln) for ln in sample[1:])
+    index_name = unnamed and len(aligned_columns(sample[1])) == 1
+    first = sample[1].strip() if index_name else "unnamed" if unnamed else header[0]
+    rules = sum(1 for ln in sample if ALIGNED_RULE.match(ln))
+    rows = scan.line_count() - text.count("\n\n") - 1 - rules - index_name
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        seen = 0  # non-blank lines so far: the header, then (for a DataFrame) its index name
+        for n, ln in iter_lines(text):
+            if not ln.strip() or ALIGNED_RULE.match(ln):
+                continue
+            seen += 1
+            if seen > 1 + index_name:
+                yield n, (clip(aligned_columns(ln)[0], VALUE_CHARS),)
+
+    return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(first, 40)})",), entries(), rows
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _first_cell(line: str, sep: str, piped: bool) -> str:

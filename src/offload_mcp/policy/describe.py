@@ -2,7 +2,8 @@
 
 JSON: the top-level type, keys with their value types, array lengths and the
 keys of array items. Text: line count and what it looks like (git log, test
-log, diff, file listing, CSV/table, source code, log lines, JSON lines, prose).
+log, diff, file listing, CSV/table, table of aligned columns, web page
+snapshot, source code, log lines, JSON lines, prose).
 Pure and deterministic: the same text always gives the same words. Only the
 first 200 lines are sampled (textscan.TextScan.head, without copying the rest),
 so beyond them a body costs one line-count pass (str.count, 0.28-0.6 ms/MB) and,

@@ -16,10 +16,11 @@ Files and picks are deterministic (sorted paths, a seeded shuffle), so one check
 Measured (default config, --client claude-code, 40 sessions, 20 of each kind, on this project's machine):
 all 40 reads are offloaded either way. Before the stub indexed a document by its headings, 20 of 40
 needed values were in view (17 links, 3 names), tokens cut 93.52%; with the outline (policy/index/document.py
-`_headings`, sharing the budget with the links) 36 of 40 (19 links, 17 names), tokens cut 90.99%. The
-names still behind a stub sit in deeper headings of Node's largest API references than their outlines
-show (levels 1-2 of util.md and crypto.md, 1-4 of stream.md fit the budget; the outline says to read a
-section with `lines=`), and one link is past the first ones of a 50-heading changelog's index.
+`_headings`, sharing the budget with the links) 36 of 40 (19 links, 17 names), tokens cut 90.99%; with
+every heading by name when their titles do not fit (`_outline`'s last level: `2650 readable.forEach`)
+37 of 40 (18 links, 19 names), 90.93%. Still behind a stub: `x509.subject`, one of crypto.md's 158
+headings, which do not fit even by name beside its 85 URLs; and two links past the first ones of long
+link lists, one of them crowded out by its document's 192 headings now listed in full.
 """
 
 from __future__ import annotations

@@ -777,12 +777,52 @@ def test_a_long_document_shows_its_upper_levels_when_every_heading_does_not_fit(
     # one title over 400 sections: not the title alone, but the first sections and the call that pages on
     assert "headings of levels 1-2 of 801" in head and "(read a section with lines=)" in head, head
     assert len(index) <= 6000 and not any("###" in e for e in entries)
-    assert "  10 ## Class: `widget.Part0`" in entries  # line and shortened title
+    assert "  10 Class: widget.Part0" in entries  # line and name: the most records in the budget
     assert "more not shown, from line" in entries[-1] and 'lines="' in entries[-1]
     flat = "".join(f"# Part {i}\n\nWords about part {i}.\n\n" for i in range(400))
     tiny = new_index_of(flat, 700)  # not even the top level fits: its first ones and the call that pages on
     assert tiny.startswith("index of the 400 headings in 1,600 lines") and len(tiny) <= 700
-    assert "\n  1 # Part 0\n" in tiny and "more not shown, from line 113" in tiny.splitlines()[-1]
+    assert "\n  1 Part 0\n" in tiny and "more not shown, from line" in tiny.splitlines()[-1]
+
+
+def test_an_api_reference_lists_every_heading_by_name_when_titles_do_not_fit():
+    """Node's stream.md has 151 headings, 72 of them `##### `readable.forEach(fn[, options])``-deep: at line and
+    title only levels 1-4 fit, so an agent looking up `readable.forEach` had to recall first (doc reads: 3 of 40
+    names behind a stub). By line and name (marks, arguments and backticks left out) all of them fit."""
+    doc = "# Stream\n\n" + "".join(
+        f"## Class: `stream.Part{s}`\n\nWords.\n\n"
+        + "".join(f"##### `part{s}.method{m}(chunk[, encoding][, callback])`\n\nWhat it does.\n\n" for m in range(6))
+        for s in range(25)
+    )
+    index = new_index_of(doc, 6000)
+    head, *entries = index.splitlines()
+    assert head.startswith("index of the 176 headings in "), head
+    assert "one line each, at its line number: name (the heading without its marks, arguments and markup)" in head
+    assert len(index) <= 6000 and all(f"part{s}.method{m}" in index for s in range(25) for m in range(6))
+    lines = doc.split("\n")
+    for entry in entries:
+        number = int(entry.strip().split(" ", 1)[0].rstrip(":"))
+        assert lines[number - 1].startswith("#"), entry  # each at its heading's line
+    assert "  3: ## Class: `stream.Part0`" in entries  # the spare room: the first ones in full
+
+
+@pytest.mark.parametrize(
+    ("title", "name"),
+    [
+        ("`stream.pipeline(source[, ...transforms], destination[, options])`", "stream.pipeline"),
+        ("Class: `stream.Readable`", "Class: stream.Readable"),
+        ("`new Foo([a[, b]])`", "new Foo"),
+        ("`fn(a(b), c)`", "fn"),
+        ("[Overview](https://code.claude.com/docs/en/overview.md)", "Overview"),  # a docs map's headings
+        ("Install (optional)", "Install (optional)"),  # no name before it: no argument list
+        ("Step 1 [beta]", "Step 1 [beta]"),
+        ("[]()", "[]()"),  # nothing would be left: the title
+    ],
+)
+def test_a_heading_is_named_without_its_arguments_links_and_backticks(title, name):
+    from offload_mcp.policy.index.document import _name_of
+
+    assert _name_of(title) == name
 
 
 def test_a_document_with_links_lists_both_its_outline_and_its_urls():
@@ -795,8 +835,14 @@ def test_a_document_with_links_lists_both_its_outline_and_its_urls():
     assert urls.startswith("40 distinct URLs") or urls.startswith("60 distinct URLs"), urls[:80]
     assert "https://example.com/docs/part0/reference" in urls
     out = stub(body_of(doc), index_chars=6000)  # the stub carries both, and the same bytes each time
-    assert "## Class: `widget.Part0`" in out and "https://example.com/docs/part0/reference" in out
+    assert "Class: widget.Part0" in out and "https://example.com/docs/part0/reference" in out
     assert out == stub(body_of(doc), index_chars=6000)
+    # URLs over their share take the outline's leftover, and the outline leaves one: every heading by name,
+    # none enriched, so all 60 URLs fit beside all 121 headings (enriched, the outline left room for 47).
+    doc = _markdown_doc(60, links=60)
+    heads = [line for line in new_index_of(doc, 6000).splitlines() if line.startswith("index of")]
+    assert heads[0].startswith("index of the 121 headings") and heads[0].endswith("markup); all shown"), heads
+    assert heads[1] == "index of the 60 distinct URLs in the text, one line each; all shown", heads
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,11 @@ _NOT_SETEXT_TITLE = ("-", "*", "+", ">", "|", "#", "    ", "\t")
 _ORDERED_ITEM = re.compile(r" {0,3}\d{1,9}[.)](?:[ \t]|$)")
 _DOCUMENT_KINDS = ("markdown text", "prose / plain text")
 _HEADING_SHORT = 48
+_HEADING_TINY = 40
+_ARGUMENTS = re.compile(r"(?<=[\w$])\((?:[^()]|\([^()]*\))*\)")
+"""An API heading's argument list, `(fn[, options])`, right after its name."""
+_LINK = re.compile(r"\[([^\]\n]*)\]\([^)\n]*\)")
+"""A markdown link: its text is the name."""
 _LINKS_SHARE = 0.4
 """Of the index budget, what a document's URLs may take when it has headings too (they take less when
 they need less, and the outline's leftover when it needs less)."""
@@ -239,28 +244,39 @@ def document_index(scan: TextScan, budget: int, trm_id: str) -> str:
     if links is None:
         return _outline(headings, scan, budget, trm_id)
     urls = text_render(*links(), budget=int(budget * _LINKS_SHARE), trm_id=trm_id)
-    outline = _outline(headings, scan, budget - len(urls) - 1, trm_id)
-    if ALL_SHOWN not in urls.split("\n", 1)[0]:  # not every URL fit its share: they take the outline's leftover
+    if ALL_SHOWN in urls.split("\n", 1)[0]:
+        outline = _outline(headings, scan, budget - len(urls) - 1, trm_id)
+    else:  # not every URL fit its share: they take the outline's leftover, its first headings not enriched
+        outline = _outline(headings, scan, budget - len(urls) - 1, trm_id, enrich=False)
         urls = text_render(*links(), budget=budget - len(outline) - 1, trm_id=trm_id)
     return "\n".join(part for part in (outline, urls) if part)
 
 
-def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str) -> str:
-    """The headings down to the deepest level at which all of them fit `budget` as line and short title.
-    When that leaves fewer than 10 (a title over 400 sections), or not even the top level fits, the first
-    headings of the next level down and the call that pages the rest."""
+def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str, *, enrich: bool = True) -> str:
+    """The headings down to the deepest level at which all of them fit `budget` by line and name (the most
+    compact of three forms: the heading, shortened, its name alone). When that leaves fewer than 10 (a
+    title over 400 sections), or not even the top level fits, the first headings of the next level down
+    and the call that pages the rest. Why the name: by line and shortened title, levels 1-4 of Node's
+    stream.md (79 of 151 headings) and 1-2 of util.md (28 of 126) fit, and the API an agent came for sat
+    in a deeper one; by name all of both fit (bench/doc_reads.py: names in view 17 -> 19 of 20).
+    `enrich`: False leaves the room the names spare to the URLs sharing the budget (document_index)."""
     total = len(headings)
     lines = scan.line_count()
-    compact = [f"{line} {'#' * level} {clip(title, _HEADING_SHORT)}" for line, level, title in headings]
-    size_at = [0] * 7
-    for (_, level, _), short in zip(headings, compact, strict=True):
-        size_at[level] += len(short) + 3
+    least_at = [0] * 7  # what each level's entries take at the least: a line number and a one-char name
+    for line, level, _ in headings:
+        least_at[level] += len(str(line)) + 5
     depth = max(level for _, level, _ in headings)
+    while depth > 1 and sum(least_at[: depth + 1]) + _OUTLINE_HEAD_CHARS > budget:
+        depth -= 1  # names are made only for the levels that may fit: 19,000 API headings cost ~60 ms
+    size_at = [0] * 7
+    for line, level, title in headings:
+        if level <= depth:
+            size_at[level] += len(_named(line, title)) + 3
     while depth > 1 and sum(size_at[: depth + 1]) + _OUTLINE_HEAD_CHARS > budget:
         depth -= 1
-    if sum(1 for _, level, _ in headings if level <= depth) < _OUTLINE_MIN_SHOWN and depth < 6 and size_at[depth + 1]:
+    if sum(1 for _, level, _ in headings if level <= depth) < _OUTLINE_MIN_SHOWN and depth < 6 and least_at[depth + 1]:
         depth += 1  # a title alone says nothing: the next level's first headings, then the call that pages on
-    shown = [(h, short) for h, short in zip(headings, compact, strict=True) if h[1] <= depth]
+    shown = [h for h in headings if h[1] <= depth]
     head = (
         f"index of the {len(shown):,} heading{'' if len(shown) == 1 else 's'} of level"
         f"{' 1' if depth == 1 else f's 1-{depth}'} of {total:,} in {lines:,} lines "
@@ -268,5 +284,25 @@ def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str) 
         if len(shown) < total
         else f"index of the {total:,} headings in {lines:,} lines, one line each, at its line number: "
     )
-    entries = ((h[0], (f"{h[0]}: {'#' * h[1]} {clip(h[2], 100)}", short)) for h, short in shown)
-    return text_render(head, ("heading", "heading (shortened)"), entries, len(shown), budget=budget, trm_id=trm_id)
+    entries = (
+        (line, (f"{line}: {'#' * level} {clip(title, 100)}", _shortened(line, level, title), _named(line, title)))
+        for line, level, title in shown
+    )
+    whats = ("heading", "heading (shortened)", "name (the heading without its marks, arguments and markup)")
+    return text_render(head, whats, entries, len(shown), budget=budget, trm_id=trm_id, enrich=enrich)
+
+
+def _shortened(line: int, level: int, title: str) -> str:
+    return f"{line} {'#' * level} {clip(title, _HEADING_SHORT)}"
+
+
+def _named(line: int, title: str) -> str:
+    return f"{line} {clip(_name_of(title), _HEADING_TINY)}"
+
+
+def _name_of(title: str) -> str:
+    """A heading as short as it names what its section is about: `` `stream.pipeline(source[, ...])` ``
+    -> `stream.pipeline`, ``Class: `stream.Readable` `` -> `Class: stream.Readable`, `[Overview](url)`
+    -> `Overview`; the title itself when nothing would be left."""
+    name = _ARGUMENTS.sub("", _LINK.sub(r"\1", title).replace("`", ""))
+    return " ".join(name.split()) or title

@@ -24,6 +24,7 @@ def text_render(
     *,
     budget: int,
     trm_id: str,
+    enrich: bool = True,
 ) -> str:
     starts: list[int] = []
 
@@ -39,7 +40,7 @@ def text_render(
             f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
         )
 
-    return render(head, whats, [], lines(), budget, more, total)
+    return render(head, whats, [], lines(), budget, more, total, enrich=enrich)
 
 
 ALL_SHOWN = "; all shown"
@@ -55,6 +56,8 @@ def render(
     budget: int,
     more: Callable[[int], str],
     total: int,
+    *,
+    enrich: bool = True,
 ) -> str:
     """One line per record at the richest level at which EVERY record fits; else the most compact level, in order.
 
@@ -67,7 +70,8 @@ def render(
     the first 46, 63 and 57 records in full). Entries are consumed lazily and only until even the most
     compact level is past the budget, so a 4 MB body costs what its first few hundred records do.
     When every record fits with room to spare, the first records take the richest level in that room
-    (every issue number, and the first ones with their titles).
+    (every issue number, and the first ones with their titles), unless `enrich` is False: the room is
+    then left for another index sharing the budget (a document's URLs beside its outline).
     """
     heads = tuple(head + what for what in whats)
     levels = len(heads)
@@ -85,7 +89,7 @@ def render(
     if complete:
         for lv in range(levels):
             if sizes[lv] + len(ALL_SHOWN) <= budget:
-                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv])
+                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv] if enrich else 0)
     lv = levels - 1
     out = [heads[lv], *extra]
     size = base[lv]

@@ -46,7 +46,7 @@ _ARIA_PAGE = re.compile(r"^- Page (URL|Title): (.+)$", re.M)
 _ARIA_PAGE_CHARS = 2_000
 """Playwright MCP states the page's URL and title just above its snapshot."""
 _ARIA_CONTROLS_BESIDE_RECORDS = 40
-"""Distinct controls listed before a page's records: a grid of 500 distinct buttons must not crowd out its rows."""
+"""Kinds of controls listed before a page's records: a grid of 500 kinds of buttons must not crowd out its rows."""
 _ARIA_REPEAT_REFS = 4
 _CONTROL_ROLES = frozenset(_ARIA_CONTROL_ROLES)
 _NO_DIGITS = bytes.maketrans(b"123456789", b"000000000")

@@ -727,6 +727,24 @@ def test_a_diff_is_indexed_by_its_files_at_their_header_lines_with_their_counts(
     assert "\n  1 src/pkg/module_000.py\n" in many and "more not shown, from line" in many.splitlines()[-1]
 
 
+def test_a_diff_of_long_hunks_is_a_diff_though_few_of_its_first_lines_are_headers():
+    """mcp-server-git's git_diff of 7 files whose first is a 400-row CSV append: 4 header lines among the 200
+    sampled, so the share rule called it prose and its stub had no index. Its lines are diff lines all the same."""
+    rows = "".join(f"+ORD-2026-{i:05d},SKU-{i % 97},{i % 9},WH-{i % 40},picked\n" for i in range(400))
+    diff = (
+        "Diff with 72069ab07c7891536069a5f21cb198313af865cc:\n"
+        "diff --git a/data/orders.csv b/data/orders.csv\nindex 150aab2..2f8eb8c 100644\n"
+        "--- a/data/orders.csv\n+++ b/data/orders.csv\n@@ -263,3 +263,403 @@ ORD-2026-53474,SKU-9087\n"
+        + rows
+        + _git_diff(6)
+    )
+    assert describe_text(diff).endswith("; looks like a diff / patch")
+    index = new_index_of(diff, 6000)
+    assert index.startswith("index of the 7 files of the diff") and "\n  2: data/orders.csv (+400 -0)\n" in index
+    prose = "# Notes\n\n```diff\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n```\n" + "Words about the change.\n" * 300
+    assert "diff" not in describe_text(prose)  # a diff quoted in a document does not make it one
+
+
 def test_one_commit_with_its_diff_is_indexed_by_its_files_and_a_log_of_several_by_its_commits():
     """`git show`: the head shows the one commit, so the index lists the files it changes (a 65K git_show
     said `index of 1 commit`). `git log -p` of several commits keeps the commit index."""

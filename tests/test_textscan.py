@@ -77,6 +77,20 @@ def text_kind_reference(text: str) -> str:
         return f"git log ({commits:,} commit{'' if commits == 1 else 's'})"
     if share(d._DIFF, 0.02) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
+    header = next(
+        (
+            i
+            for i, ln in enumerate(lines[:20])
+            if ln.startswith("diff --git ")
+            or (ln.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "))
+        ),
+        None,
+    )
+    if header is not None:
+        rest = lines[header:]
+        diff_lines = sum(1 for ln in rest if ln[:1] in "+- \\" or ln.startswith(d._DIFF_LINE_STARTS))
+        if any(ln.startswith("@@ -") for ln in rest) and diff_lines / len(rest) > 0.9:
+            return "a diff / patch"
     if share(re.compile(r'^[ \t]*- [a-z]+(?: "[^\n]*")?(?: \[[^\]\n]*\])*? \[ref=[A-Za-z0-9]+\]'), 0.3):
         return "a web page snapshot (accessibility tree)"
     if share(d._is_test_line, 0.05):
@@ -156,6 +170,9 @@ ADVERSARIAL = [
     "- Page URL: x\n" + '  - button "a \\" b" [checked] [ref=s1e2]\n- row\n' * 30 + "PASSED\n" * 80,
     "- Page URL: x\n" + '  - button "a \\" b" [checked] [ref=s1e2]\n- row\n' * 30 + "PASSED\n" * 10,
     "<html><body>" + "x" * 100_000,
+    "Diff with abc:\ndiff --git a/x.csv b/x.csv\n--- a/x.csv\n+++ b/x.csv\n@@ -1,3 +1,300 @@\n" + "+row\n" * 300,
+    "--- a/x\n+++ b/x\n@@ -1 +1,200 @@\n" + "+row\n" * 180 + "prose line\n" * 30,
+    "# Notes\n\n```diff\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n```\n" + "Words about it.\n" * 100,
     "id,name\n" + "".join(f"{i},n{i}\n" for i in range(400)),
     "https://example.com/a https://example.com/b https://example.com/c\n" * 10,
     '\ufeff{\n  "a": [1, 2]\n}',

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from operator import methodcaller
 from typing import Any
 
 import orjson
@@ -202,6 +203,8 @@ def _text_kind(scan: TextScan) -> str:
         return f"git log ({commits:,} commit{'' if commits == 1 else 's'})"
     if share(_DIFF.match, 0.02, _DIFF_FIRST) and any(ln.startswith(("diff --git", "@@")) for ln in lines):
         return "a diff / patch"
+    if _long_hunks(lines):
+        return "a diff / patch"
     joined = "\n".join(lines)
     if "[ref=" in joined and share(_ARIA_LINE.match, 0.3, "-" + _SPACE):
         return "a web page snapshot (accessibility tree)"
@@ -228,6 +231,41 @@ def _text_kind(scan: TextScan) -> str:
 
 
 _FENCES = ("```", "~~~")
+
+
+_DIFF_HEADER_WITHIN = 20
+"""A diff's first file header comes within its first lines, under a line or two of its tool's own."""
+_DIFF_LINE_STARTS = (
+    "+",
+    "-",
+    " ",
+    "@@",
+    "\\",
+    "diff ",
+    "index ",
+    "new file",
+    "deleted file",
+    "old mode",
+    "new mode",
+    "similarity",
+    "rename ",
+    "Binary files",
+)
+
+
+def _long_hunks(lines: list[str]) -> bool:
+    """A diff whose sampled lines hold too few headers for the share rule: its hunks are long
+    (mcp-server-git's `git_diff` of 7 files, the first a 400-row CSV append: 4 header lines in the 200
+    sampled, "prose / plain text", no index). From its first file header on (`diff --git`, or `--- `
+    over `+++ `), 90% of the lines are diff lines, and a hunk header is among them."""
+    for i, line in enumerate(lines[:_DIFF_HEADER_WITHIN]):
+        if line.startswith("diff --git ") or (
+            line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        ):
+            rest = lines[i:]
+            is_diff_line = methodcaller("startswith", _DIFF_LINE_STARTS)
+            return any(ln.startswith("@@ -") for ln in rest) and share_above(rest, is_diff_line, 0.9)
+    return False
 
 
 def _code_only_in_fences(lines: list[str]) -> bool:

@@ -347,6 +347,19 @@ def _table_shape(lines: list[str]) -> str | None:
     sample = lines[:50]
     if len(sample) < 3:
         return None
+    named = _separated_table(sample)
+    if named is None:
+        aligned = aligned_header(sample)
+        named = None if aligned is None else ("table of aligned columns", aligned)
+    if named is None:
+        return None
+    name, cells = named
+    shown = ", ".join(cells[:8]) + (", ..." if len(cells) > 8 else "")
+    return f"a {name} ({len(cells)} columns; first row: {shown})"
+
+
+def _separated_table(sample: list[str]) -> tuple[str, list[str]] | None:
+    """(what table, its header cells) when 90% of the lines hold the header's count of a separator."""
     for sep, name in (("\t", "TSV table"), ("|", "table"), (",", "CSV table")):
         first = sample[0].count(sep)
         if first < 1:
@@ -356,13 +369,7 @@ def _table_shape(lines: list[str]) -> str | None:
             header = sample[0].strip()
             if sep == "|":
                 header = header.strip("|")
-            cells = [c.strip() for c in header.split(sep)]
-            shown = ", ".join(cells[:8]) + (", ..." if len(cells) > 8 else "")
-            return f"a {name} ({len(cells)} columns; first row: {shown})"
-    aligned = aligned_header(sample)
-    if aligned is not None:
-        shown = ", ".join(aligned[:8]) + (", ..." if len(aligned) > 8 else "")
-        return f"a table of aligned columns ({len(aligned)} columns; first row: {shown})"
+            return name, [c.strip() for c in header.split(sep)]
     return None
 
 

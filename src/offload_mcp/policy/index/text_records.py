@@ -5,8 +5,9 @@ anything else goes to document.py (headings and URLs). The first finder that rec
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from ..describe import ALIGNED_RULE, aligned_columns, aligned_header, looks_like_test_log, share_above, text_kind
 from ..textscan import DEFINITIONS_MAX_CHARS, TextScan, commit_matches, first_chars, not_blank
@@ -352,7 +353,6 @@ def _table_first_column(scan: TextScan) -> Found | None:
     spreadsheet server's first column usually is. Markdown tables were described (`looks like a table`)
     but not indexed, so an order number from the middle of 700 rows sat behind the stub; their delimiter
     row is no row. The separators are tried in describe's order, so the index and the shape agree."""
-    text = scan.text
     sample = not_blank(scan.head(50))
     if len(sample) < 3:
         return None
@@ -362,21 +362,45 @@ def _table_first_column(scan: TextScan) -> Found | None:
         counts = [ln.count(sep) for ln in sample]
         if sum(1 for c in counts if c == counts[0]) / len(counts) > 0.9:
             piped = sep == "|"
-            header = _first_cell(sample[0], sep, piped)
             rules = sum(1 for ln in sample if _TABLE_RULE.match(ln)) if piped else 0
-            rows = scan.line_count() - text.count("\n\n") - 1 - rules
-
-            def entries(sep: str = sep, piped: bool = piped) -> Iterator[tuple[int, tuple[str, ...]]]:
-                header_seen = False
-                for n, ln in iter_lines(text):
-                    if not ln.strip() or (piped and _TABLE_RULE.match(ln)):
-                        continue
-                    if header_seen:
-                        yield n, (clip(_first_cell(ln, sep, piped), VALUE_CHARS),)
-                    header_seen = True
-
-            return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(header, 40)})",), entries(), rows
+            return _first_column(
+                scan,
+                _first_cell(sample[0], sep, piped),
+                rules,
+                _TABLE_RULE.match if piped else _no_rule,
+                partial(_first_cell, sep=sep, piped=piped),
+            )
     return _aligned_first_column(scan, sample)
+
+
+def _first_column(
+    scan: TextScan,
+    label: str,
+    rules: int,
+    is_rule: Callable[[str], object],
+    first_cell: Callable[[str], str],
+    header_lines: int = 1,
+) -> Found:
+    """A table's rows by their first cell, at their line numbers: every non-blank line but its rules and
+    its first `header_lines`. Counted without reading every row: its lines less its blank ones, its
+    header lines and the `rules` of its sample."""
+    text = scan.text
+    rows = scan.line_count() - text.count("\n\n") - header_lines - rules
+
+    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
+        seen = 0
+        for n, ln in iter_lines(text):
+            if not ln.strip() or is_rule(ln):
+                continue
+            seen += 1
+            if seen > header_lines:
+                yield n, (clip(first_cell(ln), VALUE_CHARS),)
+
+    return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(label, 40)})",), entries(), rows
+
+
+def _no_rule(line: str) -> bool:
+    return False
 
 
 def _aligned_first_column(scan: TextScan, sample: list[str]) -> Found | None:
@@ -387,24 +411,19 @@ def _aligned_first_column(scan: TextScan, sample: list[str]) -> Found | None:
     header = aligned_header(sample)
     if header is None:
         return None
-    text = scan.text
     # A DataFrame's header has no cell over its index column: it starts further in than the rows.
     unnamed = _indent(sample[0]) > min(_indent(ln) for ln in sample[1:])
     index_name = unnamed and len(aligned_columns(sample[1])) == 1
-    first = sample[1].strip() if index_name else "unnamed" if unnamed else header[0]
+    label = sample[1].strip() if index_name else "unnamed" if unnamed else header[0]
     rules = sum(1 for ln in sample if ALIGNED_RULE.match(ln))
-    rows = scan.line_count() - text.count("\n\n") - 1 - rules - index_name
-
-    def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
-        seen = 0  # non-blank lines so far: the header, then (for a DataFrame) its index name
-        for n, ln in iter_lines(text):
-            if not ln.strip() or ALIGNED_RULE.match(ln):
-                continue
-            seen += 1
-            if seen > 1 + index_name:
-                yield n, (clip(aligned_columns(ln)[0], VALUE_CHARS),)
-
-    return f"index of {rows:,} rows, one line each: ", (f"first column ({clip(first, 40)})",), entries(), rows
+    return _first_column(
+        scan,
+        label,
+        rules,
+        ALIGNED_RULE.match,
+        lambda ln: aligned_columns(ln)[0],
+        header_lines=1 + index_name,
+    )
 
 
 def _indent(line: str) -> int:

@@ -223,7 +223,8 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
     # stub said "looks like source code" over 6 head lines: now it lists the module's definitions. A
     # document's listed its URLs only: now its headings too, where the section the model wants starts.
     # A GraphQL answer's records sit down an envelope: now indexed at their path, ids and all. A page
-    # snapshot's stub listed its links only: now its search box, fields and buttons too, by ref.
+    # snapshot's stub listed its links only: now its search box, fields and buttons too, by ref. An HTML
+    # page's listed an SVG namespace and its <head>: now its sections and where its links lead.
     from offload_mcp.demo_workspace import run_tests_text
 
     log = run_tests_text()
@@ -249,6 +250,8 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
     (tmp_path / "data" / "issues.json").write_text(json.dumps({"data": {"repository": {"issues": {"nodes": nodes}}}}))
     page = (ROOT / "tests" / "fixtures" / "playwright_orders_snapshot.txt").read_text(encoding="utf-8")
     (tmp_path / "data" / "page.md").write_text(page, encoding="utf-8")
+    chapter = (ROOT / "tests" / "fixtures" / "mdbook_advanced_traits.html").read_text(encoding="utf-8")
+    (tmp_path / "data" / "chapter.html").write_text(chapter, encoding="utf-8")
     servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
     api, _ = run_claude(
         tmp_path,
@@ -259,10 +262,16 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "guide.md")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "issues.json")),
             tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "page.md")),
+            tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "chapter.html")),
             {"text": "done"},
         ],
     )
-    shown, source, document, graphql, snapshot = results_of(api, "read_text_file")
+    shown, source, document, graphql, snapshot, html_page = results_of(api, "read_text_file")
+    assert_inline(html_page)
+    html_page = html_page.replace("\\n", "\n")
+    assert TRM.search(html_page) and "looks like HTML/XML" in html_page and "index of the 8 headings" in html_page
+    assert "\n  833: ### Implementing External Traits with the Newtype Pattern\n" in html_page
+    assert "\n  ch20-03-advanced-types.html\n" in html_page  # the next chapter's link
     assert_inline(snapshot)
     snapshot = snapshot.replace("\\n", "\n")
     assert TRM.search(snapshot) and "looks like a web page snapshot (accessibility tree)" in snapshot

@@ -863,6 +863,80 @@ def test_a_document_with_links_lists_both_its_outline_and_its_urls():
     assert heads[1] == "index of the 60 distinct URLs in the text, one line each; all shown", heads
 
 
+MDBOOK_PAGE = (Path(__file__).parent / "fixtures" / "mdbook_advanced_traits.html").read_text(encoding="utf-8")
+"""A real HTML page as a fetch or file-reading tool returns it: The Rust Programming Language's "Advanced Traits"
+chapter (mdBook, from rustup's offline docs; MIT/Apache-2.0), 61K chars in 943 lines."""
+
+
+def test_an_html_page_is_indexed_by_its_headings_and_its_links_targets():
+    """Its stub listed 4 absolute URLs (an SVG namespace, a font licence) and the `<head>`: now its sections,
+    each at its line, and where its links lead (relative ones as written, in-page `#` anchors left out)."""
+    out = stub(body_of(MDBOOK_PAGE), index_chars=6000)
+    assert "shape: 943 lines; looks like HTML/XML\n" in out
+    assert "index of the 8 headings in 943 lines, one line each, at its line number: heading; all shown\n" in out
+    for line, heading in (
+        (184, "## Advanced Traits"),
+        (192, "### Defining Traits with Associated Types"),
+        (390, "### Disambiguating Between Identically Named Methods"),
+        (833, "### Implementing External Traits with the Newtype Pattern"),
+    ):
+        assert f"\n  {line}: {heading}\n" in out, heading
+        assert heading.split(" ", 1)[1] in MDBOOK_PAGE.splitlines()[line - 1]  # at the heading's own line
+    assert "index of the 9 distinct link targets in the page, one line each; all shown\n" in out
+    for target in ("print.html", "ch10-02-traits.html#implementing-a-trait-on-a-type", "ch20-03-advanced-types.html"):
+        assert f"\n  {target}\n" in out, target
+    assert "#listing-20-13" not in out and "http://www.w3.org/2000/svg" not in out
+    assert out == stub(body_of(MDBOOK_PAGE), index_chars=6000)
+    for budget in (300, 700, 1500, 3000):
+        assert len(new_index_of(MDBOOK_PAGE, budget)) <= budget, budget
+
+
+def test_html_headings_are_read_without_tags_entities_and_permalinks():
+    page = (
+        "<!DOCTYPE html>\n<html><body>\n"
+        + "".join(
+            f'<H2 id="s{i}">Part&nbsp;{i} &amp; <code>Vec&lt;T&gt;</code><a class="headerlink" href="#s{i}">¶</a></H2>\n'
+            f"<p>Text {i}, see <a href=\"/docs/part{i}.html\">part {i}</a> and <a href='https://example.com/{i}?a=1&amp;b=2'>it</a>.</p>\n"
+            for i in range(30)
+        )
+        + "<h3>\n  Split\n  title\n</h3>\n<h4></h4>\n</body></html>\n"
+    )
+    index = new_index_of(page, 6000)
+    assert "index of the 31 headings in 68 lines" in index, index
+    assert "\n  3: ## Part 0 & Vec<T>\n" in index and "\n  63: ### Split title\n" in index
+    assert "\n  /docs/part29.html\n" in index and "\n  https://example.com/7?a=1&b=2\n" in index
+    assert "¶" not in index and "#s1" not in index
+
+
+def test_an_html_page_of_code_samples_is_a_page_not_source_code():
+    """Rust By Example's pages are mostly `<pre>` code: 80 of 300 sampled rustup doc pages were called source
+    code, their stubs listing the samples' `fn main` lines. An HTML page is its sections and links."""
+    page = "<!DOCTYPE HTML>\n<html>\n<body>\n" + "".join(
+        f'<h2 id="p{i}">Part {i}</h2>\n<p>See <a href="../part{i}.html">part {i}</a>.</p>\n<pre><code>'
+        + "".join(f"fn step_{i}_{k}() {{\n    let x = {k};\n}}\n" for k in range(6))
+        + "</code></pre>\n"
+        for i in range(40)
+    )
+    out = stub(body_of(page), index_chars=6000)
+    assert "looks like HTML/XML" in out and "index of the 40 headings" in out and "definitions" not in out
+    assert "\n  ../part39.html\n" in out
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<!DOCTYPE html>\n<html><body><h1>Only</h1><h2>two</h2>" + "<p>words</p>\n" * 2000 + "</body></html>",
+        "<!DOCTYPE html>\n" + "<h1>unclosed " * 100_000,  # hostile: over 20,000 `<h` marks, not read one by one
+        "<!DOCTYPE html>\n" + "<h2 " + "x" * 1_000_000,  # a stray heading tag: a bounded read
+        "<!DOCTYPE html>\n" + '<a href="#top">top</a>\n' * 5000,  # in-page anchors only
+    ],
+    ids=["two-headings", "many-unclosed", "stray-tag", "anchors-only"],
+)
+def test_an_html_page_without_three_headings_or_links_gets_neither(page):
+    index = new_index_of(page, 6000)
+    assert "headings" not in index and "link targets" not in index
+
+
 @pytest.mark.parametrize(
     "text",
     [

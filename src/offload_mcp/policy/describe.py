@@ -219,10 +219,10 @@ def _text_kind(scan: TextScan) -> str:
         return "a file listing"
     if share(_LOGLINE.match, 0.5):
         return "log lines"
+    if lstripped_head(scan.text, 9).startswith(("<!DOCTYPE", "<html", "<?xml")):
+        return "HTML/XML"  # before source code: a page's inline scripts and code samples are the page's
     if share(_SOURCE.match, 0.15, _SOURCE_FIRST) and not _code_only_in_fences(lines):
         return "source code"
-    if lstripped_head(scan.text, 9).startswith(("<!DOCTYPE", "<html", "<?xml")):
-        return "HTML/XML"
     if _defines_throughout(scan):
         return "source code"
     if share(_MARKDOWN.match, 0.1, _MARKDOWN_FIRST):

@@ -1,15 +1,18 @@
-"""A document's outline (its markdown headings, each at its line number) and its distinct URLs: where an
-agent reads next and what it fetches next. Also the index of any other text that holds three URLs or more."""
+"""A document's outline (its markdown or HTML headings, each at its line number) and its distinct URLs (an
+HTML page's: its links' targets): where an agent reads next and what it fetches next. Also the index of
+any other text that holds three URLs or more."""
 
 from __future__ import annotations
 
+import html
+import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
 from ..describe import text_kind
 from ..textscan import TextScan
-from .lines import matches
+from .lines import matches, numbered
 from .render import ALL_SHOWN, TEXT_ENTRY_CHARS, Found, clip, text_render
 
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
@@ -32,21 +35,25 @@ def _links(scan: TextScan) -> Callable[[], Found] | None:
     if len(distinct) < 3:
         return None
 
+    return _each_once(
+        "distinct URLs in the text",
+        distinct,
+        lambda: ((n, m.group(0).rstrip(_URL_TRAIL)) for n, m in matches(_URL, text)),
+    )
+
+
+def _each_once(what: str, distinct: set[str], located: Callable[[], Iterable[tuple[int, str]]]) -> Callable[[], Found]:
+    """The index of the `distinct` values, each at the line where `located()` (read afresh on each call) first has it."""
+
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         seen: set[str] = set()
-        for line, m in matches(_URL, text):
-            url = m.group(0).rstrip(_URL_TRAIL)
-            if url in distinct and url not in seen:
-                seen.add(url)
-                yield line, (url,)
+        for line, value in located():
+            if value in distinct and value not in seen:
+                seen.add(value)
+                yield line, (value,)
 
     def found() -> Found:
-        return (
-            f"index of the {len(distinct):,} distinct URLs in the text, one line ",
-            ("each",),
-            entries(),
-            len(distinct),
-        )
+        return (f"index of the {len(distinct):,} {what}, one line ", ("each",), entries(), len(distinct))
 
     return found
 
@@ -234,11 +241,91 @@ def _setext_title(text: str, underline: int) -> str | None:
     return title.strip()
 
 
+_HTML_KIND = "HTML/XML"
+_HTML_HEADING = re.compile(r"<h([1-6])(?:\s[^<>]{0,2000})?>(.{0,1000}?)</h\1\s*>", re.I | re.S)
+_MAX_LINKS = 100_000
+"""More `<a` marks than this (a 1 MB page of links has ~10,000) and the page's links are not listed one by one."""
+_HTML_A_TAG = re.compile(r"<a\s[^<>]{0,2000}>", re.I)
+_HREF = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
+_TAG = re.compile(r"<[^<>]*>")
+_ANCHOR_GLYPHS = " \t\n#¶§🔗"
+"""What a page's heading permalink shows (Sphinx's ¶, rustdoc's §, mdBook's and GitHub's #): not its title."""
+
+
+def _html_headings(scan: TextScan) -> list[Heading] | None:
+    """An HTML page's headings (`<h1>`-`<h6>`, their text without tags or entities), each at its line number.
+
+    Why: a fetched or read HTML page of 30K chars and up is stubbed, and its stub listed only the absolute
+    URLs anywhere in it (an SVG namespace, a font's licence) and its first lines (the `<head>`): an mdBook
+    chapter of 61K showed 4 URLs and nothing of its 26 sections. Its headings are its table of contents, as
+    a markdown document's are. How: each `<h`/`<H` is found by str.find and the heading read from there,
+    its attributes and text bounded (a stray `<h1` costs a bounded read). Inert (None) when describe
+    judges the text other than HTML/XML (a page that starts with `<!DOCTYPE`, `<html` or `<?xml`), over
+    20,000 `<h` marks, or fewer than 3 headings with text.
+    """
+    if text_kind(scan) != _HTML_KIND:
+        return None
+    text = scan.text
+    marks = _positions(text, ("<h", "<H"), 0, _MAX_MARKS)
+    if marks is None:
+        return None
+    found: list[Heading] = []
+    line, pos, end = 1, 0, 0
+    for at in sorted(marks[0] + marks[1]):
+        if at < end:
+            continue  # inside the heading read last
+        m = _HTML_HEADING.match(text, at)
+        if m is None:
+            continue
+        end = m.end()
+        title = " ".join(html.unescape(_TAG.sub("", m.group(2))).split()).strip(_ANCHOR_GLYPHS)
+        line += text.count("\n", pos, at)
+        pos = at
+        if title:
+            found.append((line, int(m.group(1)), title))
+    return found if len(found) >= _MIN_HEADINGS else None
+
+
+def _html_links(scan: TextScan) -> Callable[[], Found] | None:
+    """An HTML page's distinct link targets (`<a href>`, relative ones as written), in order: where an agent
+    goes next from the page. Not the page's assets (`<link>`, `<script src>`) nor its in-page anchors (`#x`).
+    None when the text is not HTML/XML or has fewer than 3 such targets."""
+    if text_kind(scan) != _HTML_KIND:
+        return None
+    text = scan.text
+
+    starts = _positions(text, ("<a", "<A"), 0, _MAX_LINKS)
+    if starts is None:
+        return None
+    anchors = sorted(starts[0] + starts[1])
+
+    targets: list[tuple[int, str]] = []
+    tags = (m for m in map(_HTML_A_TAG.match, itertools.repeat(text), anchors) if m is not None)
+    for line, tag in numbered(tags, text):
+        m = _HREF.search(tag.group(0))
+        if m is None:
+            continue
+        target = m.group(1) if m.group(1) is not None else m.group(2)
+        if "&" in target:
+            target = html.unescape(target)
+        target = target.strip()
+        if target and not target.startswith(("#", "javascript:")) and len(target) <= TEXT_ENTRY_CHARS:
+            targets.append((line, target))
+    distinct = {target for _, target in targets}
+    if len(distinct) < 3:
+        return None
+
+    return _each_once("distinct link targets in the page", distinct, lambda: targets)
+
+
 def document_index(scan: TextScan, budget: int, trm_id: str) -> str:
     """A document's outline (its headings) and its distinct URLs, sharing the budget; either alone when the
-    other is missing. The URLs are what an agent fetches next, the outline where it reads next."""
-    headings = _headings(scan)
-    links = _links(scan)
+    other is missing. The URLs are what an agent fetches next, the outline where it reads next. An HTML
+    page's outline is its `<h1>`-`<h6>` and its URLs its links' targets (the absolute URLs anywhere in it
+    when it has no links)."""
+    html_page = text_kind(scan) == _HTML_KIND
+    headings = _html_headings(scan) if html_page else _headings(scan)
+    links = (_html_links(scan) if html_page else None) or _links(scan)
     if headings is None:
         return "" if links is None else text_render(*links(), budget=budget, trm_id=trm_id)
     if links is None:

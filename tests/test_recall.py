@@ -137,6 +137,32 @@ async def test_json_path_into_text_json_and_structured_content(env):
     assert split(text)[1] == "2000" and "structuredContent" in text
 
 
+@pytest.mark.parametrize(
+    "doc,example",
+    [
+        (
+            {f"2020-01-{d:02d}T00:00:00-05:00": {"Close": 100 + d} for d in range(1, 29)},
+            "$['2020-01-01T00:00:00-05:00']",
+        ),
+        ({"where": 1, "名前": {"a": 2}, "it's": 3}, "$['where']"),  # a parser word, not a plain name
+        ({"where": [0] * 30, "rows": [1] * 30}, "$.rows[0:20]"),
+    ],
+    ids=["date-keyed", "no-plain-key", "plain-list"],
+)
+async def test_the_stubs_json_path_example_reads_back_as_it_stands(env, doc, example):
+    """A map keyed by date has no plain-name key: its stub showed `json_path="$.key"`, which reads nothing.
+    The example is now the first key, quoted as the recall tool reads it; copied as it stands, it answers."""
+    env, shaper = env
+    text = orjson.dumps(doc).decode() + " " * 100_000  # offloaded whatever the doc's size
+    result = t.CallToolResult(content=[t.TextContent(text=text)])
+    out, rep = shaper.shape_with_report(CallInfo("srv", "tool", "tool", {}), result)
+    assert rep.verdict == "offload"
+    stub = out.content[0].text
+    assert f'json_path="{example}"' in stub, stub
+    err, answer = await call(env, mem_id=rep.trm_id, json_path=example)
+    assert not err and "matched nothing" not in answer, answer
+
+
 async def _pages(env, **args) -> list[str]:
     """Every page of one answer, following each header's `next` offset to the end."""
     pages = []

@@ -20,3 +20,10 @@ PARSER_WORDS = frozenset({"where", "wherenot", "true", "false", "null"})
 def is_plain_key(key: object) -> bool:
     """Whether `key` can stand in a JSONPath as `.key`, unquoted."""
     return isinstance(key, str) and _PLAIN.fullmatch(key) is not None and key not in PARSER_WORDS
+
+
+def key_segment(key: str) -> str:
+    """`key` as one step of a JSONPath: `.items` when plain, else quoted, `\\` and `'` escaped: `['a b']`."""
+    if is_plain_key(key):
+        return f".{key}"
+    return "['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']"

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import orjson
 
+from ..jsonpath_keys import is_plain_key, key_segment
 from .describe import describe_json, describe_text, parse_json_text
 from .index import json_index, python_literal, text_index
 from .textscan import TextScan, without_escapes
@@ -34,6 +35,8 @@ from .textscan import TextScan, without_escapes
 RecallMode = Literal["window", "structural", "both"]
 
 _PREVIEW_LINES = 6
+_EXAMPLE_KEY_CHARS = 60
+"""A longer first key (a URL, a sentence) makes no example worth its room: `$.key` says the form."""
 _PREVIEW_LINE_CHARS = 120
 
 
@@ -67,16 +70,21 @@ def recall_hint(trm_id: str, mode: RecallMode, *, has_json: bool = True, json_ex
 
 
 def json_path_example(doc: Any) -> str:
-    """A JSONPath into `doc` that reads a small first slice: `$.entities[0:20]`, `$[0:20]`, or `$.key`."""
+    """A JSONPath into `doc` that reads a small first slice: `$.entities[0:20]`, `$[0:20]`, `$.info`, or
+    the first key quoted when no key is a plain name (a map keyed by date: `$['2020-01-02']`), so the
+    example is one the recall tool reads as it stands (`$.key` read nothing there)."""
     if isinstance(doc, list):
         return "$[0:20]"
     if isinstance(doc, dict):
         for key, value in doc.items():
-            if isinstance(value, list) and len(value) > 20 and isinstance(key, str) and key.isidentifier():
+            if isinstance(value, list) and len(value) > 20 and is_plain_key(key):
                 return f"$.{key}[0:20]"
         for key in doc:
-            if isinstance(key, str) and key.isidentifier():
+            if is_plain_key(key):
                 return f"$.{key}"
+        for key in doc:
+            if isinstance(key, str) and len(key) <= _EXAMPLE_KEY_CHARS:
+                return "$" + key_segment(key)
     return "$.key"
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import orjson
 
-from ..jsonpath_keys import is_plain_key
+from ..jsonpath_keys import key_segment
 
 CONCURRENCY = 2
 """Workers at once: evaluation is CPU-bound, more than the cores only queues inside the kernel."""
@@ -142,11 +142,7 @@ def match_path(full_path: Any) -> str:
         if isinstance(node, Child):
             return walk(node.left) and walk(node.right)
         if isinstance(node, Fields) and len(node.fields) == 1:
-            key = node.fields[0]
-            if is_plain_key(key):
-                segments.append(f".{key}")
-            else:
-                segments.append("['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']")
+            segments.append(key_segment(node.fields[0]))
             return True
         if isinstance(node, Index) and len(node.indices) == 1:
             segments.append(f"[{node.indices[0]}]")

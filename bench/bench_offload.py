@@ -36,8 +36,9 @@ ratio, the middle half (quartiles) of the per-turn ratios, each turn's path agai
 call: how far one turn strays from the median.
 With `--baseline OFFLOAD_MCP` a fourth path, `baseline`, runs the default configuration through
 another installed offload-mcp (e.g. main's), taking turns with the others: a change measured before
-and after in one run, under the same load. Reports the median per path and the ratio to direct. Target: ratio <= 1.0
-at 1 MB and up (the client parses a 1 KB stub instead of the whole result).
+and after in one run, under the same load. Reports the median per path and the ratio to direct. Target (issue 12):
+the default configuration's ratio <= 1.0 at 1 MB and up (the client parses a 1 KB stub instead of the whole
+result); the reducers-off path's worst ratio is printed beside it.
 """
 
 from __future__ import annotations
@@ -229,16 +230,16 @@ async def run(sizes_mb: list[float], repeat: int | None, seconds: float, baselin
                 f"{label:28} {mb:5g}M {b.median * 1e3:7.1f}ms {b.ratio(d):>18} {f.median * 1e3:7.1f}ms "
                 f"{f.ratio(d):>18}  {f.median / b.median:5.2f}"
             )
-    ratios = [
-        max(got["offload"].median, got["default"].median) / got["direct"].median for _, mb, got in rows if mb >= 1
-    ]
-    if not ratios:
+    default = [got["default"].median / got["direct"].median for _, mb, got in rows if mb >= 1]
+    if not default:
         print("\ntarget applies at >= 1 MB: no such size was run")
         return
-    worst = max(ratios)
+    reducers_off = max(got["offload"].median / got["direct"].median for _, mb, got in rows if mb >= 1)
+    worst = max(default)
     print(
-        f"\ntarget: stub through the proxy, reducers off and default config, no slower than the full result "
-        f"directly (ratio <= 1.0 at >= 1 MB): {'met' if worst <= 1.0 else 'NOT met'} (worst {worst:.2f}x)"
+        f"\ntarget (issue 12): the default configuration's stub no slower than the full result directly, ratio <= 1.0 "
+        f"at >= 1 MB: {'met' if worst <= 1.0 else 'NOT met'} (worst {worst:.2f}x); with reducers off, worst "
+        f"{reducers_off:.2f}x"
     )
 
 

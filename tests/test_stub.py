@@ -895,7 +895,7 @@ def test_html_headings_are_read_without_tags_entities_and_permalinks():
     page = (
         "<!DOCTYPE html>\n<html><body>\n"
         + "".join(
-            f'<H2 id="s{i}">Part&nbsp;{i} &amp; <code>Vec&lt;T&gt;</code><a class="headerlink" href="#s{i}">¶</a></H2>\n'
+            f'<H2 id="s{i}">Part&nbsp;{i} &amp; <code>Vec&lt;T&gt;</code> in C#<a class="headerlink" href="#s{i}">¶</a></H2>\n'
             f"<p>Text {i}, see <a href=\"/docs/part{i}.html\">part {i}</a> and <a href='https://example.com/{i}?a=1&amp;b=2'>it</a>.</p>\n"
             for i in range(30)
         )
@@ -903,7 +903,7 @@ def test_html_headings_are_read_without_tags_entities_and_permalinks():
     )
     index = new_index_of(page, 6000)
     assert "index of the 31 headings in 68 lines" in index, index
-    assert "\n  3: ## Part 0 & Vec<T>\n" in index and "\n  63: ### Split title\n" in index
+    assert "\n  3: ## Part 0 & Vec<T> in C#\n" in index and "\n  63: ### Split title\n" in index
     assert "\n  /docs/part29.html\n" in index and "\n  https://example.com/7?a=1&b=2\n" in index
     assert "¶" not in index and "#s1" not in index
 

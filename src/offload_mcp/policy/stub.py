@@ -35,9 +35,9 @@ from .textscan import TextScan, without_escapes
 RecallMode = Literal["window", "structural", "both"]
 
 _PREVIEW_LINES = 6
+_PREVIEW_LINE_CHARS = 120
 _EXAMPLE_KEY_CHARS = 60
 """A longer first key (a URL, a sentence) makes no example worth its room: `$.key` says the form."""
-_PREVIEW_LINE_CHARS = 120
 
 
 def _est_tokens(chars: int, chars_per_token: float) -> int:

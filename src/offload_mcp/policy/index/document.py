@@ -5,10 +5,9 @@ any other text that holds three URLs or more."""
 from __future__ import annotations
 
 import html
-import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from itertools import islice, repeat
 
 from ..describe import text_kind
 from ..textscan import TextScan
@@ -248,8 +247,8 @@ _MAX_LINKS = 100_000
 _HTML_A_TAG = re.compile(r"<a\s[^<>]{0,2000}>", re.I)
 _HREF = re.compile(r"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)
 _TAG = re.compile(r"<[^<>]*>")
-_ANCHOR_GLYPHS = " \t\n#¶§🔗"
-"""What a page's heading permalink shows (Sphinx's ¶, rustdoc's §, mdBook's and GitHub's #): not its title."""
+_ANCHOR_GLYPHS = " \t\n¶§🔗"
+"""What a heading's permalink shows beside its title (Sphinx's ¶, rustdoc's §); not `#`, which ends `C#`."""
 
 
 def _html_headings(scan: TextScan) -> list[Heading] | None:
@@ -257,7 +256,7 @@ def _html_headings(scan: TextScan) -> list[Heading] | None:
 
     Why: a fetched or read HTML page of 30K chars and up is stubbed, and its stub listed only the absolute
     URLs anywhere in it (an SVG namespace, a font's licence) and its first lines (the `<head>`): an mdBook
-    chapter of 61K showed 4 URLs and nothing of its 26 sections. Its headings are its table of contents, as
+    chapter of 61K showed 4 URLs and none of its sections. Its headings are its table of contents, as
     a markdown document's are. How: each `<h`/`<H` is found by str.find and the heading read from there,
     its attributes and text bounded (a stray `<h1` costs a bounded read). Inert (None) when describe
     judges the text other than HTML/XML (a page that starts with `<!DOCTYPE`, `<html` or `<?xml`), over
@@ -293,14 +292,12 @@ def _html_links(scan: TextScan) -> Callable[[], Found] | None:
     if text_kind(scan) != _HTML_KIND:
         return None
     text = scan.text
-
     starts = _positions(text, ("<a", "<A"), 0, _MAX_LINKS)
     if starts is None:
         return None
     anchors = sorted(starts[0] + starts[1])
-
     targets: list[tuple[int, str]] = []
-    tags = (m for m in map(_HTML_A_TAG.match, itertools.repeat(text), anchors) if m is not None)
+    tags = (m for m in map(_HTML_A_TAG.match, repeat(text), anchors) if m is not None)
     for line, tag in numbered(tags, text):
         m = _HREF.search(tag.group(0))
         if m is None:
@@ -314,7 +311,6 @@ def _html_links(scan: TextScan) -> Callable[[], Found] | None:
     distinct = {target for _, target in targets}
     if len(distinct) < 3:
         return None
-
     return _each_once("distinct link targets in the page", distinct, lambda: targets)
 
 

@@ -259,43 +259,43 @@ def _html_headings(scan: TextScan) -> list[Heading] | None:
     chapter of 61K showed 4 URLs and none of its sections. Its headings are its table of contents, as
     a markdown document's are. How: each `<h`/`<H` is found by str.find and the heading read from there,
     its attributes and text bounded (a stray `<h1` costs a bounded read). Inert (None) when describe
-    judges the text other than HTML/XML (a page that starts with `<!DOCTYPE`, `<html` or `<?xml`), over
-    20,000 `<h` marks, or fewer than 3 headings with text.
+    judges the text other than HTML/XML (a page that starts with `<!DOCTYPE`, `<html` or `<?xml`: only
+    document_index's question, asked once), over 20,000 `<h` marks, or fewer than 3 headings with text.
     """
-    if text_kind(scan) != _HTML_KIND:
-        return None
     text = scan.text
-    marks = _positions(text, ("<h", "<H"), 0, _MAX_MARKS)
-    if marks is None:
+    starts = _tag_starts(text, "h", _MAX_MARKS)
+    if starts is None:
         return None
+
+    def headings() -> Iterator[re.Match[str]]:
+        end = 0
+        for at in starts:
+            if at >= end and (m := _HTML_HEADING.match(text, at)) is not None:
+                end = m.end()  # a `<h` inside this heading is not read again
+                yield m
+
     found: list[Heading] = []
-    line, pos, end = 1, 0, 0
-    for at in sorted(marks[0] + marks[1]):
-        if at < end:
-            continue  # inside the heading read last
-        m = _HTML_HEADING.match(text, at)
-        if m is None:
-            continue
-        end = m.end()
+    for line, m in numbered(headings(), text):
         title = " ".join(html.unescape(_TAG.sub("", m.group(2))).split()).strip(_ANCHOR_GLYPHS)
-        line += text.count("\n", pos, at)
-        pos = at
         if title:
             found.append((line, int(m.group(1)), title))
     return found if len(found) >= _MIN_HEADINGS else None
 
 
+def _tag_starts(text: str, name: str, room: int) -> list[int] | None:
+    """Where `<name` starts in `text`, in either case of its first letter, in order; None past `room` of them."""
+    found = _positions(text, ("<" + name, "<" + name.upper()), 0, room)
+    return None if found is None else sorted(found[0] + found[1])
+
+
 def _html_links(scan: TextScan) -> Callable[[], Found] | None:
     """An HTML page's distinct link targets (`<a href>`, relative ones as written), in order: where an agent
     goes next from the page. Not the page's assets (`<link>`, `<script src>`) nor its in-page anchors (`#x`).
-    None when the text is not HTML/XML or has fewer than 3 such targets."""
-    if text_kind(scan) != _HTML_KIND:
-        return None
+    Asked of an HTML/XML text only (document_index); None past 100,000 `<a` marks or under 3 such targets."""
     text = scan.text
-    starts = _positions(text, ("<a", "<A"), 0, _MAX_LINKS)
-    if starts is None:
+    anchors = _tag_starts(text, "a", _MAX_LINKS)
+    if anchors is None:
         return None
-    anchors = sorted(starts[0] + starts[1])
     targets: list[tuple[int, str]] = []
     tags = (m for m in map(_HTML_A_TAG.match, repeat(text), anchors) if m is not None)
     for line, tag in numbered(tags, text):

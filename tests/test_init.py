@@ -65,7 +65,10 @@ def test_claude_code_config_wraps_user_and_project_servers(tmp_path, capsys):
     # projects are read in sorted order: /home/u/other's `fs` keeps the name, /home/u/proj's is renamed
     assert sorted(config.mcpServers) == ["fs", "fs-proj", "git", "web"]
     assert config.mcpServers["fs"].args == ["other-fs"]
-    assert config.offload.mode == "observe"
+    # enforce from the first session, as `serve CMD`; Claude Code gets the deferral that shrinks its list
+    assert config.offload.mode == "enforce"
+    assert config.offload.catalog.deferral == "search"
+    assert "Way back" in printed.out and '"mode": "observe"' in printed.out
     assert config.mcpServers["git"].args == ["--repository", "/repo"]
     assert config.mcpServers["web"].kind == "streamable-http"
     assert config.mcpServers["web"].headers == {"Authorization": "Bearer t"}
@@ -234,3 +237,42 @@ def test_init_never_wraps_an_entry_that_already_runs_offload_mcp(tmp_path, capsy
     err = capsys.readouterr().err
     assert "skipped mcpServers.proxied: it is offload-mcp itself (its serverInfo says so" in err
     assert "skipped mcpServers.uvx: it is offload-mcp itself" in err and "skipped mcpServers.module" in err
+
+
+def test_a_folder_named_offload_mcp_in_an_argument_is_not_offload_mcp(tmp_path):
+    """Issue 39: servers pointed into a checkout at .../offload-mcp were skipped as "offload-mcp itself".
+    Only the launched program counts; an entry that runs offload-mcp is still skipped, listed first."""
+    checkout = tmp_path / "src" / "offload-mcp"
+    client = write(
+        tmp_path / ".claude.json",
+        {
+            "mcpServers": {
+                "filesystem": {
+                    "command": "npx",
+                    "args": ["-y", "@modelcontextprotocol/server-filesystem", str(checkout)],
+                },
+                "git": {"command": "mcp-server-git", "args": ["--repository", str(checkout)]},
+                "venv-git": {"command": str(checkout / ".venv" / "bin" / "mcp-server-git"), "args": []},
+                "uv-git": {"command": "uv", "args": ["run", "--directory", str(checkout), "mcp-server-git"]},
+                "proxy": {"command": str(checkout / ".venv" / "bin" / "offload-mcp"), "args": ["serve"]},
+                "uv-proxy": {"command": "uv", "args": ["run", "--directory", str(checkout), "offload-mcp", "serve"]},
+                "uvx-proxy": {"command": "uvx", "args": ["--from=git+https://example.com/x/offload-mcp.git", "serve"]},
+            }
+        },
+    )
+    out = tmp_path / "o.json"
+    # one stream, as a terminal shows it: the skipped servers come before anything else init says
+    done = subprocess.run(
+        [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout
+    assert set(load_config(out).mcpServers) == {"filesystem", "git", "venv-git", "uv-git"}
+    assert done.stdout.startswith("offload-mcp init: SKIPPED 3 server(s) of "), done.stdout
+    head = done.stdout.split("\n\n", 1)[0]
+    for name in ("proxy", "uv-proxy", "uvx-proxy"):
+        assert f"skipped mcpServers.{name}: it is offload-mcp itself (its command launches offload-mcp" in head
+    assert "(3 skipped: see above)" in done.stdout and done.stdout.index("SKIPPED") < done.stdout.index("wrote ")

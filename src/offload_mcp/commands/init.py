@@ -32,10 +32,26 @@ examples:
   offload-mcp init -o -                     # print the config instead of writing it
   offload-mcp init --write-client           # also point the client at offload-mcp (backup first)
 
-The starter config runs in observe mode: results pass through unchanged while
-the ledger records what offload-mcp would have saved. Read `offload-mcp stats`
-after a few sessions, then set "offload": {"mode": "enforce"}.
+The starter config runs in enforce mode, like `offload-mcp serve CMD`: from the
+first session a result too large for the client (Claude Code rejects one over
+25,000 tokens) arrives as a stub with an index, its full body in the ledger.
+The one-line way back is "offload": {"mode": "observe"} in the written config
+(or `--mode observe` here): results then pass through unchanged while the
+ledger records what offload-mcp would have saved (`offload-mcp stats`).
 """
+
+CLIENTS = ("claude-code", "claude-desktop", "other")
+
+DEFERRAL_FOR_CLIENT: dict[str, str | None] = {"claude-code": "search", "claude-desktop": None, "other": None}
+"""The `catalog.deferral` init writes per client (None: the default, `hint`).
+
+Claude Code: `search`. Its own tool search already defers MCP tools, so hint mode's marks buy it
+nothing, while every proxied tools/list also carries the proxy's own tools and each `outputSchema`
+widened to accept a stub: through the proxy in `hint` mode mcp-server-git + server-filesystem list
+26,418 bytes against 19,071 direct. In `search` mode the list is the hot tools plus search_tools and
+invoke_tool (4,308 bytes there), never larger than the servers' own lists for a real set of servers,
+and every listed tool is marked alwaysLoad so Claude Code's search does not hide the search tool.
+Other clients keep `hint`: it lists every tool, so a client's own per-tool switches keep working."""
 
 STDIO_KEYS = ("type", "command", "args", "env", "cwd")
 REMOTE_KEYS = ("url", "type", "transport", "headers")
@@ -67,8 +83,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--mode",
         choices=("observe", "enforce"),
-        default="observe",
-        help="offload.mode of the starter config (default: observe)",
+        default="enforce",
+        help="offload.mode of the starter config (default: enforce, as `serve CMD`; observe only records)",
+    )
+    parser.add_argument(
+        "--client",
+        choices=CLIENTS,
+        help="the client the config is for, which picks its tool-list deferral"
+        " (default: claude-code when reading ~/.claude.json, else claude-desktop)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     parser.add_argument(
@@ -128,20 +150,108 @@ class Found:
     origin: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     """our name -> key paths (the `mcpServers` object, then the name inside it) it was read from."""
     notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """One line per server left out, with why; printed first and loudly."""
 
 
-_OFFLOAD_WORD = re.compile(r"(?:^|[/\\=@:\s])offload[-_]mcp(?:[.=@<>~!:\s/]|\.exe|$)", re.IGNORECASE)
-"""offload-mcp named in a launcher word: `offload-mcp`, `/x/offload-mcp`, `offload_mcp.cli`,
-`offload-mcp==0.3`, `offload-mcp@latest`, `--from=offload-mcp`."""
+PACKAGE = "offload-mcp"
+
+_PYTHON = re.compile(r"^(?:python(?:\d+(?:\.\d+)*)?|py|pypy\d*)$", re.IGNORECASE)
+_LAUNCHERS = frozenset({"uvx", "uv", "pipx"})
+_LAUNCHER_VERBS = frozenset({"run", "tool", "exec"})
+"""`uv tool run X`, `uv run X`, `pipx run X`: words between the launcher and what it launches."""
+_PACKAGE_OPTIONS = frozenset({"--from", "--spec"})
+"""Launcher options whose value is the package that runs (`uvx --from offload-mcp serve`)."""
+_VALUE_OPTIONS = frozenset(
+    {
+        "--with",
+        "--with-editable",
+        "--with-requirements",
+        "--python",
+        "-p",
+        "--directory",
+        "--project",
+        "--index",
+        "--index-url",
+        "--default-index",
+        "--extra-index-url",
+        "-i",
+        "--env-file",
+        "--config-file",
+        "--cache-dir",
+        "--pip-args",
+        "--find-links",
+        "-f",
+    }
+)
+"""Launcher options that take a value: a value is never the launched program (it may be any path)."""
+
+
+def _base(word: str) -> str:
+    name = re.split(r"[/\\]", word.rstrip("/\\"))[-1].lower()
+    return name[: -len(".exe")] if name.endswith(".exe") else name
+
+
+def _names_offload(spec: str) -> bool:
+    """A package spec or program that is offload-mcp: `offload-mcp`, `offload_mcp==0.3`, `offload-mcp@latest`,
+    `offload-mcp[pg]`, a path or URL ending in the package (`git+https://.../offload-mcp.git`)."""
+    name = re.split(r"[=<>~!@\[;\s]", _base(spec.split("#", 1)[0]))[0]
+    name = name[: -len(".git")] if name.endswith(".git") else name
+    return name.replace("_", "-") == PACKAGE
+
+
+def _launches_offload(words: list[str]) -> bool:
+    """Whether a command line starts offload-mcp, judged by the launched program alone.
+
+    Only the launcher word counts: the command itself, what `python -m` runs, what uvx/uv/pipx
+    run (or take `--from`). An argument handed to the program is never looked at, so a server
+    pointed at a folder named offload-mcp (`mcp-server-git --repository ~/src/offload-mcp`) is
+    just that server."""
+    if not words:
+        return False
+    command, rest = words[0], words[1:]
+    if _names_offload(command):
+        return True
+    if _PYTHON.match(_base(command)):
+        for i, word in enumerate(rest):
+            if word == "-m":
+                module = rest[i + 1] if i + 1 < len(rest) else ""
+                return module.split(".")[0] == "offload_mcp"
+            if word.startswith("-m") and len(word) > 2:
+                return word[2:].split(".")[0] == "offload_mcp"
+            if not word.startswith("-"):
+                return False  # a script runs, not a module
+        return False
+    if _base(command) in _LAUNCHERS:
+        i = 0
+        while i < len(rest):
+            word = rest[i]
+            option, _, value = word.partition("=")
+            if option in _PACKAGE_OPTIONS:
+                spec = value if value else (rest[i + 1] if i + 1 < len(rest) else "")
+                if _names_offload(spec):
+                    return True
+                i += 1 if value else 2
+                continue
+            if option in _VALUE_OPTIONS:
+                i += 1 if value else 2
+                continue
+            if word.startswith("-") or word in _LAUNCHER_VERBS:
+                i += 1
+                continue
+            return _launches_offload(rest[i:])
+    return False
+
 
 PROBE_SECONDS = 3.0
 """How long init asks a remote entry who it is (one MCP initialize) before wrapping it anyway."""
 
 
 def _is_offload_entry(entry: dict[str, Any]) -> bool:
-    """A stdio entry that launches offload-mcp (directly, via uvx/pipx/python -m, any version pin)."""
-    words = [str(entry.get("command", ""))] + [str(a) for a in entry.get("args", []) if isinstance(a, str)]
-    if any(_OFFLOAD_WORD.search(w) for w in words):
+    """A stdio entry that launches offload-mcp (directly, via uvx/uv/pipx/python -m, any version pin)."""
+    args = entry.get("args", [])
+    words = [str(entry.get("command", ""))] + [str(a) for a in (args if isinstance(args, list) else [])]
+    if _launches_offload(words):
         return True
     env = entry.get("env")
     return isinstance(env, dict) and "OFFLOAD_MCP_CONFIG" in env
@@ -201,18 +311,20 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
         return None
 
 
-def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[str, Any] | None:
+def _clean_entry(name: str, entry: Any, where: str, notes: list[str], skipped: list[str]) -> dict[str, Any] | None:
     if not isinstance(entry, dict):
-        notes.append(f"skipped {where}.{name}: not a JSON object")
+        skipped.append(f"skipped {where}.{name}: not a JSON object")
         return None
     if entry.get("disabled") is True:
-        notes.append(f"skipped {where}.{name}: disabled in the client")
+        skipped.append(f"skipped {where}.{name}: disabled in the client")
         return None
     if _is_offload_entry(entry):
-        notes.append(f"skipped {where}.{name}: it is offload-mcp itself")
+        skipped.append(
+            f"skipped {where}.{name}: it is offload-mcp itself (its command launches offload-mcp; one proxy must not wrap another)"
+        )
         return None
     if "url" in entry and _worth_asking(entry["url"]) and remote_server_name(entry) == "offload-mcp":
-        notes.append(
+        skipped.append(
             f"skipped {where}.{name}: it is offload-mcp itself (its serverInfo says so; one proxy must not wrap another)"
         )
         return None
@@ -226,7 +338,7 @@ def _clean_entry(name: str, entry: Any, where: str, notes: list[str]) -> dict[st
     try:
         parse_config({"mcpServers": {name: kept}}, source=where)
     except ConfigError as err:
-        notes.append(f"skipped {where}.{name}: {err}")
+        skipped.append(f"skipped {where}.{name}: {err}")
         return None
     return kept
 
@@ -266,7 +378,7 @@ def read_client_config(path: Path) -> Found:
         if not isinstance(block, dict):
             raise ConfigError(f"{path}: `{where}` must be a JSON object of servers, got {type(block).__name__}")
         for name, entry in block.items():
-            kept = _clean_entry(name, entry, where, found.notes)
+            kept = _clean_entry(name, entry, where, found.notes, found.skipped)
             if kept is None:
                 continue
             ours = _safe_name(name)
@@ -343,15 +455,40 @@ def rewrite_client(found: Found, config_path: Path) -> tuple[dict[str, Any], lis
     return data, removed
 
 
+def is_claude_code_file(found: Found) -> bool:
+    return found.path.name == ".claude.json" or isinstance(found.data.get("projects"), dict)
+
+
+def report_skipped(found: Found) -> None:
+    """The servers init leaves out, before anything else it prints: a server silently missing from the
+    wrapped set is the one mistake a user would not notice until a tool is gone."""
+    if not found.skipped:
+        return
+    print(
+        f"offload-mcp init: SKIPPED {len(found.skipped)} server(s) of {found.path}; they are NOT wrapped:",
+        file=sys.stderr,
+    )
+    for line in found.skipped:
+        print(f"  - {line}", file=sys.stderr)
+    print(file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     source = resolve_source(args.source)
     found = read_client_config(source)
+    report_skipped(found)
     for note in found.notes:
         print(f"note: {note}", file=sys.stderr)
+    sys.stderr.flush()
     if not found.servers:
         raise ConfigError(f"{source}: no MCP servers to wrap (looked in mcpServers and projects.*.mcpServers)")
 
-    config = {"mcpServers": found.servers, "offload": {"mode": args.mode}}
+    client = args.client or ("claude-code" if is_claude_code_file(found) else "claude-desktop")
+    offload: dict[str, Any] = {"mode": args.mode}
+    deferral = DEFERRAL_FOR_CLIENT[client]
+    if deferral is not None:
+        offload["catalog"] = {"deferral": deferral}
+    config = {"mcpServers": found.servers, "offload": offload}
     parse_config(orjson.loads(orjson.dumps(config)), source="starter config")  # never write a config serve rejects
     body = orjson.dumps(config, option=orjson.OPT_INDENT_2) + b"\n"
 
@@ -376,15 +513,23 @@ def run(args: argparse.Namespace) -> int:
         ) from None
 
     names = ", ".join(sorted(found.servers))
-    print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}")
-    print(
-        f"mode: {args.mode}"
-        + (
-            "  (results pass through unchanged; `offload-mcp stats` shows what it would save)"
-            if args.mode == "observe"
-            else ""
+    skipped = f" ({len(found.skipped)} skipped: see above)" if found.skipped else ""
+    print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}{skipped}")
+    if args.mode == "observe":
+        print(
+            "mode: observe (results pass through unchanged; `offload-mcp stats` shows what it would save;"
+            ' set "offload": {"mode": "enforce"} to use it)'
         )
-    )
+    else:
+        print(
+            "mode: enforce (results too large for the client arrive as a stub; every byte stays recallable)."
+            f' Way back: set "offload": {{"mode": "observe"}} in {output}'
+        )
+    if deferral == "search":
+        print(
+            "tools: search (for Claude Code: the hot tools plus search_tools/invoke_tool, a smaller tool list"
+            ' than the servers\' own; "catalog": {"deferral": "hint"} lists every tool)'
+        )
 
     entry = client_entry(output)
     if args.write_client:
@@ -409,7 +554,7 @@ def run(args: argparse.Namespace) -> int:
     print("\n  Claude Code:")
     print(f"    claude mcp add --scope user {SERVER_NAME} -- {shlex.join([entry['command'], *entry['args']])}")
     # `claude mcp remove` only makes sense for servers Claude Code itself holds.
-    from_claude_code = source.name == ".claude.json" or isinstance(found.data.get("projects"), dict)
+    from_claude_code = is_claude_code_file(found)
     for keys in sorted(k for paths in found.origin.values() for k in paths) if from_claude_code else []:
         scope = "user" if keys[0] == "mcpServers" else "local"
         where = f"   # in {keys[1]}" if keys[0] == "projects" else ""

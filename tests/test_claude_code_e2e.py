@@ -53,16 +53,19 @@ def run_claude(
     offload: dict[str, Any] | None = None,
     *,
     direct: bool = False,
+    launched: dict[str, Any] | None = None,
+    tool_search: bool = False,
 ) -> tuple[FakeMessagesAPI, dict[str, Any]]:
     """One headless Claude Code session through the proxy; returns the fake API's record and claude's JSON.
 
     `direct`: Claude Code runs the one server itself, under the same MCP name ("proxy", so the tool
-    names match), in the same working directory: the no-proxy baseline.
+    names match), in the same working directory: the no-proxy baseline. `launched`: the MCP entry
+    Claude Code starts, as given (e.g. the one `offload-mcp init` printed). `tool_search`: leave
+    Claude Code's own MCP tool search at its default instead of turning it off.
     """
-    if direct:
-        (entry,) = servers.values()
-        launched = entry
-    else:
+    if launched is None and direct:
+        (launched,) = servers.values()
+    elif launched is None:
         config = write_config(tmp_path, servers, offload, name="offload.json")
         launched = {
             "command": OFFLOAD_MCP,
@@ -87,6 +90,8 @@ def run_claude(
             "ENABLE_TOOL_SEARCH": "false",  # every MCP tool offered directly, as a scripted turn expects
             "OFFLOAD_MCP_TEST": "1",
         }
+        if tool_search:
+            del env["ENABLE_TOOL_SEARCH"]
         done = subprocess.run(
             [
                 str(CLAUDE),

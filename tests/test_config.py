@@ -272,4 +272,7 @@ def test_serve_warns_once_when_its_model_has_no_price_and_the_gate_cannot_fire(t
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count("offload.policy.model 'gpt-9' has no pricing row: the net-saving gate will not fire") == 1
+    assert (
+        done.stderr.count("model 'gpt-9' has no pricing row and no known family: the net-saving gate will not fire")
+        == 1
+    )

@@ -148,6 +148,14 @@ def test_demo_refuses_a_ledger_it_cannot_create_before_the_session(tmp_path, rea
     assert "Traceback" not in unpriced.stderr and "git_log" not in unpriced.stdout
 
 
+def test_a_model_newer_than_the_price_table_is_priced_by_its_family_and_the_demo_says_so(tmp_path):
+    """Issue 39: Claude Code's current model had no row; the demo then said nothing and offloaded less."""
+    proc, _, _ = run_demo(tmp_path, "--model", "claude-opus-5-5")
+    assert proc.returncode == 0, proc.stderr
+    assert "pricing: model 'claude-opus-5-5' has no pricing row: priced as claude-opus-4-8" in proc.stdout
+    assert "trm_" in proc.stdout  # it ran, and offloaded
+
+
 def test_demo_with_offload_settings_recalls_the_detail_from_the_ledger(tmp_path):
     """-c FILE applies its offload settings; the long git log is offloaded to a stub and recall_tool_result brings the commit back."""
     config = tmp_path / "offload.json"

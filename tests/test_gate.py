@@ -103,5 +103,46 @@ def test_opus_rates_are_the_issue_numbers():
 
 
 def test_unknown_names_do_not_resolve_fuzzily():
-    assert resolve_price("claude-opus-9") is None
     assert resolve_price("gpt") is None
+    assert resolve_price("llama-4-70b") is None
+    assert resolve_price("claude-3-opus") is None  # no family prefix: the old naming is not guessed
+
+
+def test_an_unknown_model_of_a_known_family_is_priced_as_its_newest_row_and_the_gate_fires(caplog):
+    """Issue 39: Claude Code's current model had no row, so the gate never fired for its users."""
+    from offload_mcp.policy.pricing import price_for
+
+    with caplog.at_level("WARNING", logger="offload_mcp.policy.pricing"):
+        price, note = price_for("claude-opus-5-5")
+        price_for("claude-opus-5-5")
+        d = gate(200_000, model_name="claude-opus-5-5")
+    assert price == resolve_price("claude-opus-4-8") and note is not None
+    assert "priced as claude-opus-4-8, the newest known row of its family" in note
+    said = [r.getMessage() for r in caplog.records if "claude-opus-5-5" in r.getMessage()]
+    assert said == [note]  # once, however often it is priced
+    assert d.fire, d.reason
+    assert d.net_saving_usd == gate(200_000, model_name="claude-opus-4-8").net_saving_usd
+    for model, row in (("claude-sonnet-5", "claude-sonnet-4-6"), ("claude-haiku-5", "claude-haiku-4-5")):
+        assert price_for(model).price == resolve_price(row)
+    assert price_for("gpt-5.5").price == resolve_price("gpt-5")
+    assert price_for("gpt-5-mini").note is None  # its own row first
+
+
+def test_a_model_of_no_known_family_has_no_price_and_says_so(caplog):
+    from offload_mcp.policy.pricing import price_for
+
+    with caplog.at_level("WARNING", logger="offload_mcp.policy.pricing"):
+        price, note = price_for("mistral-huge-3")
+    assert price is None and note is not None and "no known family: the net-saving gate will not fire" in note
+    assert any("mistral-huge-3" in r.getMessage() for r in caplog.records)
+    assert not gate(10_000_000, model_name="mistral-huge-3").fire
+
+
+def test_a_config_row_overrides_the_family_price():
+    from offload_mcp.policy.pricing import price_for
+
+    own = {"claude-opus-5-5": PriceRow(input=7.0, output=30.0)}
+    price, note = price_for("claude-opus-5-5", own)
+    assert note is None and price is not None and (price.input, price.output) == (7.0, 30.0)
+    family = {"claude-opus-4-8": PriceRow(input=4.0, output=20.0)}
+    assert resolve_price("claude-opus-5-5", family).input == 4.0  # the family's row, as overridden

@@ -172,7 +172,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
 
     from .. import demo_workspace as demo_server
     from ..config import ConfigError, load_config
-    from ..policy.pricing import resolve_price
+    from ..policy.pricing import price_for
     from ..record import DecisionEvent
     from ..stats import report_from_ledger
     from ..store import Ledger
@@ -181,9 +181,12 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)
     settings = load_config(config_path).offload
-    if args.model and resolve_price(args.model, settings.policy.pricing) is None:
+    price, price_note = price_for(settings.policy.model, settings.policy.pricing)
+    if args.model and price is None:
         # As replay refuses it: without a price the gate never fires, and the demo would show no offload.
         raise ConfigError(f"--model {args.model}: no pricing row for this model (add one under offload.policy.pricing)")
+    if price_note:
+        console.print(f"[yellow]pricing:[/] {price_note}")
     originals = {
         "git_status": demo_server.git_status_text,
         "git_log": demo_server.git_log_text,

@@ -153,17 +153,14 @@ def _check_ledger_location(config: Config, override: str | None) -> None:
 
 
 def _warn_unpriced_model(config: Config) -> None:
-    """Without a price row the gate cannot prove a saving and never fires (only the client bound
-    offloads). Not refused: a model newer than the table is a fair thing to run; said once here."""
-    from ..policy.pricing import resolve_price
+    """A model without its own row is priced by its family, or, of no known family, not at all: then the
+    gate cannot prove a saving and never fires (only the client bound offloads). Not refused: a model
+    newer than the table is a fair thing to run. `price_for` says which, once, at start-up."""
+    from ..policy.pricing import price_for
 
     policy = config.offload.policy
-    if policy.enabled and resolve_price(policy.model, policy.pricing) is None:
-        logger.warning(
-            "offload.policy.model %r has no pricing row: the net-saving gate will not fire (add one under "
-            "offload.policy.pricing); results over offload.policy.client_max_result_chars are still offloaded",
-            policy.model,
-        )
+    if policy.enabled:
+        price_for(policy.model, policy.pricing)
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> int:

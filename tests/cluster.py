@@ -2,7 +2,7 @@
 
 - `free_port()`: a free TCP port on 127.0.0.1.
 - `load_balancer(tmp, backends)`: Debian's nginx, round-robin without stickiness, on a free
-  127.0.0.1 port, its config rendered from docs/deploy/nginx.conf (the README's example) into
+  127.0.0.1 port, its config rendered from docs/deploy/nginx.conf (the deployment guide's example, docs/deployment.md) into
   `tmp`; started and stopped here. Skips with a reason when nginx is not installed
   (.ci/run installs it).
 - `replicas(n, args, env)`: n `offload-mcp serve --transport streamable-http` processes.
@@ -78,7 +78,7 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path, timeout
 
 @contextmanager
 def load_balancer(tmp: Path, backends: list[str]) -> Iterator[LoadBalancer]:
-    """nginx in front of `backends` (host:port each), from the README's example config."""
+    """nginx in front of `backends` (host:port each), from the deployment guide's example config."""
     if NGINX is None:
         pytest.skip("nginx not installed")
     tmp.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Three stateless replicas behind a real nginx (round-robin, no stickiness) on one shared ledger.
 
-The deployment is the README's example (docs/deploy/offload.json + docs/deploy/nginx.conf),
+The deployment is the deployment guide's example (docs/deploy/offload.json + docs/deploy/nginx.conf),
 rendered with test tokens, a fixture server and the shared ledger. One replica set and two
 balancers (over 2 and over 3 replicas) serve the whole module.
 
@@ -45,7 +45,7 @@ LONG_LINES = "\n".join(f"row {i} - " + " ".join(f"tok{(i * 7 + k) % 89}" for k i
 
 
 def deployment_config(tmp: Path, ledger: str, **ledger_settings: Any) -> Path:
-    """The README's example config with test tokens, the shared ledger and the fixture server."""
+    """The deployment guide's example config with test tokens, the shared ledger and the fixture server."""
     text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=ALICE, BOB_TOKEN=BOB, LEDGER_URL=ledger)
     config = json.loads(text)
     config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
@@ -251,10 +251,15 @@ async def test_kill_9_of_a_replica_under_load_loses_nothing_handed_out(tmp_path:
                     assert await recall_whole(session, trm_id) == "\n".join(hostile_server.chunk_blocks(size, seed))
 
 
-def test_the_readme_shows_the_deployment_example_the_tests_run() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert (DEPLOY / "offload.json").read_text().rstrip("\n") in readme
-    assert "docs/deploy/nginx.conf" in readme
+def test_the_deployment_guide_shows_the_example_the_tests_run() -> None:
+    guide = (ROOT / "docs" / "deployment.md").read_text()
+    assert (DEPLOY / "offload.json").read_text().rstrip("\n") in guide
+    assert "docs/deploy/nginx.conf" in guide
+    for placeholder in re.findall(
+        r"{{[A-Z_]+}}", (DEPLOY / "nginx.conf").read_text() + (DEPLOY / "offload.json").read_text()
+    ):
+        assert f"`{placeholder}`" in guide, f"{placeholder} is not explained in docs/deployment.md"
+    assert "docs/deployment.md" in (ROOT / "README.md").read_text()
 
 
 async def test_a_postgresql_outage_passes_results_through_and_the_replicas_recover(

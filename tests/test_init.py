@@ -276,3 +276,13 @@ def test_a_folder_named_offload_mcp_in_an_argument_is_not_offload_mcp(tmp_path):
     for name in ("proxy", "uv-proxy", "uvx-proxy"):
         assert f"skipped mcpServers.{name}: it is offload-mcp itself (its command launches offload-mcp" in head
     assert "(3 skipped: see above)" in done.stdout and done.stdout.index("SKIPPED") < done.stdout.index("wrote ")
+
+
+def test_init_and_serve_cmd_default_to_the_same_mode(tmp_path, capsys):
+    """Issue 39: the starter config said observe while `serve CMD` enforced; a first session then broke."""
+    from offload_mcp.config import inline_server_config
+
+    client = write(tmp_path / "c.json", DESKTOP)
+    assert main(["init", "--from", str(client), "-o", "-"]) == 0
+    written = json.loads(capsys.readouterr().out)["offload"]["mode"]
+    assert written == inline_server_config(["mcp-server-time"]).offload.mode == "enforce"

@@ -49,8 +49,9 @@ Claude Code: `search`. Its own tool search already defers MCP tools, so hint mod
 nothing, while every proxied tools/list also carries the proxy's own tools and each `outputSchema`
 widened to accept a stub: through the proxy in `hint` mode mcp-server-git + server-filesystem list
 26,418 bytes against 19,071 direct. In `search` mode the list is the hot tools plus search_tools and
-invoke_tool (4,308 bytes there), never larger than the servers' own lists for a real set of servers,
-and every listed tool is marked alwaysLoad so Claude Code's search does not hide the search tool.
+invoke_tool (4,308 bytes there): smaller than the servers' own lists once they hold more than the
+search tools' own ~4.3 KB, and every listed tool is marked alwaysLoad so Claude Code's search does not
+hide the search tool. (Below that size no mode lists fewer bytes than direct: the proxy's own tools.)
 Other clients keep `hint`: it lists every tool, so a client's own per-tool switches keep working."""
 
 STDIO_KEYS = ("type", "command", "args", "env", "cwd")

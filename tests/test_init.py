@@ -286,3 +286,16 @@ def test_init_and_serve_cmd_default_to_the_same_mode(tmp_path, capsys):
     assert main(["init", "--from", str(client), "-o", "-"]) == 0
     written = json.loads(capsys.readouterr().out)["offload"]["mode"]
     assert written == inline_server_config(["mcp-server-time"]).offload.mode == "enforce"
+
+
+def test_the_deferral_follows_the_client_the_config_is_for(tmp_path, capsys):
+    client = write(tmp_path / "mcp.json", DESKTOP)
+    assert main(["init", "--from", str(client), "-o", "-"]) == 0
+    assert "catalog" not in json.loads(capsys.readouterr().out)["offload"]  # not Claude Code's file: hint
+    assert main(["init", "--from", str(client), "-o", "-", "--client", "claude-code"]) == 0
+    assert json.loads(capsys.readouterr().out)["offload"]["catalog"] == {"deferral": "search"}
+    out = tmp_path / "o.json"
+    assert main(["init", "--from", str(client), "-o", str(out)]) == 0
+    assert "tools: hint (every tool listed, for other; for Claude Code run init with --client claude-code)" in (
+        capsys.readouterr().out
+    )

@@ -91,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--client",
         choices=CLIENTS,
         help="the client the config is for, which picks its tool-list deferral"
-        " (default: claude-code when reading ~/.claude.json, else claude-desktop)",
+        " (default: claude-code when reading ~/.claude.json, claude-desktop for its file, else other)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
     parser.add_argument(
@@ -484,7 +484,13 @@ def run(args: argparse.Namespace) -> int:
     if not found.servers:
         raise ConfigError(f"{source}: no MCP servers to wrap (looked in mcpServers and projects.*.mcpServers)")
 
-    client = args.client or ("claude-code" if is_claude_code_file(found) else "claude-desktop")
+    client = args.client or (
+        "claude-code"
+        if is_claude_code_file(found)
+        else "claude-desktop"
+        if source.name == claude_desktop_path().name
+        else "other"
+    )
     offload: dict[str, Any] = {"mode": args.mode}
     deferral = DEFERRAL_FOR_CLIENT[client]
     if deferral is not None:
@@ -531,6 +537,8 @@ def run(args: argparse.Namespace) -> int:
             "tools: search (for Claude Code: the hot tools plus search_tools/invoke_tool, a smaller tool list"
             ' than the servers\' own; "catalog": {"deferral": "hint"} lists every tool)'
         )
+    else:
+        print(f"tools: hint (every tool listed, for {client}; for Claude Code run init with --client claude-code)")
 
     entry = client_entry(output)
     if args.write_client:

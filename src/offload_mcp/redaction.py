@@ -28,7 +28,7 @@ _NAME = r"[\w.-]*(?:key|token|secret|password|passwd|pwd|credentials?)"
 _URL_PASSWORD = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/@:?#]*):[^\s/?#]*@")
 _JSON_MEMBER = re.compile(rf'(?i)("{_NAME}"\s*:\s*")(?:[^"\\]|\\.)*"')
 _NAME_VALUE = re.compile(rf"""(?i)((?<![\w.-]){_NAME}\s*=\s*)("[^"]*"|'[^']*'|[^\s&#"',;)]+)""")
-_FLAG_ARGUMENT = re.compile(rf"""(?i)((?<![\w.-])--?{_NAME}(?:\s+|'\s+'))(?!-)("[^"]*"|'[^']*'|[^\s"']+)""")
+_FLAG_ARGUMENT = re.compile(rf"""(?i)((?<![\w.-])--?{_NAME}\s+)(?!-)("[^"]*"|'[^']*'|[^\s"']+)""")
 _LIBPQ_ADDRESS = re.compile(r'((?:server at|on socket|host) )"[^"]*"(?: \([^)]*\))?')
 """libpq's words for where it tried to connect: `server at "db" (10.0.0.1)`, `on socket "/run/.s.PGSQL.5432"`."""
 _CREDENTIAL = re.compile(r"(?i)\b(bearer|basic)(\s+)[\w.~+/-]{6,}=*")

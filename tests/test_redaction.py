@@ -114,6 +114,10 @@ async def test_downstream_secrets_are_not_in_the_log(tmp_path: Path) -> None:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             assert text_of(await s.call_tool("echo", {"text": "hi"})) == "hi"
+            # The model reads why a server is not serving (an unknown tool's error): its secrets are hidden too.
+            unknown = text_of(await s.call_tool("remote_tool", {}))
+    assert "alice:***@" in unknown and "token=***" in unknown, unknown
+    assert PASSWORD not in unknown and TOKEN not in unknown
     text = log.read_text()
     assert "--api-key=***" in text and "alice:***@" in text and "token=***" in text, text[-3000:]
     for secret in (PASSWORD, TOKEN, API_KEY):

@@ -1,4 +1,4 @@
-"""The one place that hides secrets in text the proxy shows: logs, errors, stats, metrics, /healthz.
+"""The one place that hides secrets in text the proxy shows: its log, errors, the stats header, /healthz.
 
 `redact_secrets(text)` puts `***` in place of every value that can be a secret in a URL or a command
 line: a URL's password (`user:***@host`), a query or `name=value` pair whose name ends in key, token,
@@ -16,6 +16,7 @@ Both are pure functions of their input (same text, same output).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 SECRET_MARK = "***"
@@ -59,12 +60,6 @@ def redact_url(url: str) -> str:
     return redact_secrets(url)
 
 
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """An environment with the value of every secret-named variable (`PGPASSWORD`, `API_KEY`) put as `***`."""
-    named = re.compile(rf"(?i){_NAME}")
-    return {name: SECRET_MARK if named.fullmatch(name) else value for name, value in env.items()}
-
-
 def url_secrets(url: str) -> list[str]:
     """The secret values a URL holds (its password, secret-named query values), as written and decoded."""
     try:
@@ -76,28 +71,41 @@ def url_secrets(url: str) -> list[str]:
     return sorted({form for value in found if value for form in (value, unquote(value))}, key=len, reverse=True)
 
 
-def _url_identifiers(url: str) -> list[str]:
-    """What a PostgreSQL URL says about where the database is: host(s), port(s), user, database name."""
+@dataclass(frozen=True)
+class _Where:
+    """What a PostgreSQL URL says about where the database is."""
+
+    hosts: frozenset[str]
+    ports: frozenset[str]
+    names: frozenset[str]
+    """The user and the database name: hidden where a message quotes them (`user "bob"`), never as
+    plain words (a database named `offload` must not turn "offload-mcp" into "<hidden>-mcp")."""
+
+
+def _url_identifiers(url: str) -> _Where:
     try:
         parts = urlsplit(url)
     except ValueError:
-        return []
-    words: list[str] = []
+        return _Where(frozenset(), frozenset(), frozenset())
+    hosts: set[str] = set()
+    ports: set[str] = set()
+    names: set[str] = {unquote(parts.path.lstrip("/"))}
     authority = parts.netloc.rsplit("@", 1)
     if len(authority) == 2:
-        words.append(unquote(authority[0].split(":", 1)[0]))
+        names.add(unquote(authority[0].split(":", 1)[0]))
     for host in authority[-1].split(","):
         if host.startswith("["):  # [::1]:5432
             name, _, port = host[1:].partition("]")
             port = port.lstrip(":")
         else:
             name, _, port = host.partition(":")
-        words += [unquote(name), port]
-    words.append(unquote(parts.path.lstrip("/")))
+        hosts.add(unquote(name))
+        ports.add(port)
     for name, value in parse_qsl(parts.query):
-        if name.lower() in ("host", "hostaddr", "port", "user", "dbname"):
-            words += value.split(",")
-    return sorted({word for word in words if word}, key=len, reverse=True)
+        key = name.lower()
+        if key in ("host", "hostaddr", "port", "user", "dbname"):
+            (hosts if key in ("host", "hostaddr") else ports if key == "port" else names).update(value.split(","))
+    return _Where(*(frozenset(w for w in group if w) for group in (hosts, ports, names)))
 
 
 def ledger_for_client(text: str, where: str) -> str:
@@ -110,8 +118,13 @@ def ledger_for_client(text: str, where: str) -> str:
     if "://" in where:
         for secret in url_secrets(where):
             text = _replace_word(text, secret, SECRET_MARK)
-        for word in _url_identifiers(where):
-            text = _replace_word(text, word, HIDDEN_MARK)
+        found = _url_identifiers(where)
+        for host in sorted(found.hosts, key=len, reverse=True):
+            text = _replace_word(text, host, HIDDEN_MARK)
+        for port in found.ports:
+            text = re.sub(rf"(?i)(port |:){re.escape(port)}(?!\w)", rf"\g<1>{HIDDEN_MARK}", text)
+        for name in found.names:
+            text = re.sub(rf"([\"']){re.escape(name)}\1", rf"\g<1>{HIDDEN_MARK}\g<1>", text)
         text = _LIBPQ_ADDRESS.sub(lambda m: m.group(1) + HIDDEN_MARK, text)
     return redact_secrets(text.replace(placeholder, THE_LEDGER))
 

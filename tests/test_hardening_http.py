@@ -171,3 +171,24 @@ async def test_sse_sessions_are_capped_per_peer(tmp_path: Path) -> None:
         # Closed streams free their slots: a real client gets in again.
         async with Client(sse_client(proxy.url)) as client:
             assert text_of(await client.call_tool("echo", {"text": "back"})) == "back"
+
+
+async def test_a_large_result_its_own_schema_rejects_is_bounded_and_says_why(tmp_path: Path) -> None:
+    """Issue 40 D3: a structuredContent that violates its outputSchema passed whole at any size; at 4 MB the
+    SDK client failed on its 1 MiB SSE event limit and the result was lost to it. Now it is marked as an error,
+    states the violation, and is shaped within client_max_result_chars; the full body is recallable."""
+    import json
+
+    with running_proxy(["-c", str(hostile_config(tmp_path)), "--ledger", str(tmp_path / "l.db")]) as proxy:
+        async with Client(proxy.url, mode="legacy") as client:
+            result = await client.call_tool("off_schema", {"size": 4_000_000})
+            assert result.is_error
+            note = result.content[0].text  # type: ignore[union-attr]
+            assert "returned a result its own schema rejects: structuredContent does not match" in note, note
+            assert len(note) < 1_000  # the note is short, whatever the offending value
+            sent = json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True))
+            assert len(sent) < 100_000, len(sent)  # policy.client_max_result_chars
+            trm = TRM.search(text_of(result))
+            assert trm, text_of(result)[:500]
+            page = await client.call_tool("recall_tool_result", {"mem_id": trm.group(0), "query": "row 0041999"})
+            assert not page.is_error and "row 0041999" in text_of(page), text_of(page)[:500]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,3 +171,87 @@ def test_help_says_what_migrate_does_to_the_source(tmp_path: Path) -> None:
     assert "left as it was" not in text
     for said in ("Nothing is removed from the source", "switched to WAL mode", "marks it as used now"):
         assert said in text
+
+
+def target_events(target: str) -> int:
+    ledger = Ledger.open(LedgerSettings(), path=target)
+    try:
+        return sum(1 for _ in ledger.events())
+    finally:
+        ledger.close()
+
+
+def test_migrating_again_with_merge_counts_each_event_once(tmp_path: Path, target: str) -> None:
+    """Issue 40 D7: a run copied again with --merge counted every event twice (786 -> 1,572)."""
+    source = tmp_path / "source.db"
+    build_source(source)
+    assert run("--from", str(source), "--to", target).returncode == 0
+    assert target_events(target) == 30
+    again = run("--from", str(source), "--to", target, "--merge")
+    assert again.returncode == 0, again.stderr
+    assert "0 events;" in again.stdout and "30 events already in the target not copied again" in again.stdout
+    assert target_events(target) == 30
+
+
+def test_an_interrupted_migration_says_where_it_stopped_and_finishes_with_merge(
+    tmp_path: Path, postgres: Any, pg_url: str
+) -> None:
+    """The events table locked by another session (a replica, an operator): the run stops when its
+    lock wait ends, says what it had copied, and the same command with --merge finishes it, each event once."""
+    import psycopg
+
+    source = tmp_path / "source.db"
+    build_source(source)
+    Ledger.open(LedgerSettings(), path=pg_url, connect_now=True).close()  # the schema exists before the lock
+    schema = pg_url.rsplit("%3D", 1)[1]
+    with psycopg.connect(postgres.url()) as holder:
+        holder.execute(f"LOCK TABLE {schema}.events IN EXCLUSIVE MODE")  # reads pass, writes wait
+        stopped = run("--from", str(source), "--to", pg_url)
+    assert stopped.returncode == 1, stopped.stderr
+    assert (
+        "stopped after copying 30 bodies, 30 stash entries and 0 events (of 30 in the source); "
+        "run the same command with --merge to finish" in stopped.stderr
+    ), stopped.stderr
+    finished = run("--from", str(source), "--to", pg_url, "--merge")
+    assert finished.returncode == 0, finished.stderr
+    assert "30 events;" in finished.stdout and "verified 60 entries" in finished.stdout, finished.stdout
+    assert target_events(pg_url) == 30
+
+
+def test_a_migration_stopped_by_sigterm_says_where_it_stopped(tmp_path: Path, postgres: Any, pg_url: str) -> None:
+    """Before, a killed run said nothing about where it stopped. Stopped (SIGTERM) while its events wait on
+    a lock, it says what is in the target and how to finish; the same command with --merge then does."""
+    import signal
+    import time
+
+    import psycopg
+
+    source = tmp_path / "source.db"
+    build_source(source)
+    Ledger.open(LedgerSettings(), path=pg_url, connect_now=True).close()
+    schema = pg_url.rsplit("%3D", 1)[1]
+    with psycopg.connect(postgres.url()) as holder:
+        holder.execute(f"LOCK TABLE {schema}.events IN EXCLUSIVE MODE")
+        running = subprocess.Popen(
+            [OFFLOAD_MCP, "ledger", "migrate", "--from", str(source), "--to", pg_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=proxy_env(),
+        )
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO events%'"
+        )
+        deadline = time.monotonic() + 30
+        while postgres.execute(waiting)[0][0] == 0 and running.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        running.send_signal(signal.SIGTERM)
+        out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, err
+    assert (
+        "interrupted: stopped after copying 30 bodies, 30 stash entries and 0 events (of 30 in the source); "
+        "run the same command with --merge to finish" in err
+    ), err
+    finished = run("--from", str(source), "--to", pg_url, "--merge")
+    assert finished.returncode == 0 and "30 events;" in finished.stdout, finished.stderr
+    assert target_events(pg_url) == 30

@@ -355,3 +355,29 @@ def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:
         "elicitation:url",
         "roots",
     ]
+
+
+async def test_a_relayed_request_over_the_size_limit_is_refused_to_the_server(tmp_path: Path) -> None:
+    """Issue 40 D6: a 5 MB sampling/createMessage broke a handshake-era streamable-HTTP client's stream (its
+    SDK reads at most 1 MiB per event) and the call died with a transport error. Now the server is told why."""
+    answers = Answers("A")
+    with proxy_http(relay_config(tmp_path)) as url, anyio.fail_after(120):
+        async with Client(url, mode="legacy", **answers.kwargs()) as client:
+            said = text_of(await client.call_tool("sample_big", {"chars": 5_000_000}))
+            assert said.startswith(
+                "refused: offload-mcp did not relay sampling/createMessage from server 'relay': it is 5,000,"
+            ), said[:300]
+            assert "over the 1,000,000 bytes a relayed request may have" in said and answers.seen == []
+            # Under the limit, the same client and stream still work.
+            assert text_of(await client.call_tool("sample_big", {"chars": 900_000})) == "answered by A"
+            assert answers.seen == ["sampling"]
+
+
+async def test_the_relayed_request_limit_is_configurable(tmp_path: Path) -> None:
+    answers = Answers("S")
+    args = relay_config(tmp_path, {"downstream": {"max_relayed_request_bytes": 20_000}})
+    async with proxy_session(args, **answers.kwargs()) as s:
+        said = text_of(await s.call_tool("sample_big", {"chars": 30_000}))
+        assert "over the 20,000 bytes a relayed request may have" in said, said[:300]
+        assert text_of(await s.call_tool("sample_big", {"chars": 10_000})) == "answered by S"
+    assert answers.seen == ["sampling"]

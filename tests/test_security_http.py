@@ -133,6 +133,48 @@ def test_binding_a_non_loopback_address_without_a_token_is_refused(host: str) ->
     assert f"--host {host}: binding a non-loopback address needs offload.server.auth_token" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("host", "given", "said"),
+    [
+        ("0.0.0.0", {"flag": "x"}, "has 1 characters; a non-loopback address needs at least 8"),
+        ("0.0.0.0", {"config": "a"}, "has 1 characters; a non-loopback address needs at least 8"),
+        ("192.0.2.10", {"env": "short"}, "has 5 characters; a non-loopback address needs at least 8"),
+        ("0.0.0.0", {"config": "        "}, "is blank: no client could ever send it"),
+        ("127.0.0.1", {"flag": "   "}, "is blank: no client could ever send it"),
+        ("127.0.0.1", {"env": " padded-token "}, "starts or ends with whitespace"),
+        ("0.0.0.0", {"tokens": {"alice": "\t\t\t\t\t\t\t\t\t"}}, "without whitespace at its ends"),
+    ],
+)
+def test_a_weak_or_blank_token_is_refused_however_it_is_given(
+    tmp_path: Path, host: str, given: dict[str, object], said: str
+) -> None:
+    """Issue 40 D8: `auth_token: "a"` and `--auth-token x` served on 0.0.0.0 (auth_tokens entries needed 8
+    characters), and a blank token started a server nobody could use. One rule for every way a token is given."""
+    import json
+
+    server: dict[str, object] = {}
+    if "config" in given:
+        server["auth_token"] = given["config"]
+    if "tokens" in given:
+        server["auth_tokens"] = given["tokens"]
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}, "offload": {"server": server}}))
+    args = ["serve", "-c", str(config), "--transport", "streamable-http", "--host", host, "--port", "0"]
+    if "flag" in given:
+        args += ["--auth-token", str(given["flag"])]
+    env = proxy_env({"OFFLOAD_MCP_AUTH_TOKEN": str(given["env"])} if "env" in given else None)
+    done = subprocess.run(
+        [OFFLOAD_MCP, *args, "--", *fixture_cmd()],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr, done.stderr
+
+
 def test_the_guard_unit_rules() -> None:
     from offload_mcp.server.security import _matches, allowed_hosts, allowed_origins
 

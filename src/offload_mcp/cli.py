@@ -34,11 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def setup_logging(level: str) -> None:
     # stdout is the protocol channel on stdio: logs go to stderr only.
+    root = logging.getLogger()
+    before = list(root.handlers)
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from .logs import install
+
+    for handler in root.handlers:
+        if handler not in before:  # ours, not a handler someone embedding us installed
+            install(handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as err:
-        print(f"offload-mcp: {err}", file=sys.stderr)
+        from .redaction import redact_secrets
+
+        print(f"offload-mcp: {redact_secrets(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

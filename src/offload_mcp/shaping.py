@@ -768,6 +768,20 @@ class ResultShaper:
                 log.exception("pipeline.commit_session failed")
 
 
+def _ledger_problem_for_client(
+    err: LedgerUnavailable, settings: OffloadSettings, ledger_path: str | os.PathLike[str] | None
+) -> str:
+    """Why no ledger opened, as the model may read it (no_ledger): "the ledger", no URL, host or user."""
+    from .redaction import ledger_for_client, redact_secrets
+    from .store.location import resolve
+
+    try:
+        where = resolve(settings.ledger, ledger_path).display
+    except LedgerUnavailable:
+        return redact_secrets(str(err))
+    return ledger_for_client(str(err), where)
+
+
 def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] | None = None) -> ResultShaper:
     """The shaper the server uses: opens the ledger (path override from `--ledger`).
 
@@ -780,6 +794,6 @@ def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] 
     except LedgerUnavailable as err:
         log.warning("%s; results will pass through unmodified", err)
         shaper = ResultShaper(settings, None)
-        shaper.ledger_problem = str(err)
+        shaper.ledger_problem = _ledger_problem_for_client(err, settings, ledger_path)
         return shaper
     return ResultShaper(settings, ledger)

@@ -9,13 +9,17 @@ tables a newer version needs are added, decision records from older versions are
 in the current format, the file is switched to WAL mode, and reading each entry back for the
 check marks it as used now (retention evicts the least recently used first). Copy the file
 first if it must stay as it was. A target that already holds data needs `--merge` (ids are
-content hashes, so bodies merge safely; events copied twice would count twice).
-Exit status: 0 copied and verified, 1 the copy failed or differs, 2 bad usage (fix the command).
+content hashes, so bodies merge safely; an event the target already holds is not copied again,
+so a run that stopped, run again with `--merge`, finishes the copy without counting twice).
+A run that stops (an error, Ctrl-C, SIGTERM) says what it had copied.
+Exit status: 0 copied and verified, 1 the copy failed or differs, 2 bad usage (fix the command),
+130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -49,12 +53,20 @@ def add_parser(sub: Any) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from ..store.migrate import MigrationError, MigrationRefused, migrate
+    from ..store.migrate import MigrationError, MigrationInterrupted, MigrationRefused, migrate
 
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the copy stops between statements and says where
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         report = migrate(args.source, args.target, merge=args.merge)
     except MigrationError as err:
         print(f"offload-mcp ledger migrate: {err}", file=sys.stderr)
+        if isinstance(err, MigrationInterrupted):
+            return 130
         return 2 if isinstance(err, MigrationRefused) else 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(report.summary())
     return 0

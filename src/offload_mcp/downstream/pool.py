@@ -57,7 +57,9 @@ class DownstreamPool:
         self.settled = anyio.Event()
         """Set when every server's first start attempt has ended (ready or failed)."""
         self.settings = settings or DownstreamSettings()
-        self.relay = Relay(self.settings.call_timeout_s, declaration_wait_s)
+        self.relay = Relay(
+            self.settings.call_timeout_s, declaration_wait_s, max_request_bytes=self.settings.max_relayed_request_bytes
+        )
         self.servers: dict[str, DownstreamServer] = {
             name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay, early=early)
             for name, entry in servers.items()

@@ -40,6 +40,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..config import RemoteServer, ServerEntry, StdioServer
+from ..redaction import redact_secrets
 from ..relay.capabilities import DeclaringClientSession
 from ..relay.roots import WatchedReadStream, is_roots_request
 from ..relay.router import Relay
@@ -268,6 +269,8 @@ class DownstreamServer:
         self.failure = f"server '{self.name}' ({self.command}) failed to start: {reason}{ended}"
         if tail:
             self.failure += "\n  stderr tail:\n    " + tail.replace("\n", "\n    ")
+        # Clients read it too (an unknown tool's error, a call to a server that is down): no secret in it.
+        self.failure = redact_secrets(self.failure)
         logger.error("%s", self.failure)
 
     def _how_it_ended(self) -> str:

@@ -25,6 +25,13 @@ class DownstreamSettings(BaseModel):
         default=0.5, ge=0, description="First delay before restarting a dead server; doubles per failure."
     )
     restart_backoff_max_s: float = Field(default=30.0, ge=0, description="Longest delay between restart attempts.")
+    max_relayed_request_bytes: int = Field(
+        default=1_000_000,
+        ge=1024,
+        description="Largest server-to-client request (sampling, elicitation, roots) or log message relayed to a client, "
+        "as JSON; a larger one is refused with an error to the server (a log line is dropped). The default keeps "
+        "under the 1 MiB event limit of the SDK's streamable-HTTP client.",
+    )
     max_result_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result."
     )

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
@@ -134,13 +135,25 @@ REFUSED_NO_CLIENT = "no_client"
 REFUSED_CAPABILITY = "capability"
 REFUSED_UPSTREAM_ERROR = "upstream_error"
 REFUSED_TIMEOUT = "timeout"
+REFUSED_TOO_LARGE = "too_large"
+DEFAULT_MAX_REQUEST_BYTES = 1_000_000
+"""Under the SDK streamable-HTTP client's 1 MiB limit per event: a larger request broke that client's stream."""
+
+
+def wire_bytes(message: Any) -> int:
+    """The size of a request's or notification's params as JSON, which is what a client's transport carries."""
+    return len(orjson.dumps(message.model_dump(by_alias=True, mode="json", exclude_none=True)))
 
 
 class Relay:
     """Process-wide: the capability declaration, the calls in flight, the connected clients."""
 
-    def __init__(self, timeout_s: float, declaration_wait_s: float = 0.0) -> None:
+    def __init__(
+        self, timeout_s: float, declaration_wait_s: float = 0.0, *, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    ) -> None:
         self.timeout_s = timeout_s
+        self.max_request_bytes = max_request_bytes
+        """Largest request or log message relayed, as JSON (offload.downstream.max_relayed_request_bytes)."""
         self.declared = types.ClientCapabilities()
         self.declaration_wait_s = declaration_wait_s
         """How long a server's first session waits for the first client's declaration (`first_declaration`)."""
@@ -256,6 +269,18 @@ class Relay:
     async def relay(self, server: str, request: types.ServerRequest, result_type: type[Any]) -> Any:
         """Relay one request; the client's result, or ErrorData for the downstream server."""
         params = getattr(request, "params", None)
+        size = wire_bytes(request)
+        if size > self.max_request_bytes:
+            # Refused before routing: no client transport is asked to carry it (one over 1 MiB broke the
+            # SDK client's stream, and the call died with a transport error instead of this sentence).
+            self.stats.refused[REFUSED_TOO_LARGE] += 1
+            message = (
+                f"offload-mcp did not relay {request.method} from server '{server}': it is {size:,} bytes of JSON, "
+                f"over the {self.max_request_bytes:,} bytes a relayed request may have "
+                "(offload.downstream.max_relayed_request_bytes)"
+            )
+            logger.warning("%s", message)
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message)
         target = self.route(server, request.method, params)
         if isinstance(target, str):
             logger.warning("%s", target)
@@ -291,6 +316,16 @@ class Relay:
 
     async def log(self, server: str, params: types.LoggingMessageNotificationParams) -> None:
         named = params.model_copy(update={"logger": f"{server}/{params.logger}" if params.logger else server})
+        size = wire_bytes(named)
+        if size > self.max_request_bytes:
+            self.stats.logs_dropped += 1
+            logger.warning(
+                "server %r log not relayed: %s bytes of JSON, over offload.downstream.max_relayed_request_bytes=%s",
+                server,
+                f"{size:,}",
+                f"{self.max_request_bytes:,}",
+            )
+            return
         calls = self._in_flight.get(server, [])
         origins = {u.origin for u in calls}
         if len(origins) > 1:

@@ -7,8 +7,9 @@ arguments as given, `_meta` without `progressToken` and
 `io.modelcontextprotocol/*`, progress relayed, cancellation propagated by the
 handler's cancel scope, and the server's requests to its client routed to
 this call's client while it runs (relay/router.py). A result is checked
-against the tool's `outputSchema` (a mismatch is passed on marked as an
-error, never reshaped; a large structuredContent is checked in a worker
+against the tool's `outputSchema` (a mismatch is marked as an error with a
+note saying what does not match, then shaped like any other result, so a
+large one is bounded too; a large structuredContent is checked in a worker
 thread), then shaped: a small result that needs no ledger commit
 on the event loop (`ResultShaper.shape_without_blocking`, cheaper than a thread
 hop), any other in a worker thread (`shape_with_report`). Metrics and the call's
@@ -217,15 +218,17 @@ class CallDispatcher:
             with self.pool.relay.in_flight(entry.server, upstream):
                 await self.pool.prime_roots(entry.server, upstream.capabilities)
                 result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+        violation: types.TextContent | None = None
         if entry.output_schema is not None and not result.is_error:
             if _many_nodes(result.structured_content):
                 problem = await anyio.to_thread.run_sync(self._schema_problem, entry, result)
             else:
                 problem = self._schema_problem(entry, result)
             if problem is not None:
-                result = _schema_error(entry, result, problem)
-                self._observe(entry, started, None, result, None, arguments)
-                return result
+                # Shaped like any other result below (a 4 MB one passed whole and broke the client's stream),
+                # as an error, which clients do not check against the schema.
+                violation = _schema_note(entry, problem)
+                result = _schema_error(result, violation)
         if self.session_scoped and is_anonymous(session_id):
             # No identity to own a body: hand out no id this caller could never read back.
             if self.metrics is not None:
@@ -238,7 +241,7 @@ class CallDispatcher:
             downstream_tool=entry.downstream_name,
             arguments=arguments,
             session_id=session_id,
-            output_schema=entry.output_schema,
+            output_schema=None if violation is not None else entry.output_schema,
             owner=owner,
             structured_from_json=True,
         )
@@ -257,6 +260,8 @@ class CallDispatcher:
             if self.metrics is not None:
                 self.metrics.observe_passthrough_failure("shaper_error")
             shaped = result
+        if violation is not None and (not shaped.content or shaped.content[0] != violation):
+            shaped = shaped.model_copy(update={"content": [violation, *shaped.content]})  # stubbed: say why too
         self._observe(entry, started, report, shaped, time.perf_counter() - shape_started, arguments)
         return shaped
 
@@ -349,11 +354,20 @@ def _many_nodes(value: Any) -> bool:
     return False
 
 
-def _schema_error(entry: CatalogEntry, result: types.CallToolResult, problem: str) -> types.CallToolResult:
-    note = types.TextContent(
+SCHEMA_PROBLEM_CHARS = 500
+"""jsonschema's message quotes the offending value whole (a 4 MB string, in the note): cut to this."""
+
+
+def _schema_note(entry: CatalogEntry, problem: str) -> types.TextContent:
+    if len(problem) > SCHEMA_PROBLEM_CHARS:
+        problem = problem[:SCHEMA_PROBLEM_CHARS] + f"... ({len(problem) - SCHEMA_PROBLEM_CHARS:,} characters cut)"
+    return types.TextContent(
         text=f"[offload-mcp] '{entry.downstream_name}' on server '{entry.server}' returned a result its own schema rejects: "
-        f"{problem}. The result is passed on unchanged below, marked as an error so clients do not reject it."
+        f"{problem}. The result follows, shaped like any other and marked as an error so clients do not reject it."
     )
+
+
+def _schema_error(result: types.CallToolResult, note: types.TextContent) -> types.CallToolResult:
     return types.CallToolResult(
         content=[note, *result.content],
         structured_content=result.structured_content,

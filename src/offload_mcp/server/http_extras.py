@@ -101,7 +101,7 @@ async def http_expand(request: Request, state: ProxyState) -> Response:
     except UnknownId as err:
         return answer(404, f"no stashed original for <<cg:{hash_}>>: {err}\n")
     except LedgerCorrupt as err:  # not a passing outage (503 invites a retry): the stored bytes are damaged
-        return answer(500, f"the stored original cannot be read, the ledger is corrupt: {err}\n")
+        return answer(500, f"the stored original cannot be read, the ledger is corrupt: {ledger.for_client(err)}\n")
     except LedgerError as err:
-        return answer(503, f"the ledger cannot be read right now: {err}\n")
+        return answer(503, f"the ledger cannot be read right now: {ledger.for_client(err)}\n")
     return answer(200, original)

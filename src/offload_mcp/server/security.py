@@ -28,7 +28,6 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-import re
 import shlex
 import stat
 from collections.abc import Iterable, Mapping
@@ -37,6 +36,7 @@ from pathlib import Path
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..redaction import redact_secrets
 from .identity import DEFAULT_PRINCIPAL, STATE_KEY
 
 logger = logging.getLogger(__name__)
@@ -62,11 +62,7 @@ def is_authorized(scope: Scope) -> bool:
 # ---- what /healthz may show ------------------------------------------------
 
 REDACTED = "<redacted>"
-_SECRETISH = re.compile(
-    r"(?i)(\b[\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|credential|cookie|session)[\w.-]*\s*[=:]\s*)(\S+)"
-)
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[\w.~+/=-]+")
-_URL_SECRETS = re.compile(r"(?i)(\w+://)[^/@\s]+@|([?&][^=&\s]+=)[^&\s]+")
+"""An argument value /healthz hides whatever it is (secrets found in free text are `***`: redaction.py)."""
 
 
 def redact_command(command: str) -> str:
@@ -91,10 +87,8 @@ def redact_command(command: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Best-effort scrub of free text (an error line): key=value secrets, bearer tokens, URL credentials."""
-    text = _SECRETISH.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
-    return _URL_SECRETS.sub(lambda m: (m.group(1) + REDACTED + "@") if m.group(1) else (m.group(2) + REDACTED), text)
+    """Free text (an error line) with its secrets hidden: the proxy's one redaction function."""
+    return redact_secrets(text)
 
 
 def public_server_status(status: dict[str, object]) -> dict[str, object]:

@@ -12,7 +12,7 @@ class ServerSettings(BaseModel):
 
     auth_token: str | None = Field(
         default=None,
-        description="Bearer token required on HTTP transports (also OFFLOAD_MCP_AUTH_TOKEN); required when binding a non-loopback address.",
+        description="Bearer token required on HTTP transports (also OFFLOAD_MCP_AUTH_TOKEN); required when binding a non-loopback address, and there at least 8 characters (never blank, no whitespace at its ends).",
     )
     auth_tokens: dict[str, str] = Field(
         default_factory=dict,
@@ -81,8 +81,11 @@ class ServerSettings(BaseModel):
             for principal, token in value.items():
                 if not isinstance(principal, str) or not principal.strip():
                     raise ValueError("a principal name must be a non-empty string")
-                if not isinstance(token, str) or len(token) < 8:
-                    raise ValueError(f"principal {principal!r}: the token must be a string of at least 8 characters")
+                if not isinstance(token, str) or len(token.strip()) < 8 or token != token.strip():
+                    raise ValueError(
+                        f"principal {principal!r}: the token must be a string of at least 8 characters, "
+                        "without whitespace at its ends"
+                    )
             if len(set(tokens)) != len(tokens):
                 raise ValueError("two principals share one token: each caller needs its own")
         return value

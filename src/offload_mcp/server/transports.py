@@ -34,7 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..config import ConfigError
 from .http_extras import extra_routes
 from .http_limits import SessionCaps, connection_cap, guarded_h11
-from .identity import AUTH_ENV_VAR, token_table
+from .identity import AUTH_ENV_VAR, DEFAULT_PRINCIPAL, token_table
 from .proxy import ProxyState, initialization_options
 from .security import guard
 from .stdio_pipes import upstream_stdio
@@ -129,14 +129,40 @@ def auth_token(settings: Any, host: str) -> str | None:
     return settings.server.auth_token or os.environ.get(AUTH_ENV_VAR) or None
 
 
+MIN_TOKEN_CHARS = 8
+"""The shortest bearer token a non-loopback bind accepts, however it is given (auth_tokens entries: always)."""
+
+
 def auth_tokens(settings: Any, host: str) -> dict[str, str]:
-    """token -> principal for every accepted bearer token; refuses a non-loopback bind without one."""
+    """token -> principal for every accepted bearer token; refuses a non-loopback bind without one, a
+    token nobody can send (blank, or with spaces at its ends: the header is trimmed), and on a
+    non-loopback bind a token shorter than MIN_TOKEN_CHARS, whichever way it was given."""
     table = token_table(settings.server)
     if not table and host not in LOOPBACK:
         raise ConfigError(
             f"--host {host}: binding a non-loopback address needs offload.server.auth_token, auth_tokens (or {AUTH_ENV_VAR})"
         )
+    for token, principal in table.items():
+        problem = token_problem(token, remote=host not in LOOPBACK)
+        if problem is not None:
+            named = (
+                f"the token (--auth-token, offload.server.auth_token or {AUTH_ENV_VAR})"
+                if principal == DEFAULT_PRINCIPAL and token not in (settings.server.auth_tokens or {}).values()
+                else f"the token of principal {principal!r} (offload.server.auth_tokens)"
+            )
+            raise ConfigError(f"--host {host}: {named} {problem}")
     return table
+
+
+def token_problem(token: str, *, remote: bool) -> str | None:
+    """Why `token` cannot guard the proxy (None when it can); `remote`: the bind is not a loopback address."""
+    if not token.strip():
+        return "is blank: no client could ever send it"
+    if token != token.strip():
+        return "starts or ends with whitespace, which no client can send (the header is trimmed)"
+    if remote and len(token) < MIN_TOKEN_CHARS:
+        return f"has {len(token)} characters; a non-loopback address needs at least {MIN_TOKEN_CHARS}"
+    return None
 
 
 def streamable_http_app(state: ProxyState, server: Server[Any], host: str, port: int) -> ASGIApp:

@@ -112,6 +112,13 @@ class Ledger:
         """What names this ledger in logs and errors: the file, or the URL without its password."""
         return self.backend.location
 
+    def for_client(self, err: BaseException) -> str:
+        """`err` in words a client (the model's context) may see: this ledger named only as "the ledger",
+        no password, host, port, user or database name (redaction.py)."""
+        from ..redaction import ledger_for_client
+
+        return ledger_for_client(str(err), self.location)
+
     @property
     def writable(self) -> bool:
         return self.backend.writable

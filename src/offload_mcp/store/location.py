@@ -12,8 +12,9 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from ..redaction import redact_secrets, redact_url, url_secrets
 from .errors import LedgerUnavailable
 from .settings import URL_PATTERN, LedgerSettings
 
@@ -122,13 +123,8 @@ def _why_not_writable(where: Path) -> str:
 
 
 def redact(url: str) -> str:
-    """The URL without its password (logs and errors may be shared)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    """The URL without its secrets (userinfo password, `?password=`, `&token=`...): logs and errors may be shared."""
+    return redact_url(url)
 
 
 SHORT_SECRET_CHARS = 6
@@ -136,14 +132,14 @@ SHORT_SECRET_CHARS = 6
 
 
 def scrub(text: str, url: str) -> str:
-    """`text` (a driver's error) with the URL's password, as written or percent-decoded, put as `***`:
-    libpq quotes the piece of a URL it cannot read, e.g. `invalid percent-encoded token: "p%zzw"`.
-    A short password is put as `***` only where no word character touches it (`u:pw@h`, `"pw"`): put
-    everywhere, a one-letter one turned every such letter of the message into `***`."""
-    password = urlsplit(url).password
-    for secret in sorted({password or "", unquote(password or "")}, key=len, reverse=True):
+    """`text` (a driver's error) with the URL's secrets (its password, in the userinfo or the query), as
+    written or percent-decoded, put as `***`, and whatever else redact_secrets finds: libpq quotes the
+    piece of a URL it cannot read, e.g. `invalid percent-encoded token: "p%zzw"`. A short secret is put as
+    `***` only where no word character touches it (`u:pw@h`, `"pw"`): put everywhere, a one-letter one
+    turned every such letter of the message into `***`."""
+    for secret in url_secrets(url):
         if len(secret) >= SHORT_SECRET_CHARS:
             text = text.replace(secret, "***")
-        elif secret:
+        else:
             text = re.sub(rf"(?<!\w){re.escape(secret)}(?!\w)", "***", text)
-    return text
+    return redact_secrets(text)

@@ -175,10 +175,12 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
     except LedgerCorrupt as err:  # a retry reads the same bytes: the call that made the result can make it anew
         return error_result(
             f"context_guru_expand: the stored original of <<cg:{hash_}>> cannot be read, the ledger is corrupt "
-            f"({err}); call the original tool again for a fresh result."
+            f"({env.ledger.for_client(err)}); call the original tool again for a fresh result."
         )
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the marker may be fine
-        return error_result(f"context_guru_expand: the ledger cannot be read right now ({err}); try again shortly.")
+        return error_result(
+            f"context_guru_expand: the ledger cannot be read right now ({env.ledger.for_client(err)}); try again shortly."
+        )
     except UnknownId as err:
         _record(env, hash_, ok=False, chars=0)
         return error_result(

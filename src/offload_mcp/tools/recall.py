@@ -364,11 +364,13 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
     except (LedgerCorrupt, orjson.JSONDecodeError) as err:  # a retry reads the same bytes; the tool can make them anew
         raise _BadInput(
-            f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({err}); "
+            f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({env.ledger.for_client(err)}); "
             "call the original tool again for a fresh result"
         ) from None
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
-        raise _BadInput(f"the ledger cannot be read right now ({err}); try the recall again shortly") from None
+        raise _BadInput(
+            f"the ledger cannot be read right now ({env.ledger.for_client(err)}); try the recall again shortly"
+        ) from None
 
     limit = min(max_chars or cap, cap)
     capped_note = f" (max_chars capped at {cap:,})" if max_chars is not None and max_chars > cap else ""

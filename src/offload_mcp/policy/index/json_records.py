@@ -11,30 +11,21 @@ from typing import Any
 
 from ...jsonpath_keys import is_plain_key
 from ..textscan import lstripped_head
+from .fields import (
+    STANDOUTS_SHOWN,
+    Fields,
+    choose,
+    counts_line,
+    get,
+    standout_line,
+    standouts,
+    value_counts,
+)
 from .render import VALUE_CHARS, render
 
-_ID_NAMES = (
-    "id",
-    "sha",
-    "number",
-    "key",
-    "name",
-    "title",
-    "login",
-    "path",
-    "order_no",
-    "slug",
-    "uuid",
-    "sku",
-    "email",
-    "date",
-    "ref",
-)
-_ID_SUFFIXES = ("_id", "_no", "_ref", "_key", "_sha", "_number", "Id")
-_NESTED_NAMES = ("login", "name", "title")
-_NOT_IDS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
-_MAX_FIELDS = 3
 _SAMPLE = 50
+_DISPLAY_CHARS = 40
+"""A display name (a title, a commit message) in a row line: enough to tell rows apart."""
 _LITERAL_MAX_CHARS = 100_000  # ast.literal_eval costs ~0.5 ms per KB
 
 
@@ -54,41 +45,51 @@ def python_literal(text: str) -> Any | None:
 def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
     """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none.
 
-    The line after the shown items pages the rest: with `json_paths` (the stored body is JSON) a
-    JSONPath giving just the first indexed field of every remaining item, and one giving whole items;
-    otherwise (a Python-repr body) a search or a char range.
+    Fields (fields.py): the keys that identify a row first, then a table's date and numeric columns,
+    then one display name; few-valued fields as value counts, rows that stand out listed whole, each
+    said once above the rows. The line after the shown items pages the rest: with `json_paths` (the
+    stored body is JSON) a JSONPath giving just the first indexed field of every remaining item, and
+    one giving whole items; otherwise (a Python-repr body) a search or a char range.
     """
     found = _records(doc)
     if found is None or budget <= 0:
         return ""
     path, items = found
-    extra_counters: list[str] = []
+    extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
+    paged: int | None = None
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
         rows = ((_scalar(it[0]) if it else "",) for it in items)
         whats: tuple[str, ...] = ("first column",)
     else:
-        fields = _choose_fields(items)
+        chosen, wrapper = _choose(items)
+        fields = chosen.shown
         if not fields:
             return ""
         counters = [f for f in fields if _counts_up(items, f)]
         if counters and len(counters) < len(fields):
-            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line.
-            fields = [f for f in fields if f not in counters]
-            extra_counters = [
-                f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters
-            ]
-        # Richest first: every chosen field, then fewer, then the first one alone (the identifier).
+            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line; with
+            # no other key, the display name says which row is which.
+            keys = [f for f in chosen.keys if f not in counters]
+            display = [f for f in chosen.display if f not in counters]
+            values = [f for f in chosen.values if f not in counters]
+            chosen = Fields(keys or display, values, display if keys else [], chosen.few)
+            fields = chosen.shown
+            extra += [f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters]
+        extra += _summaries(items, chosen, wrapper, budget)
+        # Richest first: every chosen field, then fewer (the display name gives way first), then the first one alone.
         levels = [fields[:n] for n in range(len(fields), 0, -1)]
+        projected = len(chosen.keys) + len(chosen.values)
+        if projected > 1:
+            paged = len(fields) - projected  # keys and figures, without the display name
         # Lazily: render stops reading once even the most compact level is past the budget (1 MB of JSON
         # items costs what the first few hundred do).
-        rows = (_levels(it, fields, levels) for it in items)
+        rows = (_levels(it, fields, levels, projected) for it in items)
         whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     head = f"index of {len(items):,} items at {path}, one line each: "
-    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
-    extra += extra_counters
+    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes] + extra
     first = fields[0] if fields[0].startswith("[") else "." + fields[0]
 
     def page(k: int) -> str:
@@ -100,12 +101,54 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         )
 
     return render(
-        head, whats, extra, rows, budget, lambda k: f"{len(items) - k:,} more items not shown: {page(k)}", len(items)
+        head,
+        whats,
+        extra,
+        rows,
+        budget,
+        lambda k: f"{len(items) - k:,} more items not shown: {page(k)}",
+        len(items),
+        paged=paged,
     )
 
 
-def _levels(item: Any, fields: list[str], levels: list[list[str]]) -> tuple[str, ...]:
+def _choose(items: list[Any]) -> tuple[Fields, str | None]:
+    """The fields to show, under the key every item keeps its record under (GraphQL edges' `node`), if any."""
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    wrapper = _wrapper_key(sample) if sample else None
+    if wrapper is None:
+        return choose(items), None
+    inner = choose([it.get(wrapper) if isinstance(it, dict) else None for it in items])
+    return (
+        Fields(*([f"{wrapper}.{f}" for f in part] for part in (inner.keys, inner.values, inner.display, inner.few))),
+        wrapper,
+    )
+
+
+def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: int) -> list[str]:
+    """Value counts of the few-valued fields, then the rows that stand out, whole: within a quarter of `budget`."""
+    inner = [it.get(wrapper) if isinstance(it, dict) else None for it in items] if wrapper else items
+    counted = {f: value_counts(items, f) for f in chosen.few}
+    lines = [counts_line(f, c, lambda v: _scalar(v)[:30]) for f, c in counted.items() if len(c) >= 2]
+    marked, why = standouts(inner, chosen, {f.split(".", 1)[1] if wrapper else f: c for f, c in counted.items()})
+    if marked:
+        some = f"the first {STANDOUTS_SHOWN} of " if len(marked) > STANDOUTS_SHOWN else ""
+        lines.append(f"  {some}{len(marked):,} items that stand out ({'; '.join(why)}), whole:")
+        lines += [standout_line(k, inner[k], chosen) for k in marked[:STANDOUTS_SHOWN]]
+    room = budget // 4
+    out: list[str] = []
+    for line in lines:
+        room -= len(line) + 1
+        if room < 0:
+            break
+        out.append(line)
+    return out
+
+
+def _levels(item: Any, fields: list[str], levels: list[list[str]], display: int) -> tuple[str, ...]:
+    """The item at each level; its display name (from field `display` on) at most _DISPLAY_CHARS."""
     values = [_scalar(_get(item, f)) if isinstance(item, dict) else "" for f in fields]
+    values[display:] = [v if len(v) <= _DISPLAY_CHARS else v[: _DISPLAY_CHARS - 1] + "…" for v in values[display:]]
     return tuple(" | ".join(values[: len(level)]) for level in levels)
 
 
@@ -153,45 +196,6 @@ def _is_records(items: list[Any]) -> bool:
     return all(isinstance(it, dict) for it in sample) or all(isinstance(it, (list, tuple)) and it for it in sample)
 
 
-def _is_id_name(name: str) -> bool:
-    if name in _NOT_IDS:
-        return False
-    return name in _ID_NAMES or name.endswith(_ID_SUFFIXES)
-
-
-def _choose_fields(items: list[Any]) -> list[str]:
-    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
-    if not sample:
-        return []
-    wrapper = _wrapper_key(sample)
-    if wrapper is not None:
-        return [f"{wrapper}.{field}" for field in _choose_fields([it[wrapper] for it in sample])]
-    need = (len(sample) + 1) // 2
-    counts: dict[str, int] = {}
-    for it in sample:
-        for k, v in it.items():
-            if isinstance(k, str) and _is_scalar(v):
-                counts[k] = counts.get(k, 0) + 1
-            elif isinstance(k, str) and isinstance(v, dict):
-                for k2, v2 in v.items():
-                    if k2 in _NESTED_NAMES and _is_scalar(v2):
-                        counts[f"{k}.{k2}"] = counts.get(f"{k}.{k2}", 0) + 1
-    # A field with one value across the sample (committer.login "web-flow") identifies nothing.
-    common = [
-        k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)
-    ]
-    top = [k for k in common if "." not in k]
-    rank = {name: i for i, name in enumerate(_ID_NAMES)}
-    exact = sorted((k for k in top if k in rank), key=lambda k: rank[k])
-    suffixed = [k for k in top if k not in rank and _is_id_name(k)]
-    nested = [k for k in common if "." in k]
-    chosen = (exact + suffixed + nested)[:_MAX_FIELDS]
-    if not chosen:
-        urls = [k for k in top if k in ("html_url", "url")]
-        chosen = urls[:1]
-    return chosen
-
-
 def _counts_up(items: list[Any], field: str) -> bool:
     """The field is an integer that goes up by one from item to item (a row number): derivable from the position."""
     first, last = (_get(it, field) if isinstance(it, dict) else None for it in (items[0], items[-1]))
@@ -214,10 +218,6 @@ def _counts_up(items: list[Any], field: str) -> bool:
     return len(items) >= 3
 
 
-def _is_scalar(v: Any) -> bool:
-    return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
-
-
 def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
     """The key every item keeps its record under, as GraphQL's edges do (`{"cursor": "Y3Vy…", "node":
     {"id", "number", "title"...}}`): each item's one object-valued key, the same in all, beside at most
@@ -232,15 +232,7 @@ def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
     return wrapper if is_plain_key(wrapper) else None
 
 
-def _get(item: dict[str, Any], field: str) -> Any:
-    if "." not in field:
-        return item.get(field)
-    value: Any = item
-    for key in field.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
+_get = get
 
 
 def _scalar(v: Any) -> str:

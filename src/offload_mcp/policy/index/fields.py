@@ -1,0 +1,375 @@
+"""Which fields of a list of records the index shows, and what it says of the rest, judged by the values
+as much as by the names.
+
+- keys: fields that identify a row. An id-like name (`id`, `_id`, `uuid`, `sku`, `slug`, `*_id`, `*Id`,
+  `part_num`...), or values unique per row and shaped like identifiers (digits, hex, uuids, slugs, codes
+  such as ORD-2025-00042); dates key a row only when nothing else does (daily prices). Nested keys
+  (`user.id`) only when the top level has none.
+- values: the date and numeric columns of a table read by row (flat records: prices by date, orders with
+  their dates and totals), shown after the keys: the row an agent reads is its key with its figures.
+- display: one display name (values with spaces; name, title, login, email), shown last, so it is the
+  first to give way when a row must be shorter.
+- few: fields with few distinct values (status, state, type, labels): one line of value counts each.
+- standouts: rows that stand out, listed whole: a field that only a handful of rows have (`error`), or a
+  value of a few-valued field that only a handful of rows have (a failing status).
+
+Why: a list of 2,000 items with 2 error items was indexed by 530 names and showed no sign of the errors,
+and a list of daily prices by its dates alone. Pure and deterministic: same items, same choice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from itertools import chain, repeat
+from typing import Any
+
+import orjson
+
+from ...jsonpath_keys import is_plain_key
+
+SAMPLE = 200
+"""Items read to classify fields; counts and standouts read every item."""
+
+_KEY_NAMES = ("id", "sha", "number", "key", "path", "order_no", "slug", "uuid", "sku", "ref")
+"""Exact key names, in the order they are shown."""
+_KEY_SUFFIXES = (
+    "_id",
+    "_no",
+    "_num",
+    "_ref",
+    "_key",
+    "_sha",
+    "_number",
+    "_uuid",
+    "_sku",
+    "_slug",
+    "_code",
+    "Id",
+    "ID",
+    "No",
+    "Num",
+    "Number",
+    "Key",
+    "Uuid",
+    "Sku",
+    "Slug",
+    "Code",
+)
+_DISPLAY_NAMES = ("name", "title", "login", "email", "full_name", "display_name", "subject", "label")
+_NOT_KEYS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
+_MAX_KEYS = 3
+_MAX_VALUES = 3
+_DISPLAY_CHARS = 80
+"""A display field's values average at most this: a body of prose is no name."""
+_TABLE_FIELDS = 16
+"""A table read by row: at most this many fields, nearly all of them scalars."""
+_FEW_VALUES = 10
+_COUNTED_FIELDS = 4
+_COUNTS_SHOWN = _FEW_VALUES
+_RARE_SHARE = 0.02
+"""A field or value that at most 2% of rows have (in a list of at least 20) makes those rows stand out."""
+_RARE_MIN_ROWS = 20
+_RARE_FEW = 3
+"""Or at most 3 rows, in a shorter list."""
+STANDOUTS_SHOWN = 5
+_STANDOUT_CHARS = 400
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_HEX = re.compile(r"(?=[a-f]*\d)[0-9a-f]{6,64}|(?=[A-F]*\d)[0-9A-F]{6,64}")
+_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/#@+-]{1,79}")
+"""One token: a slug (`brick-2x4`), a code (`ORD-2025-00042`, `SKU_3001`), a resource name (`projects/7/x`)."""
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+
+
+@dataclass(frozen=True)
+class Fields:
+    keys: list[str]
+    values: list[str]
+    display: list[str]
+    few: list[str]
+
+    @property
+    def shown(self) -> list[str]:
+        """The fields of a row line, richest first: keys, then values, then the display name."""
+        return self.keys + self.values + self.display
+
+
+def get(item: Any, field: str) -> Any:
+    if not isinstance(item, dict):
+        return None
+    if "." not in field:
+        return item.get(field)
+    value: Any = item
+    for key in field.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def is_scalar(v: Any) -> bool:
+    return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+
+
+def is_key_name(name: str) -> bool:
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in _NOT_KEYS:
+        return False
+    return leaf in _KEY_NAMES or (len(leaf) > 2 and leaf.endswith(_KEY_SUFFIXES)) or leaf == "_id"
+
+
+def _is_display_name(name: str) -> bool:
+    leaf = name.rsplit(".", 1)[-1]
+    return leaf in _DISPLAY_NAMES or leaf.endswith(("_name", "Name", "_title", "Title"))
+
+
+def _id_shaped(v: Any) -> bool:
+    """A value that reads as an identifier: digits, hex, a uuid, a slug or code; no URL, no prose."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        return False
+    if isinstance(v, int):
+        return True
+    if "://" in v or " " in v:
+        return False
+    return bool(_UUID.fullmatch(v) or _HEX.fullmatch(v) or (_CODE.fullmatch(v) and _code_like(v)))
+
+
+def _code_like(v: str) -> bool:
+    # A plain word ("apple", "Paris") is a name; a slug or code has a digit or a joiner.
+    return any(c.isdigit() for c in v) or any(c in v for c in "-_/:#")
+
+
+def _is_date(v: Any) -> bool:
+    return isinstance(v, str) and _DATE.fullmatch(v) is not None
+
+
+@dataclass
+class _Stats:
+    present: int = 0
+    distinct: int = 0
+    ids: int = 0
+    dates: int = 0
+    numbers: int = 0
+    texts: int = 0
+    spaced: int = 0
+    chars: int = 0
+    urls: int = 0
+    listed: int = 0
+    """Values that are lists of scalars (labels, tags)."""
+
+
+def _stats(sample: list[dict[str, Any]], field: str) -> _Stats:
+    s = _Stats()
+    seen: set[Any] = set()
+    for it in sample:
+        v = get(it, field)
+        if isinstance(v, list) and all(is_scalar(x) for x in v):
+            s.listed += 1
+            continue
+        if not is_scalar(v):
+            continue
+        s.present += 1
+        seen.add(v)
+        if isinstance(v, (int, float)):
+            s.numbers += 1
+            s.ids += isinstance(v, int)
+            continue
+        s.texts += 1
+        s.chars += len(v)
+        s.urls += "://" in v
+        s.spaced += " " in v.strip()
+        s.dates += _is_date(v)
+        s.ids += _id_shaped(v)
+    s.distinct = len(seen)
+    return s
+
+
+def _candidates(sample: list[dict[str, Any]]) -> list[str]:
+    """Scalar (or list-of-scalar) fields most sampled items have, top level first, then one level down."""
+    need = (len(sample) + 1) // 2
+    top: Counter[str] = Counter()
+    nested: Counter[str] = Counter()
+    for it in sample:
+        for k, v in it.items():
+            if not isinstance(k, str):
+                continue
+            if is_scalar(v) or isinstance(v, list):
+                top[k] += 1
+            elif isinstance(v, dict) and is_plain_key(k):
+                for k2, v2 in v.items():
+                    if isinstance(k2, str) and is_scalar(v2) and is_plain_key(k2):
+                        nested[f"{k}.{k2}"] += 1
+    ordered = [k for k, c in top.items() if c >= need] + [k for k, c in nested.items() if c >= need]
+    return ordered
+
+
+def choose(items: list[Any]) -> Fields:
+    sample = [it for it in items[:SAMPLE] if isinstance(it, dict)]
+    if not sample:
+        return Fields([], [], [], [])
+    rows = len(sample)
+    table = _is_table(sample)
+    name_keys: list[str] = []
+    value_keys: list[str] = []
+    dates: list[str] = []
+    numbers: list[str] = []
+    display: list[str] = []
+    few: list[str] = []
+    constant: list[str] = []
+    for field in _candidates(sample):
+        if field.rsplit(".", 1)[-1] in _NOT_KEYS:
+            continue
+        s = _stats(sample, field)
+        if s.listed >= max(1, s.present):
+            if rows >= 10 and _few_listed(sample, field):
+                few.append(field)
+            continue
+        if s.present < (rows + 1) // 2 or s.urls:
+            continue  # URLs: their common prefix is said once (json_records._url_prefixes)
+        if rows >= 3 and s.distinct < 2:
+            # One value across the sample (committer.login "web-flow") identifies nothing; its counts
+            # over every row may show the few rows that differ (status "ok" but for 2 "failed").
+            if rows >= 10 and s.texts == s.present:
+                constant.append(field)
+            continue
+        if rows >= 10 and s.distinct <= _FEW_VALUES and s.distinct * 4 <= s.present and not s.numbers * 2 > s.present:
+            few.append(field)
+            continue
+        unique = s.distinct == s.present
+        if is_key_name(field):
+            name_keys.append(field)
+        elif s.texts and s.dates == s.present:
+            dates.append(field)
+        elif s.texts == s.present and s.ids == s.present and unique and rows >= 2:
+            value_keys.append(field)
+        elif s.numbers == s.present:
+            numbers.append(field)
+        elif s.texts == s.present and (_is_display_name(field) or s.spaced * 2 >= s.present):
+            if s.chars <= _DISPLAY_CHARS * s.present:
+                display.append(field)
+    keys = _top_first(_ranked(name_keys) + value_keys)
+    unique_dates = [f for f in dates if _unique(sample, f)]
+    if not keys and unique_dates:
+        keys = unique_dates[:1]
+    if not keys and display:
+        keys, display = display[:1], display[1:]  # a name is what identifies a row that has nothing else
+    values = [f for f in dates + numbers if f not in keys] if table else []
+    display = [f for f in display if "." not in f] + [f for f in display if "." in f]
+    return Fields(
+        keys[:_MAX_KEYS], values[:_MAX_VALUES], _display_first(display)[:1], (few + constant)[:_COUNTED_FIELDS]
+    )
+
+
+def _ranked(fields: list[str]) -> list[str]:
+    rank = {name: i for i, name in enumerate(_KEY_NAMES)}
+    exact = sorted((f for f in fields if f in rank), key=lambda f: rank[f])
+    return exact + [f for f in fields if f not in rank]
+
+
+def _top_first(keys: list[str]) -> list[str]:
+    """Top-level keys; nested ones (`user.id`) only when the top level has none."""
+    top = [k for k in keys if "." not in k]
+    return top if top else keys
+
+
+def _display_first(display: list[str]) -> list[str]:
+    """Named display fields first (title before a nested login), then other text with spaces."""
+    named = [f for f in display if _is_display_name(f)]
+    return named + [f for f in display if f not in named]
+
+
+def _unique(sample: list[dict[str, Any]], field: str) -> bool:
+    values = [get(it, field) for it in sample]
+    return len(set(values)) == len(values)
+
+
+def _is_table(sample: list[dict[str, Any]]) -> bool:
+    """Flat records read by row: few fields, nearly all scalars (or null)."""
+    fields = scalars = 0
+    for it in sample:
+        if len(it) > _TABLE_FIELDS:
+            return False
+        fields += len(it)
+        scalars += sum(1 for v in it.values() if v is None or isinstance(v, (str, int, float)))
+    return fields > 0 and scalars * 10 >= fields * 9
+
+
+def _few_listed(sample: list[dict[str, Any]], field: str) -> bool:
+    """Lists of labels drawn from few distinct ones."""
+    seen = {x for it in sample for x in (get(it, field) or ()) if is_scalar(x)}
+    return 0 < len(seen) <= _FEW_VALUES * 2
+
+
+def _values(items: list[Any], field: str) -> Iterable[Any]:
+    if "." not in field and all(isinstance(it, dict) for it in items[:SAMPLE]):
+        return map(dict.get, items, repeat(field))  # every item, in C
+    return (get(it, field) for it in items)
+
+
+def value_counts(items: list[Any], field: str) -> Counter[Any]:
+    counts: Counter[Any] = Counter()
+    values = list(_values(items, field))
+    if any(isinstance(v, list) for v in values[:SAMPLE]):
+        counts.update(x for v in values if isinstance(v, list) for x in v if is_scalar(x))
+        return counts
+    try:
+        counts.update(v for v in values if is_scalar(v))
+    except TypeError:
+        return Counter()
+    return counts
+
+
+def counts_line(field: str, counts: Counter[Any], clip: Callable[[str], str]) -> str:
+    """`field: paid 1,990, failed 8, +3 more values` (most frequent first, ties by value)."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    shown = ", ".join(f"{clip(str(v))} {c:,}" for v, c in ranked[:_COUNTS_SHOWN])
+    more = f", +{len(ranked) - _COUNTS_SHOWN} more values" if len(ranked) > _COUNTS_SHOWN else ""
+    return f"  {field} (value counts): {shown}{more}"
+
+
+def standouts(items: list[Any], fields: Fields, counted: dict[str, Counter[Any]]) -> tuple[list[int], list[str]]:
+    """The rows that stand out, in item order, and why (the fields or values that set them apart)."""
+    n = len(items)
+    if n < _RARE_MIN_ROWS:
+        return [], []
+    rare = max(_RARE_FEW, int(n * _RARE_SHARE))
+    why: list[str] = []
+    marked: set[int] = set()
+    # A field only a handful of rows give a value (an `error`): present in few, or null/empty in most.
+    dicts = [it for it in items if isinstance(it, dict)]
+    present = Counter(chain.from_iterable(dicts))
+    sample = dicts[:SAMPLE]
+    for key, c in sorted(present.items(), key=lambda kv: str(kv[0])):
+        if not isinstance(key, str):
+            continue
+        if c > rare and not all(not it.get(key) for it in sample):
+            continue
+        having = [i for i, it in enumerate(items) if isinstance(it, dict) and it.get(key) not in (None, "", [], {})]
+        if 0 < len(having) <= rare:
+            marked.update(having)
+            why.append(f"{key} set")
+    # A value of a few-valued field that only a handful of rows have, beside a usual one (a failing status).
+    for field, counts in counted.items():
+        if len(counts) < 2 or max(counts.values()) * 2 < n:
+            continue
+        odd = {v for v, c in counts.items() if c <= rare}
+        if not odd:
+            continue
+        hits = [i for i, v in enumerate(_values(items, field)) if is_scalar(v) and v in odd]
+        if hits and len(hits) <= rare:
+            marked.update(hits)
+            why.append(f"{field} " + "/".join(sorted(map(str, odd))))
+    return sorted(marked), why
+
+
+def standout_line(k: int, item: Any, fields: Fields) -> str:
+    """The row whole, as compact JSON, its key fields first; clipped at a few hundred chars."""
+    if isinstance(item, dict):
+        first = {f: get(item, f) for f in fields.keys if "." not in f and f in item}
+        item = {**first, **{k2: v for k2, v in item.items() if k2 not in first}}
+    text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    line = f"  item {k}: {text}"
+    return line if len(line) <= _STANDOUT_CHARS else line[: _STANDOUT_CHARS - 1] + "…"

@@ -1,0 +1,282 @@
+"""Which fields and rows a stub's index shows (issue 38, classes 5-7): identifiers before display names,
+few-valued fields as value counts, rows that stand out listed whole; tables read by row as projections of
+their key and figures; long git logs as sha, date and subject, with a paging call that reads on.
+
+Generated records of varied shapes (key spellings, nesting, row counts from 10 to 50,000, a few anomalous
+rows), built by rules that know nothing of the index's choices."""
+
+import random
+import re
+import subprocess
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from offload_mcp.policy.stub import build_stub
+from offload_mcp.tools.jsonpath_worker import evaluate
+
+TRM = "trm_0123456789abcdef"
+BUDGET = 6000
+
+
+def stub_of(text: str, budget: int = BUDGET) -> str:
+    body = {"content": [{"type": "text", "text": text}]}
+    return build_stub(trm_id=TRM, tool="t", body=body, chars=len(text), index_chars=budget)
+
+
+def index_of(out: str) -> str:
+    assert "\nindex of" in out, out[:600]
+    return "index of" + out.split("\nindex of", 1)[1].split("\nhead:", 1)[0]
+
+
+# ------------------------------------------------------------------ class 5: which fields, counts, standouts
+
+
+def _key_value(spelling: str, rng: random.Random, i: int) -> str | int:
+    """An identifier as servers spell it under that key: uuids, hex, skus, slugs, part numbers, numeric ids."""
+    if spelling in ("uuid", "user.id"):
+        return f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-a{rng.getrandbits(12):03x}-{rng.getrandbits(48):012x}"
+    if spelling == "_id":
+        return f"{rng.getrandbits(96):024x}"
+    if spelling == "sku":
+        return f"SKU-{rng.randint(10, 99)}-{i:05d}"
+    if spelling in ("slug", "handle"):
+        return f"{rng.choice(['red', 'blue', 'tall'])}-{rng.choice(['brick', 'plate', 'tile'])}-{i}"
+    if spelling == "part_num":
+        return f"{3000 + i}{rng.choice(['', 'a', 'b', 'pr0001'])}"
+    return 100_000 + i * 7 + rng.randint(0, 6)  # id, orderId: numeric, not counting up by one
+
+
+def _records(spelling: str, rows: int, seed: int) -> tuple[list[dict], list[int]]:
+    rng = random.Random(seed)
+    bad = sorted(rng.sample(range(rows), 2))
+    items = []
+    for i in range(rows):
+        key = _key_value(spelling, rng, i)
+        item: dict = {"user": {"id": key, "name": f"User {i}"}} if spelling == "user.id" else {spelling: key}
+        item["name"] = (
+            f"{rng.choice(['Brick', 'Plate', 'Tile'])} {rng.randint(1, 8)} x {rng.randint(1, 8)} {rng.choice(['Red', 'Blue', 'Light Bluish Gray'])}"
+        )
+        item["status"] = "ok"
+        item["qty"] = rng.randint(1, 500)
+        items.append(item)
+    for k in bad:
+        items[k]["status"] = "failed"
+        items[k]["error"] = f"upstream timeout after {rng.randint(10, 60)}s"
+    return items, bad
+
+
+def _key_of(item: dict, spelling: str) -> str:
+    return str(item["user"]["id"] if spelling == "user.id" else item[spelling])
+
+
+@pytest.mark.parametrize(
+    ("spelling", "rows"),
+    [
+        ("id", 10),
+        ("_id", 40),
+        ("uuid", 2000),
+        ("sku", 300),
+        ("slug", 2000),
+        ("part_num", 5000),
+        ("orderId", 2000),
+        ("handle", 700),  # no id-like name: recognised by its values, unique and slug-shaped
+        ("user.id", 1200),
+        ("uuid", 50_000),
+    ],
+)
+def test_identifiers_come_first_few_values_are_counted_and_error_rows_are_listed_whole(spelling, rows):
+    """A list of 2,000 items with 2 error items was indexed by 530 names and showed no sign of the errors:
+    the key field now leads each row, the status is counted, and the error rows are in view, whole."""
+    items, bad = _records(spelling, rows, seed=rows)
+    text = orjson.dumps(items).decode()
+    out = stub_of(text)
+    index = index_of(out)
+    assert len(index) <= BUDGET
+    head = index.split("\n", 1)[0]
+    assert re.search(rf"one line each: {re.escape(spelling)}\b", head), head  # the key first, never the name
+    assert "\n  status (value counts): ok " in index and f"ok {rows - 2:,}, failed 2" in index
+    for k in bad:  # the error rows: their key and their error in view, whatever their position
+        key = _key_of(items[k], spelling)
+        assert any(key in ln and items[k]["error"] in ln for ln in index.splitlines()) or rows < 20, key
+    if rows >= 20:
+        assert "items that stand out (error set; status failed), whole:" in index
+    assert stub_of(text) == out  # byte-stable
+
+
+def test_a_value_outside_the_rest_of_a_few_valued_field_marks_its_rows_without_an_error_field():
+    rng = random.Random(7)
+    items = [
+        {"ticket": f"T-{i:05d}", "state": rng.choice(["open", "closed"]), "title": f"Issue about {i}"}
+        for i in range(3000)
+    ]
+    items[2222]["state"] = "blocked"
+    out = index_of(stub_of(orjson.dumps(items).decode()))
+    assert "state (value counts): " in out and "blocked 1" in out
+    assert '\n  item 2222: {"ticket":"T-02222","state":"blocked"' in out
+
+
+# ------------------------------------------------------------------ class 6: tables read by row
+
+
+def _prices(rows: int) -> list[dict]:
+    rng = random.Random(rows)
+    out, price = [], 100.0
+    for i in range(rows):
+        price = round(price * (1 + rng.uniform(-0.02, 0.02)), 2)
+        day = f"{2000 + i // 336}-{i // 28 % 12 + 1:02d}-{i % 28 + 1:02d}"
+        out.append(
+            {
+                "date": day,
+                "open": price,
+                "high": round(price * 1.01, 2),
+                "close": price,
+                "volume": rng.randint(10**5, 10**7),
+            }
+        )
+    return out
+
+
+def _orders(rows: int) -> list[dict]:
+    rng = random.Random(rows + 1)
+    return [
+        {
+            "orderNumber": f"WC-{50_000 + i}",
+            "created_at": f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T10:00:00Z",
+            "customer": f"{rng.choice(['Ada', 'Alan', 'Grace'])} {rng.choice(['Lovelace', 'Turing', 'Hopper'])}",
+            "total": round(rng.uniform(5, 900), 2),
+            "status": rng.choice(["completed", "processing"]),
+        }
+        for i in range(rows)
+    ]
+
+
+def _videos(rows: int) -> dict:
+    rng = random.Random(rows + 2)
+    return {
+        "kind": "youtube#searchListResponse",
+        "items": [
+            {
+                "videoId": "".join(
+                    rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") for _ in range(11)
+                ),
+                "title": f"Episode {i}: {rng.choice(['cooking', 'travel', 'tools'])} with friends",
+                "publishedAt": f"2024-{i % 12 + 1:02d}-{i % 28 + 1:02d}T12:00:00Z",
+                "viewCount": rng.randint(100, 10**6),
+            }
+            for i in range(rows)
+        ],
+    }
+
+
+def _rows_of(doc):
+    return doc["items"] if isinstance(doc, dict) else doc
+
+
+@pytest.mark.parametrize(
+    ("make", "key", "figure", "rows"),
+    [
+        (_prices, "date", "close", 60),
+        (_prices, "date", "close", 1000),
+        (_orders, "orderNumber", "total", 40),
+        (_orders, "orderNumber", "total", 20_000),
+        (_videos, "videoId", "publishedAt", 80),
+        (_videos, "videoId", "publishedAt", 3000),
+    ],
+    ids=["prices-60", "prices-1000", "orders-40", "orders-20000", "videos-80", "videos-3000"],
+)
+def test_a_table_read_by_row_is_a_projection_of_its_key_and_figures(make, key, figure, rows):
+    """Daily prices by date, orders with dates and totals, videos with dates: each row's key with its
+    figures on one line, every row when they fit; else as many whole projected rows as fit, and a
+    json_path that really returns the next rows."""
+    doc = make(rows)
+    records = _rows_of(doc)
+    text = orjson.dumps(doc).decode()
+    index = index_of(stub_of(text))
+    assert len(index) <= BUDGET
+    head = index.split("\n", 1)[0]
+    assert f"one line each: {key}" in head and figure in head.split(";", 1)[0], head
+    lines = {ln.split(" | ", 1)[0].strip(): ln for ln in index.splitlines() if " | " in ln}
+    listed = [r for r in records if str(r[key]) in lines]
+    for r in listed:  # the key and the figure on one line
+        assert str(r[figure]) in lines[str(r[key])]
+    if "all shown" in head:
+        assert len(listed) == rows
+        return
+    shown = int(re.search(r"; first ([\d,]+) shown", head).group(1).replace(",", ""))
+    assert listed == records[:shown] and shown >= 40
+    path = re.search(r'json_path="(\$[^"]*\[\d+:\d+\])" for whole items', index).group(1)
+    count, answer = anyio.run(lambda: evaluate(path, orjson.dumps(doc), time_limit_s=30))
+    assert count == 20
+    first = answer.splitlines()[0]
+    assert f"[{shown}] = " in first and orjson.dumps(records[shown][key]).decode() in first
+
+
+# ------------------------------------------------------------------ class 7: long git logs
+
+
+def _git_log(commits: int, style: str, seed: int) -> str:
+    rng = random.Random(seed)
+    verbs = ["Fix", "Add", "Refactor", "Document", "Speed up"]
+    things = ["stock sync", "price rounding in the quarterly report", "webhook retries", "SKU lookup"]
+    out = []
+    for i in range(commits):
+        sha = f"{rng.getrandbits(160):040x}"
+        subject = f"{rng.choice(verbs)} {rng.choice(things)} (#{1000 - i})"
+        if style == "mcp-server-git":
+            out.append(
+                f"Commit: {sha}\nAuthor: Dev {i % 9}\nDate: 2026-{i % 12 + 1:02d}-{i % 28 + 1:02d} 10:00:00+00:00\nMessage: {subject}\n\n"
+            )
+        else:
+            out.append(
+                f"commit {sha}\nAuthor: Dev {i % 9} <dev{i % 9}@example.com>\n"
+                f"Date:   Fri Nov {i % 28 + 1} 08:32:20 2023 +0000\n\n    {subject}\n\n    Body line.\n\n"
+            )
+    return ("Commit history:\n" if style == "mcp-server-git" else "") + "".join(out)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _repo_log() -> str:
+    """This repository's own history up to a fixed commit: 545 real commits."""
+    return subprocess.run(
+        ["git", "log", "-n", "545", "948b2eccb3a9793527b84bbd1eab9f6e66fb3004"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.parametrize(
+    ("style", "commits"),
+    [("git", 545), ("mcp-server-git", 545), ("git", 3000), ("mcp-server-git", 1200), ("repo", 545)],
+)
+def test_a_long_git_log_lists_fewer_commits_by_sha_date_and_subject_and_pages_the_rest(style, commits):
+    """545 commits listed 134 bare shas: which commit is which was not said. When bare shas would list
+    less than half of the log, the first commits come with their date and subject, and the lines= call
+    reads on from the first commit not listed."""
+    text = _repo_log() if style == "repo" else _git_log(commits, style, seed=commits)
+    index = index_of(stub_of(text))
+    assert len(index) <= BUDGET
+    assert f"index of {commits:,} commits, one line each: sha date subject (first 48 chars); first " in index
+    entries = [ln[2:] for ln in index.splitlines()[1:-1]]
+    shas = re.findall(r"^(?:commit|Commit:) ([0-9a-f]{40})", text, re.M)
+    assert len(entries) >= 40 and [e[:40] for e in entries] == shas[: len(entries)]
+    for entry in entries:  # sha, a date, a subject
+        assert re.fullmatch(r"[0-9a-f]{40} \d{4}-\d{2}-\d{2} \S.*", entry), entry
+    subjects = re.findall(r"^(?:Message: |    )(\S.*)$", text, re.M)
+    assert subjects[0][:40] in entries[0]
+    first, last = map(int, re.search(r'lines="(\d+)-(\d+)"', index.splitlines()[-1]).groups())
+    lines = text.split("\n")
+    assert re.match(rf"(?:commit|Commit:) {shas[len(entries)]}", lines[first - 1])
+    assert last > first
+
+
+def test_a_git_log_whose_bare_shas_cover_most_commits_keeps_them():
+    """A log of 200 commits: bare shas list 134 of them, more than half: coverage wins."""
+    index = index_of(stub_of(_git_log(200, "mcp-server-git", seed=3)))
+    assert "index of 200 commits, one line each: sha; first 1" in index

@@ -153,6 +153,24 @@ def _orders(rows: int) -> list[dict]:
     ]
 
 
+def _shop_orders(rows: int) -> dict:
+    """A shop API's orders: numeric ids not in step, order numbers and totals sent as text, under a key."""
+    rng = random.Random(rows + 3)
+    return {
+        "orders": [
+            {
+                "id": 7000 + 3 * i + rng.randint(0, 2),
+                "number": str(5000 + i),
+                "date_created": f"2025-03-{rng.randint(1, 28):02d}T09:30:00",
+                "total": f"{rng.uniform(3, 400):.2f}",
+                "currency": "EUR",
+                "status": rng.choice(["completed", "processing", "on-hold"]),
+            }
+            for i in range(rows)
+        ]
+    }
+
+
 def _videos(rows: int) -> dict:
     rng = random.Random(rows + 2)
     return {
@@ -172,7 +190,7 @@ def _videos(rows: int) -> dict:
 
 
 def _rows_of(doc):
-    return doc["items"] if isinstance(doc, dict) else doc
+    return next(iter(v for v in doc.values() if isinstance(v, list))) if isinstance(doc, dict) else doc
 
 
 @pytest.mark.parametrize(
@@ -182,10 +200,12 @@ def _rows_of(doc):
         (_prices, "date", "close", 1000),
         (_orders, "orderNumber", "total", 40),
         (_orders, "orderNumber", "total", 20_000),
+        (_shop_orders, "id", "total", 50),
+        (_shop_orders, "id", "total", 900),
         (_videos, "videoId", "publishedAt", 80),
         (_videos, "videoId", "publishedAt", 3000),
     ],
-    ids=["prices-60", "prices-1000", "orders-40", "orders-20000", "videos-80", "videos-3000"],
+    ids=["prices-60", "prices-1000", "orders-40", "orders-20000", "shop-50", "shop-900", "videos-80", "videos-3000"],
 )
 def test_a_table_read_by_row_is_a_projection_of_its_key_and_figures(make, key, figure, rows):
     """Daily prices by date, orders with dates and totals, videos with dates: each row's key with its

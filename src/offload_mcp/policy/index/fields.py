@@ -81,6 +81,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]
 _HEX = re.compile(r"(?=[a-f]*\d)[0-9a-f]{6,64}|(?=[A-F]*\d)[0-9A-F]{6,64}")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/#@+-]{1,79}")
 """One token: a slug (`brick-2x4`), a code (`ORD-2025-00042`, `SKU_3001`), a resource name (`projects/7/x`)."""
+_DECIMAL = re.compile(r"-?\d+\.\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 
 
@@ -176,6 +177,9 @@ def _stats(sample: list[dict[str, Any]], field: str) -> _Stats:
         if isinstance(v, (int, float)):
             s.numbers += 1
             s.ids += isinstance(v, int)
+            continue
+        if _DECIMAL.fullmatch(v):
+            s.numbers += 1  # a price or total sent as text ("12.50"): a figure, never an identifier
             continue
         s.texts += 1
         s.chars += len(v)

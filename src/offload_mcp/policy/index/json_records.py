@@ -58,6 +58,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
     paged: int | None = None
+    table = False
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
         rows = ((_scalar(it[0]) if it else "",) for it in items)
@@ -83,6 +84,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         projected = len(chosen.keys) + len(chosen.values)
         if projected > 1:
             paged = len(fields) - projected  # keys and figures, without the display name
+        table = bool(chosen.values)
         # Lazily: render stops reading once even the most compact level is past the budget (1 MB of JSON
         # items costs what the first few hundred do).
         rows = (_levels(it, fields, levels, projected) for it in items)
@@ -109,6 +111,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         lambda k: f"{len(items) - k:,} more items not shown: {page(k)}",
         len(items),
         paged=paged,
+        paged_below=1.0 if table else 0.5,
     )
 
 

@@ -60,9 +60,10 @@ def render(
     *,
     enrich: bool = True,
     paged: int | None = None,
+    paged_below: float = 0.5,
 ) -> str:
     """One line per record at the richest level at which EVERY record fits; else the most compact level, in order,
-    or level `paged` when the most compact one would show fewer than half of the records.
+    or level `paged` when the most compact one would show less than `paged_below` of the records.
 
     Each entry is its record rendered at each level, richest first (git: sha subject (author), then a
     shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
@@ -94,7 +95,7 @@ def render(
             if sizes[lv] + len(ALL_SHOWN) <= budget:
                 return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv] if enrich else 0)
     lv = levels - 1
-    if paged is not None and 0 <= paged < lv and (len(kept) - 1) * 2 < total:
+    if paged is not None and 0 <= paged < lv and len(kept) - 1 < total * paged_below:
         lv = paged
     out = [heads[lv], *extra]
     size = base[lv]

@@ -234,6 +234,19 @@ def test_a_table_read_by_row_is_a_projection_of_its_key_and_figures(make, key, f
     assert f"[{shown}] = " in first and orjson.dumps(records[shown][key]).decode() in first
 
 
+@pytest.mark.parametrize("rows", [60, 2000, 30_000])
+def test_a_figure_far_outside_the_rest_marks_its_row_and_a_usual_table_has_none(rows):
+    doc = _orders(rows)
+    assert "stand out" not in index_of(stub_of(orjson.dumps(doc).decode()))
+    prices = _prices(rows)
+    assert "stand out" not in index_of(stub_of(orjson.dumps(prices).decode()))  # a drifting series is no outlier
+    k = rows * 2 // 3
+    doc[k]["total"] = 250_000.0
+    index = index_of(stub_of(orjson.dumps(doc).decode()))
+    assert "items that stand out (total far outside the rest), whole:" in index
+    assert f'\n  item {k}: {{"orderNumber":"{doc[k]["orderNumber"]}"' in index and "250000.0" in index
+
+
 # ------------------------------------------------------------------ class 7: long git logs
 
 

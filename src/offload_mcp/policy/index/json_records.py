@@ -133,7 +133,13 @@ def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: in
     inner = [it.get(wrapper) if isinstance(it, dict) else None for it in items] if wrapper else items
     counted = {f: value_counts(items, f) for f in chosen.few}
     lines = [counts_line(f, c, lambda v: _scalar(v)[:30]) for f, c in counted.items() if len(c) >= 2]
-    marked, why = standouts(inner, chosen, {f.split(".", 1)[1] if wrapper else f: c for f, c in counted.items()})
+
+    def unwrapped(field: str) -> str:
+        return field.split(".", 1)[1] if wrapper else field
+
+    marked, why = standouts(
+        inner, chosen, {unwrapped(f): c for f, c in counted.items()}, [unwrapped(f) for f in chosen.values]
+    )
     if marked:
         some = f"the first {STANDOUTS_SHOWN} of " if len(marked) > STANDOUTS_SHOWN else ""
         lines.append(f"  {some}{len(marked):,} items that stand out ({'; '.join(why)}), whole:")

@@ -234,6 +234,54 @@ def test_a_table_read_by_row_is_a_projection_of_its_key_and_figures(make, key, f
     assert f"[{shown}] = " in first and orjson.dumps(records[shown][key]).decode() in first
 
 
+def _daily_map(days: int) -> dict:
+    """Daily prices keyed by date under a key no plain JSONPath name spells, figures sent as text."""
+    rng = random.Random(days)
+    series, price = {}, 100.0
+    for i in range(days):
+        price *= 1 + rng.uniform(-0.02, 0.02)
+        day = f"{2020 + i // 336}-{i // 28 % 12 + 1:02d}-{i % 28 + 1:02d}"
+        series[day] = {
+            "1. open": f"{price:.4f}",
+            "4. close": f"{price * 1.001:.4f}",
+            "5. volume": str(rng.randint(10**6, 10**8)),
+        }
+    return {"Meta Data": {"2. Symbol": "IBM"}, "Time Series (Daily)": series}
+
+
+@pytest.mark.parametrize("days", [30, 1000])
+def test_a_map_of_records_is_indexed_by_its_keys_with_their_figures_and_pages_by_key(days):
+    """Records keyed by date (or SKU) in an object, not an array, got no index at all."""
+    doc = _daily_map(days)
+    series = doc["Time Series (Daily)"]
+    index = index_of(stub_of(orjson.dumps(doc).decode()))
+    assert len(index) <= BUDGET
+    head = index.split("\n", 1)[0]
+    assert f"index of {days:,} entries at $['Time Series (Daily)'], one line each: (key), 1. open, 4. close" in head
+    listed = [ln.strip() for ln in index.splitlines()[1:] if " | " in ln]
+    days_listed = [ln.split(" | ", 1)[0] for ln in listed]
+    assert days_listed == list(series)[: len(listed)] and len(listed) >= 30 if days > 30 else len(listed) == 30
+    first = next(iter(series))
+    assert listed[0].startswith(f"{first} | {series[first]['1. open']} | {series[first]['4. close']}")
+    if days == 30:
+        assert "all shown" in head
+        return
+    path = re.search(r'json_path="([^"]+)"\) for the next one', index).group(1)
+    nxt = list(series)[len(listed)]
+    assert path == f"$['Time Series (Daily)']['{nxt}']"
+    count, answer = anyio.run(lambda: evaluate(path, orjson.dumps(doc), time_limit_s=30))
+    assert count == 1 and orjson.loads(answer) == series[nxt]
+
+
+def test_a_map_of_products_keyed_by_sku_lists_every_key():
+    products = {
+        f"SKU-{i:05d}": {"title": f"Brick {i}", "price": round(1 + i * 0.37, 2), "stock": i % 40} for i in range(120)
+    }
+    index = index_of(stub_of(orjson.dumps(products).decode()))
+    assert "index of 120 entries at $, one line each: (key), price, stock" in index
+    assert all(f"\n  SKU-{i:05d} | {products[f'SKU-{i:05d}']['price']}" in index for i in range(120))
+
+
 @pytest.mark.parametrize("rows", [60, 2000, 30_000])
 def test_a_figure_far_outside_the_rest_marks_its_row_and_a_usual_table_has_none(rows):
     doc = _orders(rows)

@@ -16,8 +16,9 @@ Which fields of JSON records, since issue 38 (fields.py): identifiers first, rec
 table read by row: its key with its figures); then one display name, the first to give way. Few-valued
 fields (status, state, labels, logins) are said once as value counts, and rows that stand out (a field
 only a handful of rows set, such as `error`; a value only a handful of rows have, such as a failing
-status) are listed whole above the rows. Why: a list of 2,000 items with 2 error items was indexed by
-530 names and showed no sign of the errors.
+status, a figure far outside the rest of its column) are listed whole above the rows. A map of records
+(daily prices keyed by date) is indexed as a list of its entries, its key first. Why: a list of 2,000
+items with 2 error items was indexed by 530 names and showed no sign of the errors.
 
 What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
 tables: their first column), or per record for text (git log: sha, author, subject; Playwright

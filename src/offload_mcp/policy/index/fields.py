@@ -84,7 +84,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]
 _HEX = re.compile(r"(?=[a-f]*\d)[0-9a-f]{6,64}|(?=[A-F]*\d)[0-9A-F]{6,64}")
 _CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/#@+-]{1,79}")
 """One token: a slug (`brick-2x4`), a code (`ORD-2025-00042`, `SKU_3001`), a resource name (`projects/7/x`)."""
-_DECIMAL = re.compile(r"-?\d+\.\d+")
+_DECIMAL = re.compile(r"-?\d+(?:\.\d+)?")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?")
 
 
@@ -102,9 +102,10 @@ class Fields:
 
 
 def get(item: Any, field: str) -> Any:
+    """The item's value of `field`: a top-level key (`1. open` too), else a path of keys (`user.id`)."""
     if not isinstance(item, dict):
         return None
-    if "." not in field:
+    if "." not in field or field in item:
         return item.get(field)
     value: Any = item
     for key in field.split("."):
@@ -112,6 +113,11 @@ def get(item: Any, field: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def _nested(field: str) -> bool:
+    """A path one level down (`user.id`), not a top-level key that holds a dot (`1. open`)."""
+    return "." in field and all(map(is_plain_key, field.split(".")))
 
 
 def is_scalar(v: Any) -> bool:
@@ -182,7 +188,8 @@ def _stats(sample: list[dict[str, Any]], field: str) -> _Stats:
             s.ids += isinstance(v, int)
             continue
         if _DECIMAL.fullmatch(v):
-            s.numbers += 1  # a price or total sent as text ("12.50"): a figure, never an identifier
+            # A figure sent as text ("12.50", "82488700"): an identifier by its field's name only, as a number is.
+            s.numbers += 1
             continue
         s.texts += 1
         s.chars += len(v)
@@ -254,7 +261,7 @@ def choose(items: list[Any]) -> Fields:
             value_keys.append(field)
         elif s.numbers == s.present:
             numbers.append(field)
-        elif s.texts == s.present and (_is_display_name(field) or (s.spaced * 2 >= s.present and "." not in field)):
+        elif s.texts == s.present and (_is_display_name(field) or (s.spaced * 2 >= s.present and not _nested(field))):
             if s.chars <= _DISPLAY_CHARS * s.present:
                 display.append(field)
     keys = _top_first(_ranked(name_keys) + value_keys)
@@ -264,7 +271,7 @@ def choose(items: list[Any]) -> Fields:
     if not keys and display:
         keys, display = display[:1], display[1:]  # a name is what identifies a row that has nothing else
     values = [f for f in dates + numbers if f not in keys] if table else []
-    display = [f for f in display if "." not in f] + [f for f in display if "." in f]
+    display = [f for f in display if not _nested(f)] + [f for f in display if _nested(f)]
     return Fields(
         keys[:_MAX_KEYS], values[:_MAX_VALUES], _display_first(display)[:1], (few + constant)[:_COUNTED_FIELDS]
     )
@@ -278,7 +285,7 @@ def _ranked(fields: list[str]) -> list[str]:
 
 def _top_first(keys: list[str]) -> list[str]:
     """Top-level keys; nested ones (`user.id`) only when the top level has none."""
-    top = [k for k in keys if "." not in k]
+    top = [k for k in keys if not _nested(k)]
     return top if top else keys
 
 
@@ -438,7 +445,7 @@ def _positions(values: list[Any], value: Any) -> list[int]:
 def standout_line(k: int, item: Any, fields: Fields) -> str:
     """The row whole, as compact JSON, its key fields first; clipped at a few hundred chars."""
     if isinstance(item, dict):
-        first = {f: get(item, f) for f in fields.keys if "." not in f and f in item}
+        first = {f: item[f] for f in fields.keys if f in item}
         item = {**first, **{k2: v for k2, v in item.items() if k2 not in first}}
     text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
     line = f"  item {k}: {text}"

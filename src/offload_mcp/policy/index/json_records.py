@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
-from ...jsonpath_keys import is_plain_key
+from ...jsonpath_keys import is_plain_key, key_segment
 from ..textscan import lstripped_head
 from .fields import (
     STANDOUTS_SHOWN,
@@ -17,6 +17,7 @@ from .fields import (
     choose,
     counts_line,
     get,
+    is_scalar,
     standout_line,
     standouts,
     value_counts,
@@ -51,9 +52,15 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     stored body is JSON) a JSONPath giving just the first indexed field of every remaining item, and
     one giving whole items; otherwise (a Python-repr body) a search or a char range.
     """
-    found = _records(doc)
-    if found is None or budget <= 0:
+    if budget <= 0:
         return ""
+    found: tuple[str, list[Any]] | None = _records(doc)
+    entries: list[Any] = []  # a map's keys, in order, when the records are a map's entries
+    if found is None:
+        found = _record_map(doc)
+        if found is None:
+            return ""
+        entries = [it[MAP_KEY] for it in found[1]]
     path, items = found
     extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
@@ -65,6 +72,11 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         whats: tuple[str, ...] = ("first column",)
     else:
         chosen, wrapper = _choose(items)
+        if entries:  # a map's key says which entry is which: always first
+            chosen = Fields(
+                [MAP_KEY, *(f for f in chosen.keys if f != MAP_KEY)],
+                *([f for f in part if f != MAP_KEY] for part in (chosen.values, chosen.display, chosen.few)),
+            )
         fields = chosen.shown
         if not fields:
             return ""
@@ -90,11 +102,15 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         rows = (_levels(it, fields, levels, projected) for it in items)
         whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
-    head = f"index of {len(items):,} items at {path}, one line each: "
+    noun = "entries" if entries else "items"
+    head = f"index of {len(items):,} {noun} at {path}, one line each: "
     extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes] + extra
-    first = fields[0] if fields[0].startswith("[") else "." + fields[0]
+    first = fields[0] if fields[0].startswith("[") else _field_path(items[0], fields[0])
 
     def page(k: int) -> str:
+        if entries and json_paths:
+            one = path + key_segment(str(entries[k]))
+            return f'recall_tool_result(mem_id="{trm_id}", json_path="{one}") for the next one, query="<key>" for any'
         if not json_paths:
             return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
         return (
@@ -108,7 +124,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         extra,
         rows,
         budget,
-        lambda k: f"{len(items) - k:,} more items not shown: {page(k)}",
+        lambda k: f"{len(items) - k:,} more {noun} not shown: {page(k)}",
         len(items),
         paged=paged,
         paged_below=1.0 if table else 0.5,
@@ -198,6 +214,40 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
             return best  # the shallowest level that has one: a top-level array wins over a longer nested one
         level = deeper
     return None
+
+
+def _field_path(item: Any, field: str) -> str:
+    """`field` as JSONPath steps: `.id`, `.user.id`, `['Order ID']`, `['1. open']` (a top-level key first)."""
+    if isinstance(item, dict) and field in item:
+        return key_segment(field)
+    return "".join(key_segment(part) for part in field.split("."))
+
+
+MAP_KEY = "(key)"
+"""The field that holds a map entry's own key, when the records are a map's entries."""
+_MAP_MIN = 10
+
+
+def _record_map(doc: Any) -> tuple[str, list[Any]] | None:
+    """A map of records (`{"2024-01-02": {"open": ..., "close": ...}, ...}`, `{"SKU-1": {...}}`): the document
+    itself or the largest one under one of its keys, as a list of entries, each its key (`(key)`) and its
+    fields, with the JSONPath of the map. At least 10 entries whose sampled values are all objects with a
+    plain value. Why: daily prices keyed by date and products keyed by SKU got no index at all."""
+    candidates = [("$", doc)] if isinstance(doc, dict) else []
+    if isinstance(doc, dict) and len(doc) <= _NESTED_KEYS:
+        candidates += [("$" + key_segment(k), v) for k, v in doc.items() if isinstance(k, str) and isinstance(v, dict)]
+    best: tuple[str, dict[Any, Any]] | None = None
+    for path, node in candidates:
+        if len(node) >= _MAP_MIN and (best is None or len(node) > len(best[1])) and _is_record_map(node):
+            best = (path, node)
+    if best is None:
+        return None
+    return best[0], [{MAP_KEY: k, **v} for k, v in best[1].items()]
+
+
+def _is_record_map(node: dict[Any, Any]) -> bool:
+    sample = list(islice(node.values(), _SAMPLE))
+    return all(isinstance(v, dict) and MAP_KEY not in v and any(map(is_scalar, v.values())) for v in sample)
 
 
 def _is_records(items: list[Any]) -> bool:

@@ -8,6 +8,7 @@ rows), built by rules that know nothing of the index's choices."""
 import random
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -291,7 +292,7 @@ def test_a_figure_far_outside_the_rest_marks_its_row_and_a_usual_table_has_none(
     k = rows * 2 // 3
     doc[k]["total"] = 250_000.0
     index = index_of(stub_of(orjson.dumps(doc).decode()))
-    assert "items that stand out (total far outside the rest), whole:" in index
+    assert "\n  1 item that stands out (total far outside the rest), whole:" in index
     assert f'\n  item {k}: {{"orderNumber":"{doc[k]["orderNumber"]}"' in index and "250000.0" in index
 
 
@@ -361,3 +362,54 @@ def test_a_git_log_whose_bare_shas_cover_most_commits_keeps_them():
     """A log of 200 commits: bare shas list 134 of them, more than half: coverage wins."""
     index = index_of(stub_of(_git_log(200, "mcp-server-git", seed=3)))
     assert "index of 200 commits, one line each: sha; first 1" in index
+
+
+def _mixed_labels(rows: int) -> list[dict]:
+    """Records whose few-valued fields are strings and lists of labels, in an order set by hashing nothing."""
+    rng = random.Random(rows)
+    items = [
+        {
+            "key": f"K-{i:05d}",
+            "state": rng.choice(["open", "closed", "merged"]),
+            "labels": rng.sample(["bug", "ui", "docs", "perf"], 2),
+            "size": rng.randint(1, 90),
+        }
+        for i in range(rows)
+    ]
+    items[rows // 3]["error"] = "flaky"
+    items[rows // 2]["size"] = 10**6
+    return items
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [_records("sku", 2000, seed=5)[0], _mixed_labels(3000), _daily_map(400), _shop_orders(700)],
+    ids=["errors", "labels", "map", "shop"],
+)
+def test_the_index_is_the_same_bytes_in_another_process_with_another_hash_seed(doc):
+    text = orjson.dumps(doc).decode()
+    first = stub_of(text)
+    assert "\nindex of" in first
+    script = (
+        "import sys; from offload_mcp.policy.stub import build_stub; text = sys.stdin.read();"
+        "body = {'content': [{'type': 'text', 'text': text}]};"
+        f"sys.stdout.write(build_stub(trm_id='{TRM}', tool='t', body=body, chars=len(text), index_chars={BUDGET}))"
+    )
+    for seed in ("1", "2"):
+        other = subprocess.run(
+            [sys.executable, "-c", script],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        assert other == first
+
+
+def test_labels_are_counted_one_by_one_and_a_number_far_outside_marks_its_row_in_any_records():
+    items = _mixed_labels(3000)
+    index = index_of(stub_of(orjson.dumps(items).decode()))
+    assert "\n  labels (value counts): ui 1,540, bug 1,534, perf 1,471, docs 1,455\n" in index
+    assert "\n  2 items that stand out (error set; size far outside the rest), whole:\n" in index
+    assert '\n  item 1500: {"key":"K-01500",' in index and '"size":1000000}' in index

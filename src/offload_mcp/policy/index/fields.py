@@ -23,6 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from itertools import repeat
 from statistics import median
 from typing import Any
@@ -94,6 +95,8 @@ class Fields:
     values: list[str]
     display: list[str]
     few: list[str]
+    numbers: list[str] = dataclass_field(default_factory=list)
+    """Every numeric field, shown or not: a figure far outside the rest of its column marks its row."""
 
     @property
     def shown(self) -> list[str]:
@@ -273,7 +276,11 @@ def choose(items: list[Any]) -> Fields:
     values = [f for f in dates + numbers if f not in keys] if table else []
     display = [f for f in display if not _nested(f)] + [f for f in display if _nested(f)]
     return Fields(
-        keys[:_MAX_KEYS], values[:_MAX_VALUES], _display_first(display)[:1], (few + constant)[:_COUNTED_FIELDS]
+        keys[:_MAX_KEYS],
+        values[:_MAX_VALUES],
+        _display_first(display)[:1],
+        (few + constant)[:_COUNTED_FIELDS],
+        [f for f in numbers if f not in keys and not _nested(f)],
     )
 
 

@@ -75,7 +75,10 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         if entries:  # a map's key says which entry is which: always first
             chosen = Fields(
                 [MAP_KEY, *(f for f in chosen.keys if f != MAP_KEY)],
-                *([f for f in part if f != MAP_KEY] for part in (chosen.values, chosen.display, chosen.few)),
+                [f for f in chosen.values if f != MAP_KEY],
+                [f for f in chosen.display if f != MAP_KEY],
+                [f for f in chosen.few if f != MAP_KEY],
+                chosen.numbers,
             )
         fields = chosen.shown
         if not fields:
@@ -87,7 +90,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
             keys = [f for f in chosen.keys if f not in counters]
             display = [f for f in chosen.display if f not in counters]
             values = [f for f in chosen.values if f not in counters]
-            chosen = Fields(keys or display, values, display if keys else [], chosen.few)
+            chosen = Fields(keys or display, values, display if keys else [], chosen.few, chosen.numbers)
             fields = chosen.shown
             extra += [f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters]
         extra += _summaries(items, chosen, wrapper, budget)
@@ -138,10 +141,13 @@ def _choose(items: list[Any]) -> tuple[Fields, str | None]:
     if wrapper is None:
         return choose(items), None
     inner = choose([it.get(wrapper) if isinstance(it, dict) else None for it in items])
-    return (
-        Fields(*([f"{wrapper}.{f}" for f in part] for part in (inner.keys, inner.values, inner.display, inner.few))),
-        wrapper,
-    )
+
+    def under(part: list[str]) -> list[str]:
+        return [f"{wrapper}.{f}" for f in part]
+
+    return Fields(
+        under(inner.keys), under(inner.values), under(inner.display), under(inner.few), under(inner.numbers)
+    ), wrapper
 
 
 def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: int) -> list[str]:
@@ -154,11 +160,12 @@ def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: in
         return field.split(".", 1)[1] if wrapper else field
 
     marked, why = standouts(
-        inner, chosen, {unwrapped(f): c for f, c in counted.items()}, [unwrapped(f) for f in chosen.values]
+        inner, chosen, {unwrapped(f): c for f, c in counted.items()}, [unwrapped(f) for f in chosen.numbers]
     )
     if marked:
         some = f"the first {STANDOUTS_SHOWN} of " if len(marked) > STANDOUTS_SHOWN else ""
-        lines.append(f"  {some}{len(marked):,} items that stand out ({'; '.join(why)}), whole:")
+        what = "item that stands" if len(marked) == 1 else "items that stand"
+        lines.append(f"  {some}{len(marked):,} {what} out ({'; '.join(why)}), whole:")
         lines += [standout_line(k, inner[k], chosen) for k in marked[:STANDOUTS_SHOWN]]
     room = budget // 4
     out: list[str] = []

@@ -413,3 +413,25 @@ def test_labels_are_counted_one_by_one_and_a_number_far_outside_marks_its_row_in
     assert "\n  labels (value counts): ui 1,540, bug 1,534, perf 1,471, docs 1,455\n" in index
     assert "\n  2 items that stand out (error set; size far outside the rest), whole:\n" in index
     assert '\n  item 1500: {"key":"K-01500",' in index and '"size":1000000}' in index
+
+
+def test_label_objects_are_counted_by_their_names():
+    """GitHub's labels are objects (`{"id", "name": "bug", "color"}`): counted by name, as a list of strings is."""
+    rng = random.Random(4)
+    issues = [
+        {
+            "id": 9_000_000 + 13 * i,
+            "number": 5000 - i,
+            "title": f"Stock drifts in WH-{i}",
+            "labels": [{"id": 7, "name": name, "color": "d73a4a"} for name in rng.sample(["bug", "p1", "sync"], 1)],
+            "user": {"login": f"dev{i % 4}", "id": i % 4},
+            "body": "x " * 40,
+            "milestone": None,
+            "comments": rng.randint(0, 9),
+            "reactions": {"total_count": 0},
+        }
+        for i in range(400)
+    ]
+    index = index_of(stub_of(orjson.dumps(issues).decode()))
+    assert re.search(r"\n  labels \(value counts\): (bug|p1|sync) \d+, (bug|p1|sync) \d+, (bug|p1|sync) \d+\n", index)
+    assert "one line each: id" in index.split("\n", 1)[0] and "as id, number, title" in index

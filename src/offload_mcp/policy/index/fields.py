@@ -179,7 +179,7 @@ def _stats(sample: list[dict[str, Any]], field: str) -> _Stats:
     seen: set[Any] = set()
     for it in sample:
         v = get(it, field)
-        if isinstance(v, list) and all(is_scalar(x) for x in v):
+        if isinstance(v, list) and all(is_scalar(_label(x)) for x in v):
             s.listed += 1
             continue
         if not is_scalar(v):
@@ -320,8 +320,14 @@ def _is_table(sample: list[dict[str, Any]]) -> bool:
 
 def _few_listed(sample: list[dict[str, Any]], field: str) -> bool:
     """Lists of labels drawn from few distinct ones."""
-    seen = {x for it in sample for x in (get(it, field) or ()) if is_scalar(x)}
+    values = (get(it, field) for it in sample)
+    seen = {label for v in values if isinstance(v, list) for label in map(_label, v) if is_scalar(label)}
     return 0 < len(seen) <= _FEW_VALUES * 2
+
+
+def _label(x: Any) -> Any:
+    """A label as a list holds it: itself, or a label object's name (GitHub's `{"id", "name": "bug", "color"}`)."""
+    return x.get("name") if isinstance(x, dict) else x
 
 
 def _values(items: list[Any], field: str) -> list[Any]:
@@ -342,7 +348,7 @@ def value_counts(items: list[Any], field: str) -> Counter[Any]:
     """How many items hold each value of `field` (each label of a list of labels); empty if unhashable."""
     values = _values(items, field)
     if any(isinstance(v, list) for v in values[:SAMPLE]):
-        return Counter(x for v in values if isinstance(v, list) for x in v if is_scalar(x))
+        return Counter(label for v in values if isinstance(v, list) for label in map(_label, v) if is_scalar(label))
     try:
         counts = Counter(values)  # in C; then the non-values dropped
     except TypeError:

@@ -435,3 +435,16 @@ def test_label_objects_are_counted_by_their_names():
     index = index_of(stub_of(orjson.dumps(issues).decode()))
     assert re.search(r"\n  labels \(value counts\): (bug|p1|sync) \d+, (bug|p1|sync) \d+, (bug|p1|sync) \d+\n", index)
     assert "one line each: id" in index.split("\n", 1)[0] and "as id, number, title" in index
+
+
+def test_odd_values_never_break_the_index():
+    """Python-repr rows hold what JSON cannot (integers past 64 bits, tuples) and fields hold lists: the
+    index still reads them, and a row that stands out is still listed whole."""
+    rows = [
+        {"id": f"R-{i:04d}", "tags": [["a"]], "when": "2024-01-01", "n": 2**70 + i, "status": "ok"} for i in range(50)
+    ]
+    rows[7]["status"] = "failed"
+    out = stub_of(repr(rows))
+    index = index_of(out)
+    assert "1 item that stands out (status failed), whole:" in index
+    assert '\n  item 7: {"id":"R-0007"' in index and str(2**70 + 7) in index

@@ -19,6 +19,7 @@ and a list of daily prices by its dates alone. Pure and deterministic: same item
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -304,7 +305,7 @@ def _display_first(display: list[str]) -> list[str]:
 
 def _unique(sample: list[dict[str, Any]], field: str) -> bool:
     values = [get(it, field) for it in sample]
-    return len(set(values)) == len(values)
+    return all(map(is_scalar, values)) and len(set(values)) == len(values)
 
 
 def _is_table(sample: list[dict[str, Any]]) -> bool:
@@ -460,6 +461,9 @@ def standout_line(k: int, item: Any, fields: Fields) -> str:
     if isinstance(item, dict):
         first = {f: item[f] for f in fields.keys if f in item}
         item = {**first, **{k2: v for k2, v in item.items() if k2 not in first}}
-    text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    try:
+        text = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:  # a Python literal's integer past 64 bits, which orjson refuses
+        text = json.dumps(item, default=str, separators=(",", ":"), ensure_ascii=False, skipkeys=True)
     line = f"  item {k}: {text}"
     return line if len(line) <= _STANDOUT_CHARS else line[: _STANDOUT_CHARS - 1] + "…"

@@ -448,3 +448,21 @@ def test_odd_values_never_break_the_index():
     index = index_of(out)
     assert "1 item that stands out (status failed), whole:" in index
     assert '\n  item 7: {"id":"R-0007"' in index and str(2**70 + 7) in index
+
+
+def test_a_key_named_so_one_level_down_comes_before_a_top_level_one_known_by_its_values():
+    """A video search keeps each video's id under `id.videoId` beside a unique `etag`: the video id leads."""
+    rng = random.Random(11)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+    items = [
+        {
+            "kind": "youtube#searchResult",
+            "etag": "".join(rng.choice(alphabet) for _ in range(27)),
+            "id": {"kind": "youtube#video", "videoId": "".join(rng.choice(alphabet) for _ in range(11))},
+            "snippet": {"publishedAt": f"2024-05-{i % 28 + 1:02d}T10:00:00Z", "title": f"Clip {i} of the trip"},
+        }
+        for i in range(300)
+    ]
+    index = index_of(stub_of(orjson.dumps({"items": items}).decode()))
+    assert "one line each: id.videoId" in index.split("\n", 1)[0]
+    assert all(it["id"]["videoId"] in index for it in items[:100])

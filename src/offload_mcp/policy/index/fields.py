@@ -268,7 +268,7 @@ def choose(items: list[Any]) -> Fields:
         elif s.texts == s.present and (_is_display_name(field) or (s.spaced * 2 >= s.present and not _nested(field))):
             if s.chars <= _DISPLAY_CHARS * s.present:
                 display.append(field)
-    keys = _top_first(_ranked(name_keys) + value_keys)
+    keys = _key_order(_ranked(name_keys), value_keys)
     unique_dates = [f for f in dates if _unique(sample, f)]
     if not keys and unique_dates:
         keys = unique_dates[:1]
@@ -291,10 +291,14 @@ def _ranked(fields: list[str]) -> list[str]:
     return exact + [f for f in fields if f not in rank]
 
 
-def _top_first(keys: list[str]) -> list[str]:
-    """Top-level keys; nested ones (`user.id`) only when the top level has none."""
-    top = [k for k in keys if not _nested(k)]
-    return top if top else keys
+def _key_order(named: list[str], by_value: list[str]) -> list[str]:
+    """Keys by name, then keys by value; nested ones (`user.id`) only where the top level has none of that
+    kind. A key named so one level down (YouTube's `id.videoId`) comes before a top-level one recognised by
+    its values alone (an `etag`)."""
+    named_top = [k for k in named if not _nested(k)]
+    value_top = [k for k in by_value if not _nested(k)]
+    first = named_top or named
+    return first + (value_top if first or value_top else by_value)
 
 
 def _display_first(display: list[str]) -> list[str]:

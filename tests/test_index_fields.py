@@ -466,3 +466,26 @@ def test_a_key_named_so_one_level_down_comes_before_a_top_level_one_known_by_its
     index = index_of(stub_of(orjson.dumps({"items": items}).decode()))
     assert "one line each: id.videoId" in index.split("\n", 1)[0]
     assert all(it["id"]["videoId"] in index for it in items[:100])
+
+
+@pytest.mark.parametrize(("rows", "header"), [(40, True), (1500, True), (600, False)])
+def test_a_sheet_of_rows_shows_its_first_column_with_its_figures(rows, header):
+    """A sheet's values (lists of cells) were indexed by their first column alone: dates without prices."""
+    prices = _prices(rows)
+    values = [[p["date"], f"{p['open']:.2f}", p["close"], "note"] for p in prices]
+    doc = {"range": "A1:D", "values": ([["date", "open", "close", "memo"]] if header else []) + values}
+    index = index_of(stub_of(orjson.dumps(doc).decode()))
+    assert len(index) <= BUDGET
+    head = index.split("\n", 1)[0]
+    names = "open, close" if header else "column 2, column 3"
+    assert f"one line each: first column, {names}" in head, head
+    listed = [ln.strip() for ln in index.splitlines()[1:] if ln.count(" | ") == 2]
+    expected = ["date | open | close"] * header + [f"{d} | {o} | {c}" for d, o, c, _ in values]
+    assert listed == expected[: len(listed)]  # the header row too: it is the sheet's row 0
+    if "all shown" in head:
+        assert len(listed) == rows + header
+        return
+    shown = int(re.search(r"; first ([\d,]+) shown", head).group(1).replace(",", ""))
+    path = re.search(r'json_path="(\$\.values\[\d+:\d+\])" for whole items', index).group(1)
+    count, answer = anyio.run(lambda: evaluate(path, orjson.dumps(doc), time_limit_s=30))
+    assert count == 20 and orjson.dumps(doc["values"][shown]).decode() in answer.splitlines()[0]

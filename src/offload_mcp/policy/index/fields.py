@@ -156,6 +156,13 @@ def _code_like(v: str) -> bool:
     return any(c.isdigit() for c in v) or any(c in v for c in "-_/:#")
 
 
+def is_figure(v: Any) -> bool:
+    """A number, a number sent as text ("12.50") or a date: what a table read by row is read for."""
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, (int, float)) or (isinstance(v, str) and (_DECIMAL.fullmatch(v) is not None or _is_date(v)))
+
+
 def _is_date(v: Any) -> bool:
     return isinstance(v, str) and _DATE.fullmatch(v) is not None
 

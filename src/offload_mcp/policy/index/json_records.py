@@ -17,6 +17,7 @@ from .fields import (
     choose,
     counts_line,
     get,
+    is_figure,
     is_scalar,
     standout_line,
     standouts,
@@ -68,8 +69,13 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     table = False
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
-        rows = ((_scalar(it[0]) if it else "",) for it in items)
-        whats: tuple[str, ...] = ("first column",)
+        columns, names = _figure_columns(items)
+        # The first column, then the date and number columns of a table read by row, fewer as room requires.
+        col_levels = [[0, *columns[:n]] for n in range(len(columns), -1, -1)]
+        rows = (tuple(" | ".join(_cell(it, j) for j in level) for level in col_levels) for it in items)
+        whats: tuple[str, ...] = tuple(", ".join(["first column", *names[: len(level) - 1]]) for level in col_levels)
+        if columns:
+            paged, table = 0, True
     else:
         chosen, wrapper = _choose(items)
         if entries:  # a map's key says which entry is which: always first
@@ -131,6 +137,8 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         len(items),
         paged=paged,
         paged_below=1.0 if table else 0.5,
+        # A table's first rows with more figures than the rest read as a partial table: the room is left.
+        enrich=not table,
     )
 
 
@@ -175,6 +183,27 @@ def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: in
             break
         out.append(line)
     return out
+
+
+_ROW_COLUMNS = 12
+"""Columns of a list-of-rows table read for its figures."""
+
+
+def _figure_columns(rows: list[Any]) -> tuple[list[int], list[str]]:
+    """Up to 3 columns past the first whose sampled cells are all numbers, numbers as text or dates (a
+    sheet of prices by date, its header row aside), and their names: the header's, else `column N`."""
+    header = rows[0] if rows and all(isinstance(c, str) and not is_figure(c) for c in rows[0]) else None
+    body = [r for r in rows[1 if header else 0 : _SAMPLE] if isinstance(r, (list, tuple))]
+    if len(body) < 2:
+        return [], []
+    width = min(_ROW_COLUMNS, max(map(len, body)))
+    found = [j for j in range(1, width) if all(len(r) > j and is_figure(r[j]) for r in body)][:3]
+    names = [str(header[j]) if header and j < len(header) else f"column {j + 1}" for j in found]
+    return found, names
+
+
+def _cell(row: Any, j: int) -> str:
+    return _scalar(row[j]) if len(row) > j else ""
 
 
 def _levels(item: Any, fields: list[str], levels: list[list[str]], display: int) -> tuple[str, ...]:

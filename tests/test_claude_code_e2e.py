@@ -303,6 +303,39 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
     assert "\x1b" not in shown and "\\u001b" not in shown and "\x1b" in log
 
 
+@needs_npm
+def test_the_error_rows_of_a_2000_item_list_reach_the_model_by_their_ids(tmp_path: Path) -> None:
+    # A list of 2,000 items with 2 error items was indexed by 530 names, no id and no sign of the errors:
+    # the id the model passes next (the failed item's, to retry or inspect it) sat behind the stub. The
+    # index now leads with the identifier, counts the status, and lists the rows that stand out whole.
+    items = [
+        {
+            "name": f"Nightly export {i % 40}",
+            "job_uuid": f"{i * 2654435761 % 2**32:08x}-7c1e-4a2b-9d3f-{i:012x}",
+            "status": "succeeded",
+            "duration_s": 30 + i % 17,
+        }
+        for i in range(2000)
+    ]
+    for k in (613, 1742):
+        items[k].update(status="failed", error=f"worker {k % 7} lost its lease")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "jobs.json").write_text(json.dumps(items))
+    servers = {"fs": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path / "data")]}}
+    api, _ = run_claude(
+        tmp_path,
+        servers,
+        [tool_use("mcp__proxy__read_text_file", path=str(tmp_path / "data" / "jobs.json")), {"text": "done"}],
+    )
+    (shown,) = results_of(api, "read_text_file")
+    assert_inline(shown)
+    shown = shown.replace("\\n", "\n").replace('\\"', '"')
+    assert TRM.search(shown) and "index of 2,000 items at $, one line each: job_uuid" in shown
+    assert "status (value counts): succeeded 1,998, failed 2" in shown
+    for k in (613, 1742):
+        assert f'item {k}: {{"job_uuid":"{items[k]["job_uuid"]}"' in shown and items[k]["error"] in shown
+
+
 def test_output_schema_tool_with_3mb_structured_content(tmp_path: Path) -> None:
     servers = {"rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
     api, _ = run_claude(

@@ -99,7 +99,8 @@ async def test_git_log_600k_round_trips_exactly_through_recall(big_repo: Path, t
         # stub_tokens (1,000 chars) plus the identifier index (stub_index_chars, 6,000)
         assert not stub.is_error and len(text) <= 1000 + 6000
         assert "git log (3,200 commits)" in text and f"{len(direct):,} chars" in text
-        assert "index of 3,200 commits, one line each: sha; first" in text and "more not shown, from line" in text
+        assert "index of 3,200 commits, one line each: sha date subject (first 48 chars); first" in text
+        assert "more not shown, from line" in text
         (trm_id,) = set(TRM.findall(text))
         assert await reassemble(s, trm_id) == direct
         found = text_of(await s.call_tool("recall_tool_result", {"mem_id": trm_id, "query": "Change 1234:"}))

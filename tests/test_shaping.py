@@ -381,8 +381,10 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     out, rep = shaper.shape_with_report(CALL, result(log, structured_content={"content": log}))
     text = out.content[0].text
     assert rep.verdict == "offload" and rep.trm_id in text
-    # 3,000 commits do not fit the index with their subjects: the first ones by sha (index/render.py)
-    assert "index of 3,000 commits, one line each: sha; first" in text and f"\n  {0:040x}\n" in text
+    # 3,000 commits do not fit the index, and bare shas would list less than half of them: the first ones
+    # by sha, date and subject (index/render.py)
+    assert "index of 3,000 commits, one line each: sha date subject (first 48 chars); first" in text
+    assert f"\n  {0:040x} 2026-01-01 Change 0\n" in text
     assert "more not shown, from line" in text
     assert out.structured_content["offloaded_result"]["summary"] == text
     policy = shaper.settings.policy

@@ -191,13 +191,15 @@ COMMITS = [
 def test_index_json_array_lists_identifier_fields_in_order_within_budget():
     text = orjson.dumps(COMMITS).decode()
     out = stub(body_of(text), index_chars=20_000)
-    assert "index of 300 items at $, one line each: sha, author.login; all shown" in out
+    assert "index of 300 items at $, one line each: sha; all shown" in out
     assert (
         "node_id" not in out.split("\nindex of", 1)[1].split("\n", 1)[0]
     )  # GraphQL ids and constant fields are left out
     assert "web-flow" not in out
     assert "html_url of every item starts https://github.com/acme/repo/commit/" in out
-    assert f"{0:040x} | dev0" in out and f"{299:040x} | dev5" in out
+    # 7 logins over 300 commits: said once, as value counts
+    assert "\n  author.login (value counts): dev0 43, dev1 43, dev2 43, dev3 43, dev4 43, dev5 43, dev6 42\n" in out
+    assert f"\n  {0:040x}\n" in out and f"\n  {299:040x}\n" in out
     # When not every item fits even by its first field alone, the first ones are listed by that field
     # (more items covered than with every field), then the call that pages the rest.
     out = stub(body_of(text), index_chars=4000)
@@ -218,9 +220,10 @@ def test_index_is_deterministic_and_off_by_default():
     assert stub(body, index_chars=5000) == stub(body, index_chars=5000)
     assert "index of" not in stub(body)
     out = stub(body, index_chars=5000)
-    # The ids count up from 0, so they are stated once; 3,000 names do not fit 5,000 chars: the first ones
-    assert "index of 3,000 items at $.items, one line each: name; first" in out
-    assert "\n  id of item k is 0 + k (it counts up in item order)\n  item 0\n  item 1\n" in out
+    # The ids count up from 0, so they are stated once and the name says which row is which; 3,000 rows
+    # do not fit 5,000 chars, and names alone would list less than half: the first rows with their price
+    assert "index of 3,000 items at $.items, one line each: name, price; first" in out
+    assert "\n  id of item k is 0 + k (it counts up in item order)\n  item 0 | 0.0\n  item 1 | 1.5\n" in out
     assert 'json_path="$.items[' in out and ':].name") for their name' in out
 
 
@@ -247,8 +250,9 @@ def test_index_python_repr_rows():
 
 def test_index_git_log_text():
     out = stub(body_of(GIT_LOG), index_chars=3000)
-    assert "index of 3,000 commits, one line each: sha; first" in out
-    assert f"\n  {0:040x}\n  {1:040x}\n" in out
+    # bare shas would list 60 of 3,000: the first commits with their dates and subjects instead
+    assert "index of 3,000 commits, one line each: sha date subject (first 48 chars); first" in out
+    assert f"\n  {0:040x} 2023-11-17 Change 0\n  {1:040x} 2023-11-17 Change 1\n" in out
     assert "more not shown, from line" in out and 'lines="' in out
 
 
@@ -1176,7 +1180,7 @@ def test_a_json_file_read_with_its_text_as_structured_content_is_indexed_by_its_
     rows = [{"order_no": f"ORD-2025-{i:05d}", "total": i * 1.5} for i in range(2000)]
     text = orjson.dumps(rows).decode()
     out = stub(body_of(text, structured={"content": text}), index_chars=4000)
-    assert "index of 2,000 items at $, one line each: order_no" in out and "\n  ORD-2025-00000\n" in out
+    assert "index of 2,000 items at $, one line each: order_no, total" in out and "\n  ORD-2025-00000 | 0.0\n" in out
     assert 'query="<value>"' in out.split("\nhead:", 1)[0] and 'json_path="$[' not in out
 
 

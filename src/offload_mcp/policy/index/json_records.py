@@ -6,35 +6,28 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
-from ...jsonpath_keys import is_plain_key
+from ...jsonpath_keys import is_plain_key, key_segment
 from ..textscan import lstripped_head
+from .fields import (
+    STANDOUTS_SHOWN,
+    Fields,
+    choose,
+    counts_line,
+    get,
+    is_figure,
+    is_scalar,
+    standout_line,
+    standouts,
+    value_counts,
+)
 from .render import VALUE_CHARS, render
 
-_ID_NAMES = (
-    "id",
-    "sha",
-    "number",
-    "key",
-    "name",
-    "title",
-    "login",
-    "path",
-    "order_no",
-    "slug",
-    "uuid",
-    "sku",
-    "email",
-    "date",
-    "ref",
-)
-_ID_SUFFIXES = ("_id", "_no", "_ref", "_key", "_sha", "_number", "Id")
-_NESTED_NAMES = ("login", "name", "title")
-_NOT_IDS = ("node_id",)  # GitHub GraphQL ids: 26 chars per item, never reused in the corpora
-_MAX_FIELDS = 3
 _SAMPLE = 50
+_DISPLAY_CHARS = 40
+"""A display name (a title, a commit message) in a row line: enough to tell rows apart."""
 _LITERAL_MAX_CHARS = 100_000  # ast.literal_eval costs ~0.5 ms per KB
 
 
@@ -54,44 +47,79 @@ def python_literal(text: str) -> Any | None:
 def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
     """Index of the largest array of objects (or rows) in `doc`, at the top or under one key; '' if none.
 
-    The line after the shown items pages the rest: with `json_paths` (the stored body is JSON) a
-    JSONPath giving just the first indexed field of every remaining item, and one giving whole items;
-    otherwise (a Python-repr body) a search or a char range.
+    Fields (fields.py): the keys that identify a row first, then a table's date and numeric columns,
+    then one display name; few-valued fields as value counts, rows that stand out listed whole, each
+    said once above the rows. The line after the shown items pages the rest: with `json_paths` (the
+    stored body is JSON) a JSONPath giving just the first indexed field of every remaining item, and
+    one giving whole items; otherwise (a Python-repr body) a search or a char range.
     """
-    found = _records(doc)
-    if found is None or budget <= 0:
+    if budget <= 0:
         return ""
+    found: tuple[str, list[Any]] | None = _records(doc)
+    entries: list[Any] = []  # a map's keys, in order, when the records are a map's entries
+    if found is None:
+        found = _record_map(doc)
+        if found is None:
+            return ""
+        entries = [it[MAP_KEY] for it in found[1]]
     path, items = found
-    extra_counters: list[str] = []
+    extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
+    paged: int | None = None
+    table = False
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
         fields = ["[0]"]
-        rows = ((_scalar(it[0]) if it else "",) for it in items)
-        whats: tuple[str, ...] = ("first column",)
+        columns, names = _figure_columns(items)
+        # The first column, then the date and number columns of a table read by row, fewer as room requires.
+        col_levels = [[0, *columns[:n]] for n in range(len(columns), -1, -1)]
+        rows = (tuple(" | ".join(_cell(it, j) for j in level) for level in col_levels) for it in items)
+        whats: tuple[str, ...] = tuple(", ".join(["first column", *names[: len(level) - 1]]) for level in col_levels)
+        if columns:
+            paged, table = 0, True
     else:
-        fields = _choose_fields(items)
+        chosen, wrapper = _choose(items)
+        if entries:  # a map's key says which entry is which: always first
+            chosen = Fields(
+                [MAP_KEY, *(f for f in chosen.keys if f != MAP_KEY)],
+                [f for f in chosen.values if f != MAP_KEY],
+                [f for f in chosen.display if f != MAP_KEY],
+                [f for f in chosen.few if f != MAP_KEY],
+                chosen.numbers,
+            )
+        fields = chosen.shown
         if not fields:
             return ""
         counters = [f for f in fields if _counts_up(items, f)]
         if counters and len(counters) < len(fields):
-            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line.
-            fields = [f for f in fields if f not in counters]
-            extra_counters = [
-                f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters
-            ]
-        # Richest first: every chosen field, then fewer, then the first one alone (the identifier).
+            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line; with
+            # no other key, the display name says which row is which.
+            keys = [f for f in chosen.keys if f not in counters]
+            display = [f for f in chosen.display if f not in counters]
+            values = [f for f in chosen.values if f not in counters]
+            chosen = Fields(keys or display, values, display if keys else [], chosen.few, chosen.numbers)
+            fields = chosen.shown
+            extra += [f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters]
+        extra += _summaries(items, chosen, wrapper, budget)
+        # Richest first: every chosen field, then fewer (the display name gives way first), then the first one alone.
         levels = [fields[:n] for n in range(len(fields), 0, -1)]
+        projected = len(chosen.keys) + len(chosen.values)
+        if projected > 1:
+            paged = len(fields) - projected  # keys and figures, without the display name
+        table = bool(chosen.values)
         # Lazily: render stops reading once even the most compact level is past the budget (1 MB of JSON
         # items costs what the first few hundred do).
-        rows = (_levels(it, fields, levels) for it in items)
+        rows = (_levels(it, fields, levels, projected) for it in items)
         whats = tuple(", ".join(level) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
-    head = f"index of {len(items):,} items at {path}, one line each: "
-    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes]
-    extra += extra_counters
-    first = fields[0] if fields[0].startswith("[") else "." + fields[0]
+    noun = "entries" if entries else "items"
+    head = f"index of {len(items):,} {noun} at {path}, one line each: "
+    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes] + extra
+    first = fields[0] if fields[0].startswith("[") else _field_path(items[0], fields[0])
 
     def page(k: int) -> str:
+        if entries and json_paths:
+            one = path + key_segment(str(entries[k]))
+            return f'recall_tool_result(mem_id="{trm_id}", json_path="{one}") for the next one, query="<key>" for any'
         if not json_paths:
             return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
         return (
@@ -100,12 +128,88 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         )
 
     return render(
-        head, whats, extra, rows, budget, lambda k: f"{len(items) - k:,} more items not shown: {page(k)}", len(items)
+        head,
+        whats,
+        extra,
+        rows,
+        budget,
+        lambda k: f"{len(items) - k:,} more {noun} not shown: {page(k)}",
+        len(items),
+        paged=paged,
+        paged_below=1.0 if table else 0.5,
+        # A table's first rows with more figures than the rest read as a partial table: the room is left.
+        enrich=not table,
     )
 
 
-def _levels(item: Any, fields: list[str], levels: list[list[str]]) -> tuple[str, ...]:
+def _choose(items: list[Any]) -> tuple[Fields, str | None]:
+    """The fields to show, under the key every item keeps its record under (GraphQL edges' `node`), if any."""
+    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
+    wrapper = _wrapper_key(sample) if sample else None
+    if wrapper is None:
+        return choose(items), None
+    inner = choose([it.get(wrapper) if isinstance(it, dict) else None for it in items])
+
+    def under(part: list[str]) -> list[str]:
+        return [f"{wrapper}.{f}" for f in part]
+
+    return Fields(
+        under(inner.keys), under(inner.values), under(inner.display), under(inner.few), under(inner.numbers)
+    ), wrapper
+
+
+def _summaries(items: list[Any], chosen: Fields, wrapper: str | None, budget: int) -> list[str]:
+    """Value counts of the few-valued fields, then the rows that stand out, whole: within a quarter of `budget`."""
+    inner = [it.get(wrapper) if isinstance(it, dict) else None for it in items] if wrapper else items
+    counted = {f: value_counts(items, f) for f in chosen.few}
+    lines = [counts_line(f, c, lambda v: _scalar(v)[:30]) for f, c in counted.items() if len(c) >= 2]
+
+    def unwrapped(field: str) -> str:
+        return field.split(".", 1)[1] if wrapper else field
+
+    marked, why = standouts(
+        inner, chosen, {unwrapped(f): c for f, c in counted.items()}, [unwrapped(f) for f in chosen.numbers]
+    )
+    if marked:
+        some = f"the first {STANDOUTS_SHOWN} of " if len(marked) > STANDOUTS_SHOWN else ""
+        what = "item that stands" if len(marked) == 1 else "items that stand"
+        lines.append(f"  {some}{len(marked):,} {what} out ({'; '.join(why)}), whole:")
+        lines += [standout_line(k, inner[k], chosen) for k in marked[:STANDOUTS_SHOWN]]
+    room = budget // 4
+    out: list[str] = []
+    for line in lines:
+        room -= len(line) + 1
+        if room < 0:
+            break
+        out.append(line)
+    return out
+
+
+_ROW_COLUMNS = 12
+"""Columns of a list-of-rows table read for its figures."""
+
+
+def _figure_columns(rows: list[Any]) -> tuple[list[int], list[str]]:
+    """Up to 3 columns past the first whose sampled cells are all numbers, numbers as text or dates (a
+    sheet of prices by date, its header row aside), and their names: the header's, else `column N`."""
+    header = rows[0] if rows and all(isinstance(c, str) and not is_figure(c) for c in rows[0]) else None
+    body = [r for r in rows[1 if header else 0 : _SAMPLE] if isinstance(r, (list, tuple))]
+    if len(body) < 2:
+        return [], []
+    width = min(_ROW_COLUMNS, max(map(len, body)))
+    found = [j for j in range(1, width) if all(len(r) > j and is_figure(r[j]) for r in body)][:3]
+    names = [str(header[j]) if header and j < len(header) else f"column {j + 1}" for j in found]
+    return found, names
+
+
+def _cell(row: Any, j: int) -> str:
+    return _scalar(row[j]) if len(row) > j else ""
+
+
+def _levels(item: Any, fields: list[str], levels: list[list[str]], display: int) -> tuple[str, ...]:
+    """The item at each level; its display name (from field `display` on) at most _DISPLAY_CHARS."""
     values = [_scalar(_get(item, f)) if isinstance(item, dict) else "" for f in fields]
+    values[display:] = [v if len(v) <= _DISPLAY_CHARS else v[: _DISPLAY_CHARS - 1] + "…" for v in values[display:]]
     return tuple(" | ".join(values[: len(level)]) for level in levels)
 
 
@@ -148,48 +252,43 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
     return None
 
 
+def _field_path(item: Any, field: str) -> str:
+    """`field` as JSONPath steps: `.id`, `.user.id`, `['Order ID']`, `['1. open']` (a top-level key first)."""
+    if isinstance(item, dict) and field in item:
+        return key_segment(field)
+    return "".join(key_segment(part) for part in field.split("."))
+
+
+MAP_KEY = "(key)"
+"""The field that holds a map entry's own key, when the records are a map's entries."""
+_MAP_MIN = 10
+
+
+def _record_map(doc: Any) -> tuple[str, list[Any]] | None:
+    """A map of records (`{"2024-01-02": {"open": ..., "close": ...}, ...}`, `{"SKU-1": {...}}`): the document
+    itself or the largest one under one of its keys, as a list of entries, each its key (`(key)`) and its
+    fields, with the JSONPath of the map. At least 10 entries whose sampled values are all objects with a
+    plain value. Why: daily prices keyed by date and products keyed by SKU got no index at all."""
+    candidates = [("$", doc)] if isinstance(doc, dict) else []
+    if isinstance(doc, dict) and len(doc) <= _NESTED_KEYS:
+        candidates += [("$" + key_segment(k), v) for k, v in doc.items() if isinstance(k, str) and isinstance(v, dict)]
+    best: tuple[str, dict[Any, Any]] | None = None
+    for path, node in candidates:
+        if len(node) >= _MAP_MIN and (best is None or len(node) > len(best[1])) and _is_record_map(node):
+            best = (path, node)
+    if best is None:
+        return None
+    return best[0], [{MAP_KEY: k, **v} for k, v in best[1].items()]
+
+
+def _is_record_map(node: dict[Any, Any]) -> bool:
+    sample = list(islice(node.values(), _SAMPLE))
+    return all(isinstance(v, dict) and MAP_KEY not in v and any(map(is_scalar, v.values())) for v in sample)
+
+
 def _is_records(items: list[Any]) -> bool:
     sample = items[:_SAMPLE]
     return all(isinstance(it, dict) for it in sample) or all(isinstance(it, (list, tuple)) and it for it in sample)
-
-
-def _is_id_name(name: str) -> bool:
-    if name in _NOT_IDS:
-        return False
-    return name in _ID_NAMES or name.endswith(_ID_SUFFIXES)
-
-
-def _choose_fields(items: list[Any]) -> list[str]:
-    sample = [it for it in items[:_SAMPLE] if isinstance(it, dict)]
-    if not sample:
-        return []
-    wrapper = _wrapper_key(sample)
-    if wrapper is not None:
-        return [f"{wrapper}.{field}" for field in _choose_fields([it[wrapper] for it in sample])]
-    need = (len(sample) + 1) // 2
-    counts: dict[str, int] = {}
-    for it in sample:
-        for k, v in it.items():
-            if isinstance(k, str) and _is_scalar(v):
-                counts[k] = counts.get(k, 0) + 1
-            elif isinstance(k, str) and isinstance(v, dict):
-                for k2, v2 in v.items():
-                    if k2 in _NESTED_NAMES and _is_scalar(v2):
-                        counts[f"{k}.{k2}"] = counts.get(f"{k}.{k2}", 0) + 1
-    # A field with one value across the sample (committer.login "web-flow") identifies nothing.
-    common = [
-        k for k, c in counts.items() if c >= need and (len(sample) < 3 or len({str(_get(it, k)) for it in sample}) > 1)
-    ]
-    top = [k for k in common if "." not in k]
-    rank = {name: i for i, name in enumerate(_ID_NAMES)}
-    exact = sorted((k for k in top if k in rank), key=lambda k: rank[k])
-    suffixed = [k for k in top if k not in rank and _is_id_name(k)]
-    nested = [k for k in common if "." in k]
-    chosen = (exact + suffixed + nested)[:_MAX_FIELDS]
-    if not chosen:
-        urls = [k for k in top if k in ("html_url", "url")]
-        chosen = urls[:1]
-    return chosen
 
 
 def _counts_up(items: list[Any], field: str) -> bool:
@@ -214,10 +313,6 @@ def _counts_up(items: list[Any], field: str) -> bool:
     return len(items) >= 3
 
 
-def _is_scalar(v: Any) -> bool:
-    return v is not None and isinstance(v, (str, int, float)) and not isinstance(v, bool)
-
-
 def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
     """The key every item keeps its record under, as GraphQL's edges do (`{"cursor": "Y3Vy…", "node":
     {"id", "number", "title"...}}`): each item's one object-valued key, the same in all, beside at most
@@ -232,15 +327,7 @@ def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
     return wrapper if is_plain_key(wrapper) else None
 
 
-def _get(item: dict[str, Any], field: str) -> Any:
-    if "." not in field:
-        return item.get(field)
-    value: Any = item
-    for key in field.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
+_get = get
 
 
 def _scalar(v: Any) -> str:

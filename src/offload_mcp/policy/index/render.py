@@ -25,6 +25,7 @@ def text_render(
     budget: int,
     trm_id: str,
     enrich: bool = True,
+    paged: int | None = None,
 ) -> str:
     starts: list[int] = []
 
@@ -40,7 +41,7 @@ def text_render(
             f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
         )
 
-    return render(head, whats, [], lines(), budget, more, total, enrich=enrich)
+    return render(head, whats, [], lines(), budget, more, total, enrich=enrich, paged=paged)
 
 
 ALL_SHOWN = "; all shown"
@@ -58,8 +59,11 @@ def render(
     total: int,
     *,
     enrich: bool = True,
+    paged: int | None = None,
+    paged_below: float = 0.5,
 ) -> str:
-    """One line per record at the richest level at which EVERY record fits; else the most compact level, in order.
+    """One line per record at the richest level at which EVERY record fits; else the most compact level, in order,
+    or level `paged` when the most compact one would show less than `paged_below` of the records.
 
     Each entry is its record rendered at each level, richest first (git: sha subject (author), then a
     shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
@@ -91,12 +95,16 @@ def render(
             if sizes[lv] + len(ALL_SHOWN) <= budget:
                 return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv] if enrich else 0)
     lv = levels - 1
+    if paged is not None and 0 <= paged < lv and len(kept) - 1 < total * paged_below:
+        lv = paged
     out = [heads[lv], *extra]
     size = base[lv]
     shown = 0
+    # The "N more" line and the head's "; first N shown", with room for larger numbers than the first's.
+    more_chars = max(_MORE_RESERVE, len(more(0)) + len(f"; first {total:,} shown") + 16) if kept else 0
     for entry in kept:
         line = "  " + entry[lv]
-        reserve = 0 if shown == total - 1 else _MORE_RESERVE
+        reserve = 0 if shown == total - 1 else more_chars
         if size + len(line) + 1 + reserve > budget:
             break
         out.append(line)

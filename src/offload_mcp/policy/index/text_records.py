@@ -63,6 +63,13 @@ _LOG_STAMP = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T][\d:.,]+(?:Z|[+-]\d{2}:?\d{2}
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.:/@#-]*[A-Za-z0-9]")
 _DATE_OR_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}|^\d{1,2}:\d{2}")
 _GIT_SUBJECT_SHORT = (32, 16)
+_GIT_SUBJECT_PAGED = 48
+_GIT_PAGED_LEVEL = 1
+"""When bare shas would list less than half of a long log, fewer lines of sha, date and subject say
+which commit is which (render's `paged`), and the paging call reads on from the first one not listed."""
+_ISO_DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_GIT_DAY = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) \d{1,2}:\d{2}:\d{2} (\d{4})\b")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _ARIA_NAME_SHORT = 24
 _LOG_LINE_SHORT = 80
 # A test runner's line for a failed or erroring test: pytest's short summary and -v lines, unittest,
@@ -121,7 +128,8 @@ def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None
     for finder in finders:
         found = finder(scan)
         if found is not None:
-            return text_render(*found, budget=budget, trm_id=trm_id)
+            paged = _GIT_PAGED_LEVEL if finder is _git_log else None
+            return text_render(*found, budget=budget, trm_id=trm_id, paged=paged)
     return document_index(scan, budget, trm_id)
 
 
@@ -133,25 +141,40 @@ def _git_log(scan: TextScan) -> Found | None:
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         for line, m in commit_matches(text):
-            sha, author, subject = m.group(1), "", ""
+            sha, author, subject, date = m.group(1), "", "", ""
             for follow in text[m.end() : m.end() + 2000].split("\n", 12)[1:12]:
                 if _GIT.match(follow):
                     break
                 a = _AUTHOR.match(follow)
                 if a and not author:
                     author = a.group(1)
+                if follow.startswith("Date:") and not date:
+                    date = _git_date(follow)
                 msg = _MESSAGE.match(follow)
                 if msg and not subject and not follow.startswith(("Author:", "Date:")):
                     subject = msg.group(1).strip()
                 if author and subject:
                     break
             full = f"{sha} {clip(subject, 60)} ({clip(author, 20)})" if author else f"{sha} {clip(subject, 60)}"
-            yield line, (full, *(f"{sha} {clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
+            dated = f"{sha} {date} {clip(subject, _GIT_SUBJECT_PAGED)}" if date else f"{sha} {clip(subject, 60)}"
+            yield line, (full, dated, *(f"{sha} {clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
 
     shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
-    whats = ("sha subject (author)", *shortened, "sha")
+    whats = ("sha subject (author)", f"sha date subject (first {_GIT_SUBJECT_PAGED} chars)", *shortened, "sha")
     commits = "commit" if total == 1 else "commits"
     return f"index of {total:,} {commits}, one line each: ", whats, entries(), total
+
+
+def _git_date(line: str) -> str:
+    """`Date: 2026-02-01 18:00:00+00:00` (mcp-server-git) or `Date:   Fri Nov 17 08:32:20 2023 +0000` (git
+    log) as 2023-11-17; '' when neither."""
+    iso = _ISO_DAY.search(line)
+    if iso:
+        return iso.group(0)
+    m = _GIT_DAY.search(line)
+    if m and m.group(1) in _MONTHS:
+        return f"{m.group(3)}-{_MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"
+    return ""
 
 
 @dataclass

@@ -23,6 +23,13 @@ benches and tests share these models so every figure counts the same thing.
   4. everything else is inline.
   The file path in the preview message is derived from the content's hash,
   so the same result always yields the same bytes (replay is byte-stable).
+
+Sizes only: `sized(ChannelSizes, ...)` gives the length and fate `view` would
+give a result whose channels have those sizes, through the same rules and the
+same message builders; the ledger keeps sizes, not bodies' views, so `stats`,
+the exit summary and `/metrics` count what the client would have shown with it.
+`for_client_info(name)` names the model for the `clientInfo.name` a client sent
+at initialize (Claude Code sends `claude-code`); any other client is `plain`.
 """
 
 from __future__ import annotations
@@ -45,6 +52,43 @@ CHARS_PER_TOKEN = 4.0
 
 FATES = ("inline", "file", "rejected")
 
+CLIENT_INFO_NAMES = {"claude-code": "claude-code"}
+"""`clientInfo.name` (lower case, spaces as `-`) -> client model; Claude Code sends `claude-code`."""
+
+
+def for_client_info(name: str | None) -> str:
+    """The client model for the `clientInfo.name` a client declared; `plain` for any other (or none)."""
+    if not name:
+        return "plain"
+    return CLIENT_INFO_NAMES.get("-".join(name.strip().lower().replace("_", " ").split()), "plain")
+
+
+@dataclass(frozen=True)
+class ChannelSizes:
+    """The characters of a result's two text channels, as a client reads them."""
+
+    text: int
+    """The text blocks joined with a newline (`text_of`)."""
+    structured: int | None = None
+    """structuredContent as compact JSON, in characters; None when the result has none."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> ChannelSizes:
+        structured = body.get("structuredContent")
+        return cls(len(text_of(body)), None if structured is None else _json_chars(structured))
+
+
+def _json_chars(value: Any) -> int:
+    raw = orjson.dumps(value)
+    return len(raw) if raw.isascii() else len(raw.decode())
+
+
+@dataclass(frozen=True)
+class SizedView:
+    chars: int
+    """The length of what `view` would put in the model's context."""
+    fate: str
+
 
 @dataclass(frozen=True)
 class ClientView:
@@ -65,6 +109,10 @@ class ClientModel(Protocol):
     def view(
         self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None
     ) -> ClientView: ...
+
+    def sized(self, sizes: ChannelSizes, *, tool: str = "tool", declared_max_chars: int | None = None) -> SizedView:
+        """What `view` gives, in length and fate, for a result whose channels have these sizes."""
+        ...
 
 
 def text_of(body: dict[str, Any]) -> str:
@@ -88,6 +136,9 @@ class PlainClient:
     def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView:
         return ClientView(text_of(body), "inline")
 
+    def sized(self, sizes: ChannelSizes, *, tool: str = "tool", declared_max_chars: int | None = None) -> SizedView:
+        return SizedView(sizes.text, "inline")
+
 
 @dataclass(frozen=True)
 class ClaudeCodeClient:
@@ -109,24 +160,47 @@ class ClaudeCodeClient:
         structured = body.get("structuredContent")
         return orjson.dumps(structured).decode() if structured is not None else text_of(body)
 
+    def fate(self, chars: int, declared_max_chars: int | None) -> str:
+        """What happens to a result whose channel has `chars` characters (the module docstring's rules, in order)."""
+        if int(chars / self.chars_per_token) > self.max_output_tokens:
+            return "rejected"
+        if chars > self.inline_limit(declared_max_chars):
+            return "file"
+        return "inline"
+
+    def rejection(self, tool: str, chars: int) -> str:
+        tokens = int(chars / self.chars_per_token)
+        return (
+            f'Error: MCP tool "{tool}" response ({tokens} tokens) exceeds maximum allowed tokens '
+            f"({self.max_output_tokens}). Please use pagination, filtering, or limit parameters to reduce the response size."
+        )
+
+    def filed_header(self, chars: int, digest: str) -> str:
+        """The message before a filed result's preview; `digest` is 16 hex chars of the content's hash."""
+        return (
+            f"Output too large ({chars} characters). Full output saved to: "
+            f"/home/user/.claude/projects/-work-project/tool-results/mcp-{digest}.txt\n\n"
+            f"Preview (first {self.preview_chars} characters):\n"
+        )
+
     def view(self, body: dict[str, Any], *, tool: str = "tool", declared_max_chars: int | None = None) -> ClientView:
         text = self.channel(body)
-        tokens = int(len(text) / self.chars_per_token)
-        if tokens > self.max_output_tokens:
-            return ClientView(
-                f'Error: MCP tool "{tool}" response ({tokens} tokens) exceeds maximum allowed tokens '
-                f"({self.max_output_tokens}). Please use pagination, filtering, or limit parameters to reduce the response size.",
-                "rejected",
-            )
-        if len(text) > self.inline_limit(declared_max_chars):
+        fate = self.fate(len(text), declared_max_chars)
+        if fate == "rejected":
+            return ClientView(self.rejection(tool, len(text)), fate)
+        if fate == "file":
             digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-            return ClientView(
-                f"Output too large ({len(text)} characters). Full output saved to: "
-                f"/home/user/.claude/projects/-work-project/tool-results/mcp-{digest}.txt\n\n"
-                f"Preview (first {self.preview_chars} characters):\n{text[: self.preview_chars]}",
-                "file",
-            )
-        return ClientView(text, "inline")
+            return ClientView(self.filed_header(len(text), digest) + text[: self.preview_chars], fate)
+        return ClientView(text, fate)
+
+    def sized(self, sizes: ChannelSizes, *, tool: str = "tool", declared_max_chars: int | None = None) -> SizedView:
+        chars = sizes.structured if sizes.structured is not None else sizes.text
+        fate = self.fate(chars, declared_max_chars)
+        if fate == "rejected":
+            return SizedView(len(self.rejection(tool, chars)), fate)
+        if fate == "file":
+            return SizedView(len(self.filed_header(chars, "0" * 16)) + min(chars, self.preview_chars), fate)
+        return SizedView(chars, fate)
 
 
 CLIENTS: dict[str, ClientModel] = {"plain": PlainClient(), "claude-code": ClaudeCodeClient()}

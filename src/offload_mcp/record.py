@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from .clients import ChannelSizes
 from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent
 from .store import LedgerEvent
@@ -111,6 +112,17 @@ class DecisionEvent(BaseModel):
     """Observe mode only: the verdict enforce mode would have produced."""
     would_chars_out: int | None = None
     """Observe mode only: the characters enforce mode would have sent."""
+    client: str | None = None
+    """The `clientInfo.name` the calling client declared at initialize (Claude Code: `claude-code`); None
+    when it declared none, or in a record written before clients were recorded (`stats --client` names one)."""
+    raw_channels: ChannelSizes | None = None
+    """The channels a client reads of the result as the server sent it (None in older records)."""
+    shaped_channels: ChannelSizes | None = None
+    """The same of what enforce mode sent or, in observe mode, would have sent."""
+    declared_by_tool: int | None = None
+    """The `anthropic/maxResultSizeChars` the downstream tool declares itself (what a client alone honours)."""
+    declared_by_proxy: int | None = None
+    """The `anthropic/maxResultSizeChars` the proxy declares for the tool (what the client honours through it)."""
 
     @model_validator(mode="after")
     def _observe_fields_match_the_mode(self) -> DecisionEvent:

@@ -60,7 +60,7 @@ async def test_stats_of_a_real_enforcing_session(tmp_path):
     assert data["reducer_acts"]["smartcrush"] == 1
     assert data["recall_calls"] == 1 and data["failed_recalls"] == 0
     assert data["recall"]["observed"] == 1.0 and data["recall"]["samples"] == 1
-    assert data["horizon"]["observed"] == 3  # json_array, echo and the recall followed the offload
+    assert data["horizon"]["observed"] == 4  # read by one request, then json_array, echo and the recall followed
     assert data["totals"]["usd_saved"] > 0 and data["observe_mode"] is False
     assert data["sessions"] == 1
 

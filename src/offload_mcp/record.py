@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from .clients import ChannelSizes
+from .clients import ChannelSizes, ClientModel, client_model, for_client_info
+from .policy.economics import ResultAccount, account_result
 from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent
 from .store import LedgerEvent
@@ -153,6 +154,27 @@ class DecisionEvent(BaseModel):
     def reduced_chars(self) -> int:
         """Characters left after the reducers, before the policy (what a kept result costs)."""
         return self.decision.chars if self.decision is not None else self.chars_in
+
+    def client_model(self, named: ClientModel | None = None) -> ClientModel:
+        """The client this result is counted against: `named` (stats --client), else the one it recorded."""
+        return named or client_model(for_client_info(self.client))
+
+    def account(self, client: ClientModel, chars_per_token: float) -> ResultAccount:
+        """What this result kept out of the context against the raw result and against `client` alone
+        (policy/economics.py). A record from before channels were recorded is read as one text channel
+        of its recorded sizes."""
+        sent = self.shaped_chars_out
+        return account_result(
+            client,
+            tool=self.listed_tool,
+            raw_chars=self.chars_in,
+            sent_chars=sent,
+            raw=self.raw_channels or ChannelSizes(self.chars_in),
+            sent=self.shaped_channels or ChannelSizes(sent),
+            declared_by_tool=self.declared_by_tool,
+            declared_by_proxy=self.declared_by_proxy,
+            chars_per_token=chars_per_token,
+        )
 
     @property
     def priced_terms(self) -> dict[str, Any]:

@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .clients import ChannelSizes, ClientModel, client_model, for_client_info
-from .policy.economics import Rates, account_result, requests_carrying
+from .clients import ClientModel, client_model
+from .policy.economics import Rates, requests_carrying
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 from .record import DecisionEvent
@@ -273,20 +273,9 @@ def aggregate(
                 if ref and not observe:
                     offloaded_ids.add(ref)
                     offload_owner[ref] = key
-            viewer = named or client_model(for_client_info(record.client))
+            viewer = record.client_model(named)
             clients[viewer.name] += 1
-            account = account_result(
-                viewer,
-                tool=record.listed_tool,
-                raw_chars=chars_in,
-                sent_chars=sent,
-                # A record from before channels were recorded: its sizes, read as one text channel.
-                raw=record.raw_channels or ChannelSizes(chars_in),
-                sent=record.shaped_channels or ChannelSizes(sent),
-                declared_by_tool=record.declared_by_tool,
-                declared_by_proxy=record.declared_by_proxy,
-                chars_per_token=cpt,
-            )
+            account = record.account(viewer, cpt)
             alone_fates[account.client_alone.fate] += 1
             client_fates[account.client_seen.fate] += 1
             saved_tokens = account.raw_tokens_saved

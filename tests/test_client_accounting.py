@@ -85,7 +85,6 @@ async def test_stats_against_claude_code_alone_agrees_with_replay(tmp_path: Path
     replay_against_client = (r["client_alone"]["chars_out"] - r["chars_out"]) / 4
     assert r["client_alone"]["fates"] == {"file": 1, "rejected": 3}
 
-    print(f"stats vs Claude Code alone {against_client}, replay {replay_against_client}, vs raw {against_raw}")
     assert against_client == pytest.approx(replay_against_client, rel=0.01)
     # Against Claude Code alone the stubs cost tokens (a rejection is one line); against the raw bytes they save
     # almost all of them. Both are reported, and neither is the other.

@@ -122,3 +122,15 @@ def test_stats_names_a_client_for_a_ledger_recorded_before_clients_were(tmp_path
     assert table.returncode == 0 and "vs Claude Code alone" in table.stdout
     bad = _run("stats", "--ledger", str(copy), "--client", "cursor")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr and "claude-code" in bad.stderr
+
+
+async def test_a_postgresql_ledger_records_the_client_too(tmp_path: Path, pg_url: str) -> None:
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {})
+    async with proxy_session(["-c", str(config), "--ledger", pg_url], client_info=CLAUDE_CODE) as s:
+        assert not (await s.call_tool("make_text", {"size": 300_000})).is_error
+        assert not (await s.call_tool("echo", {"text": "hi"})).is_error
+    stats = _run("stats", "--ledger", pg_url, "--json")
+    assert stats.returncode == 0, stats.stderr
+    data = json.loads(stats.stdout)
+    assert data["clients"] == {"claude-code": 2} and data["client_alone_fates"] == {"inline": 1, "rejected": 1}
+    assert data["totals"]["client_tokens_saved"] < 0 < data["totals"]["tokens_saved"]

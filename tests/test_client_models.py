@@ -6,7 +6,7 @@ import pytest
 
 from offload_mcp.clients import (
     CLAUDE_CODE_INLINE_CHARS,
-    CLAUDE_CODE_MAX_MCP_OUTPUT_TOKENS,
+    CLAUDE_CODE_MAX_OUTPUT_CHARS,
     ChannelSizes,
     client_model,
     for_client_info,
@@ -22,8 +22,8 @@ EDGES = (
     CLAUDE_CODE_INLINE_CHARS,
     CLAUDE_CODE_INLINE_CHARS + 1,
     99_999,
-    CLAUDE_CODE_MAX_MCP_OUTPUT_TOKENS * 4 + 3,
-    CLAUDE_CODE_MAX_MCP_OUTPUT_TOKENS * 4 + 4,
+    CLAUDE_CODE_MAX_OUTPUT_CHARS,
+    CLAUDE_CODE_MAX_OUTPUT_CHARS + 1,
     1_467_635,
 )
 
@@ -56,8 +56,10 @@ def test_claude_code_rejects_files_and_keeps_by_size() -> None:
     assert client.sized(ChannelSizes(60_000)).fate == "file"
     assert client.sized(ChannelSizes(60_000), declared_max_chars=100_000).fate == "inline"
     assert client.sized(ChannelSizes(60_000, structured=1_000)).fate == "inline"  # it reads structuredContent
-    rejected = client.sized(ChannelSizes(1_103_664))
-    assert rejected.fate == "rejected" and rejected.chars < 300
+    # what the real CLI (2.1.332) did in tests/test_claude_code_e2e.py: 400,000 chars filed, 401,000 rejected
+    assert client.sized(ChannelSizes(400_000)).fate == "file"
+    rejected = client.sized(ChannelSizes(401_000))
+    assert rejected.fate == "rejected" and 1_000 < rejected.chars < 1_500  # an error naming a file, no bytes
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ async def test_metrics_count_each_result_against_the_raw_bytes_and_against_claud
     with proxy_over_http(args, "streamable-http") as (url, _stderr):
         base = url.rsplit("/", 1)[0]
         async with Client(url, client_info=types.Implementation(name="claude-code", version="2.1.0")) as client:
-            await client.call_tool("make_text", {"size": 300_000})  # Claude Code alone rejects it
+            await client.call_tool("make_text", {"size": 450_000})  # Claude Code alone rejects it (over 400,000 chars)
             await client.call_tool("make_text", {"size": 70_000})  # Claude Code alone files it with a preview
             await client.call_tool("echo", {"text": "hi"})
         async with Client(url) as client:  # a client with no size rules of its own
@@ -135,7 +135,7 @@ async def test_metrics_count_each_result_against_the_raw_bytes_and_against_claud
     net = "offload_mcp_tokens_saved_net"
     raw = total(parsed, net, baseline="raw", client="claude-code", mode="enforce")
     alone = total(parsed, net, baseline="client_alone", client="claude-code", mode="enforce")
-    # Against the raw bytes the stubs save nearly all of them; against Claude Code alone (a one-line rejection
+    # Against the raw bytes the stubs save nearly all of them; against Claude Code alone (a rejection naming a file
     # and a 2,000-char preview) they save or cost a few hundred: both figures, labelled, never one for the other.
     assert raw > 80_000 and abs(alone) < 2_000 and alone != 0
     assert total(parsed, "offload_mcp_client_alone_results_total", client="claude-code", fate="rejected") == 1

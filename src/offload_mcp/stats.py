@@ -23,7 +23,7 @@ Two baselines (economics.account_result): every result is counted against the
 raw result (`tokens_saved`, `usd_saved`: the server's characters minus the
 proxy's) and against what the calling client alone would have shown its model
 (`client_tokens_saved`, `client_usd_saved`: Claude Code's 2,000-char preview
-of a filed result, its rejection of one over 25,000 tokens; clients.py, the
+of a filed result, its error for one over 400,000 chars; clients.py, the
 model `replay --client` uses). The client is the `clientInfo.name` recorded
 with each decision; `client` (stats --client) names one for every result, for
 ledgers recorded before clients were. Recalls are charged against both.

@@ -22,10 +22,10 @@ examples:
 
 Every saving is shown twice: against the raw results (what the servers sent)
 and against what the calling client alone would have shown its model (from
-the clientInfo it sent at initialize; Claude Code rejects a result over 25,000
-tokens and files one over 50,000 chars with a 2,000-char preview). Against the
-client alone a saving can be negative: a stub is longer than a rejection, and
-keeps the whole result one recall away.
+the clientInfo it sent at initialize; Claude Code files a result over 50,000
+chars with a 2,000-char preview, and over 400,000 answers with an error naming
+the saved file). Against the client alone a saving can be negative: a stub can
+be longer than a preview, and keeps the whole result one recall away.
 
 Observe mode (`offload.mode: observe` or `serve --observe`) changes nothing the
 client sees; stats then shows what each lever would have saved. The observed

@@ -86,9 +86,9 @@ class ProxyMetrics:
             f"{PREFIX}_tokens_saved_net",
             "Estimated tokens kept out of the model's context, net, by baseline: raw (the results as the servers sent "
             "them, as tokens_saved counts) or client_alone (what the calling client, named by its clientInfo, shows its "
-            "model of them without the proxy: Claude Code rejects over 25,000 tokens and files over 50,000 chars with "
-            "a 2,000-char preview). Negative where the proxy put more in than the client alone would (a stub beside a "
-            "rejection). mode=observe: what enforce mode would have sent.",
+            "model of them without the proxy: Claude Code files over 50,000 chars with a 2,000-char preview and "
+            "answers over 400,000 with an error naming the saved file). Negative where the proxy put more in than the "
+            "client alone would (a stub beside a preview). mode=observe: what enforce mode would have sent.",
             ["server", "mode", "baseline", "client"],
             registry=r,
         )

@@ -68,3 +68,23 @@ def test_claude_code_rejects_files_and_keeps_by_size() -> None:
 )
 def test_client_info_names_the_model(name: str | None, model: str) -> None:
     assert for_client_info(name) == model
+
+
+def test_the_shaper_measures_the_channels_as_the_client_models_do() -> None:
+    import mcp_types as types
+    import orjson
+
+    from offload_mcp.shaping import channel_sizes, dump_result, sent_chars
+
+    result = types.CallToolResult(
+        content=[types.TextContent(text="é" * 10), types.TextContent(text="ab")],
+        structured_content={"rows": [{"name": "é" * 5, "n": 1}]},
+    )
+    dumped = dump_result(result)
+    sent_chars(dumped)  # the shaper measured its structuredContent once already: the characters come from there
+    plain = orjson.loads(orjson.dumps(dumped))
+    assert (
+        channel_sizes(dumped)
+        == ChannelSizes.of(plain)
+        == ChannelSizes(13, len(orjson.dumps(plain["structuredContent"]).decode()))
+    )

@@ -79,13 +79,25 @@ class ChannelSizes:
     """structuredContent as compact JSON, in characters; None when the result has none."""
 
     @classmethod
-    def of(cls, body: dict[str, Any]) -> ChannelSizes:
-        structured = body.get("structuredContent")
-        return cls(len(text_of(body)), None if structured is None else _json_chars(structured))
+    def of(cls, body: dict[str, Any], *, structured_chars: int | None = None) -> ChannelSizes:
+        """The sizes of `body`'s channels; `structured_chars` when the caller has measured it (json_chars)."""
+        texts = [
+            len(block.get("text", ""))
+            for block in body.get("content") or []
+            if isinstance(block, dict) and block.get("type", "text") == "text"
+        ]
+        text = sum(texts) + max(0, len(texts) - 1)  # len(text_of(body)), without the copy
+        if body.get("structuredContent") is None:
+            return cls(text, None)
+        return cls(text, structured_chars if structured_chars is not None else json_chars(body["structuredContent"]))
 
 
-def _json_chars(value: Any) -> int:
-    raw = orjson.dumps(value)
+def json_chars(value: Any) -> int:
+    """Characters (not bytes) of a value's compact JSON, as `orjson.dumps(value).decode()` spells it."""
+    return chars_of_json(orjson.dumps(value))
+
+
+def chars_of_json(raw: bytes) -> int:
     return len(raw) if raw.isascii() else len(raw.decode())
 
 

@@ -40,7 +40,7 @@ import mcp_types as types
 import orjson
 
 from .catalog.deferral import max_result_size_chars
-from .clients import ChannelSizes
+from .clients import ChannelSizes, chars_of_json
 from .config import OffloadSettings
 from .policy.describe import parse_json_text
 from .policy.policy import Decision, PolicyInput, ResultPolicy
@@ -172,7 +172,8 @@ class DumpedBody(dict[str, Any]):
 
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
-        self._structured_chars: tuple[Any, int] | None = None
+        self._structured_chars: tuple[Any, int, int] | None = None
+        """(structuredContent, bytes, characters) of its compact JSON."""
         self._text_spells_structured: tuple[Any, str | None, bool] | None = None
 
 
@@ -219,7 +220,7 @@ def dump_result(result: types.CallToolResult, *, structured_from_json: bool = Fa
     if raw is None:
         return _with_types(result, DumpedBody(result.model_dump(by_alias=True, mode="json", exclude_unset=True)))
     out = _with_structured(result, orjson.loads(raw))
-    out._structured_chars = (out["structuredContent"], len(raw))
+    out._structured_chars = (out["structuredContent"], len(raw), chars_of_json(raw))
     return out
 
 
@@ -264,15 +265,27 @@ def _structured_chars(body: dict[str, Any]) -> int:
     is checked by identity, so a structuredContent put in its place is measured anew. The length, not
     the bytes, is kept: a 4 MB bytes object kept alive through the shaping cost ~5 ms more in page faults
     of the allocations after it (canonical JSON, compression) than serialising twice."""
+    return _structured_measure(body)[0]
+
+
+def _structured_measure(body: dict[str, Any]) -> tuple[int, int]:
+    """(bytes, characters) of the structuredContent's compact JSON, (0, 0) without one; kept on a DumpedBody."""
     value = body.get("structuredContent")
     if value is None:
-        return 0
+        return 0, 0
     if not isinstance(body, DumpedBody):
-        return len(orjson.dumps(value))
+        raw = orjson.dumps(value)
+        return len(raw), chars_of_json(raw)
     kept = body._structured_chars
     if kept is None or kept[0] is not value:
-        kept = body._structured_chars = (value, len(orjson.dumps(value)))
-    return kept[1]
+        raw = orjson.dumps(value)
+        kept = body._structured_chars = (value, len(raw), chars_of_json(raw))
+    return kept[1], kept[2]
+
+
+def channel_sizes(body: dict[str, Any]) -> ChannelSizes:
+    """The channels a client reads of `body` (clients.ChannelSizes), its structuredContent measured once."""
+    return ChannelSizes.of(body, structured_chars=_structured_measure(body)[1])
 
 
 def visible_chars(body: dict[str, Any]) -> int:
@@ -544,7 +557,7 @@ class ResultShaper:
             tokens_in=chars_in / cpt,
             tokens_out=chars_in / cpt,
             reducer_events=events,
-            raw_channels=ChannelSizes.of(body),
+            raw_channels=channel_sizes(body),
             declared_by_proxy=self.declared_by_proxy,
         )
         if body.get("structuredContent") is not None:
@@ -568,7 +581,7 @@ class ResultShaper:
         out_body = dump(out) if out is not result else body
         report.chars_out = sent_chars(out_body) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
-        report.shaped_channels = ChannelSizes.of(out_body) if out is not result else report.raw_channels
+        report.shaped_channels = channel_sizes(out_body) if out is not result else report.raw_channels
 
         if observe:
             report.would_be, report.verdict = report.verdict, "keep"

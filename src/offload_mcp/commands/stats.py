@@ -164,11 +164,11 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     table.add_column("reduced", justify="right", footer=str(t.reduced))
     table.add_column("offloaded", justify="right", footer=str(t.offloaded))
     table.add_column("recalled", justify="right", footer=str(t.recalls))
-    table.add_column("tokens saved", justify="right", footer=f"{t.tokens_saved:,.0f}")
-    table.add_column("$ saved", justify="right", footer=_money(t.usd_saved, report.priced))
+    table.add_column("tokens saved vs raw", justify="right", footer=f"{t.tokens_saved:,.0f}")
+    table.add_column("$ saved vs raw", justify="right", footer=_money(t.usd_saved, report.priced))
     if observe:
-        table.add_column("would save tokens", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
-        table.add_column("would save $", justify="right", footer=_money(t.would_usd_saved, report.priced))
+        table.add_column("would save tokens vs raw", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
+        table.add_column("would save $ vs raw", justify="right", footer=_money(t.would_usd_saved, report.priced))
     from ..stats import client_title
 
     alone = client_title(report.client)
@@ -205,7 +205,7 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
         table.add_row(*cells)
     console.print(table)
     console.print(
-        "saved = against the raw results (what the servers sent)"
+        "vs raw = against the raw results (what the servers sent)"
         + (
             f"; vs {alone} alone = against what {alone} shows its model of them without the proxy"
             + (" (would-be figures included)" if observe else "")

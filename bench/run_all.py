@@ -680,16 +680,18 @@ def _rates(model: str, cached: bool) -> Any:
 
 def _recalled_and_carried(rates: Any, pol: Any, horizon: int) -> float:
     """One recall hop (economics.recall_hop) whose slice then rides along the remaining requests: the
-    pessimistic price of an offloaded result. Nothing follows a result with horizon 0, so nothing recalls it."""
-    if horizon <= 0:
+    pessimistic price of an offloaded result. A horizon counts the request that read the result
+    (economics.requests_carrying): at 1 no call follows it, so nothing recalls it."""
+    if horizon <= 1:
         return 0.0
     slice_tokens = pol.recall_input_tokens
-    return rates.recall_hop(slice_tokens, pol.recall_output_tokens) + slice_tokens * rates.carried * (horizon - 1)
+    return rates.recall_hop(slice_tokens, pol.recall_output_tokens) + slice_tokens * rates.carried * (horizon - 2)
 
 
 def section_dollars(ctx: Ctx) -> Section:
     """Dollars from offload_mcp.policy.economics, the module the gate, stats, replay and the demo use:
-    H = the calls that followed a result in its trajectory (`last step - step`), carry(x, H) and
+    H = the requests that carried a result in its trajectory (`last step - step + 1`: the later calls and
+    the request that read it, economics.requests_carrying), carry(x, H) and
     recall_hop(R_in, R_out) exactly as there, so these figures and `offload-mcp replay` agree."""
     records = ctx.data.get("corpus_records")
     rows: list[PeerRow] | None = ctx.data.get("corpus_rows")
@@ -700,10 +702,12 @@ def section_dollars(ctx: Ctx) -> Section:
             "Needs the tokens section (run without --only or include `tokens`).",
             ok=False,
         )
+    from offload_mcp.policy.economics import requests_carrying
+
     last_step: dict[str, int] = {}
     for r in records:
         last_step[r["traj"]] = max(last_step.get(r["traj"], 0), int(r["step"]))
-    horizons = [last_step[r["traj"]] - int(r["step"]) for r in records]
+    horizons = [requests_carrying(last_step[r["traj"]] - int(r["step"])) for r in records]
     details = ctx.data.get("offload_details") or []
     stub_idx = [i for i, d in enumerate(details) if d["via"] == "stub"]
 
@@ -739,8 +743,8 @@ def section_dollars(ctx: Ctx) -> Section:
     body = [
         "Cost of the tool-output part of the context over each trajectory's real calls, priced by "
         "`offload_mcp.policy.economics` (the module the gate, `stats`, `replay` and the demo use): a result is carried by "
-        "the H calls that followed it in its trajectory (`traj`/`step`; the request that answers without a call is not "
-        "seen by a proxy and not counted), carry(x, H) = x × (new content + carried × (H − 1)). Uncached: the input rate "
+        "the H requests that read it: the one right after its call and one per later call in its trajectory "
+        "(`traj`/`step`), carry(x, H) = x × (new content + carried × (H − 1)). Uncached: the input rate "
         "each time. Cached (Claude Code): cache write once (5 min), cache read on each later request. For offload-mcp the "
         f"two figures price recalls at the configured prior (p = {pol.recall_probability}, one "
         f"{pol.recall_input_tokens:,}-token recall hop per offloaded result) and pessimistically (every offloaded result "

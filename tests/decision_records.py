@@ -27,6 +27,7 @@ def decision_record(
     mode: str = "enforce",
     reduced_chars: int | None = None,
     would_chars_out: int | None = None,
+    client: str | None = None,
 ) -> DecisionEvent:
     """One record. In observe mode the client got the original, and what enforce mode would have sent defaults to
     a stub for an offload, the reduced size for a reduction, the original for a keep."""
@@ -58,6 +59,7 @@ def decision_record(
         trm_id=ref or None,
         would_be=verdict if observe else None,
         would_chars_out=would_chars_out if observe else None,
+        client=client,
     )
 
 

@@ -494,3 +494,47 @@ def test_elicitation_and_roots_reach_the_model_as_they_do_without_the_proxy(tmp_
     form, url, roots = (seen(r) for r in api.tool_results)
     assert "cancel" in form and "cancel" in url, (form, url)  # the elicitations reached Claude Code and came back
     assert tmp_path.as_uri() in roots, roots
+
+
+def test_stats_counts_against_what_claude_code_alone_shows(tmp_path: Path) -> None:
+    # Issue 39: four big results through the proxy from the real CLI, then the same four with no proxy. Claude Code
+    # introduces itself (clientInfo `claude-code`), the ledger records it, and stats' model of Claude Code alone
+    # (what it rejects, files or keeps) is what the real CLI did with the raw results.
+    calls = [
+        ("make_text", {"size": 1_467_635}),
+        ("make_text", {"size": 300_000}),
+        ("json_records", {"count": 3_000}),
+        ("make_text", {"size": 70_000}),
+    ]
+    steps: list[Step] = [tool_use(f"mcp__proxy__{tool}", **args) for tool, args in calls]
+    proxied, _ = run_claude(tmp_path, {"fx": fixture_entry()}, [*steps, {"text": "done"}])
+    direct, _ = run_claude(tmp_path, {"fx": fixture_entry()}, [*steps, {"text": "done"}], direct=True)
+
+    stats = subprocess.run(
+        [OFFLOAD_MCP, "stats", "--ledger", str(tmp_path / "ledger.db"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert stats.returncode == 0, stats.stderr
+    data = json.loads(stats.stdout)
+    assert data["clients"] == {"claude-code": 4}, data["clients"]
+
+    alone = [seen(r) for r in direct.tool_results]
+    fates = {"rejected": 0, "file": 0, "inline": 0}
+    for text in alone:
+        fates[
+            "rejected"
+            if "exceeds maximum allowed tokens" in text
+            else "file"
+            if "Output too large" in text or "saved to" in text
+            else "inline"
+        ] += 1
+    assert {k: v for k, v in fates.items() if v} == data["client_alone_fates"] == {"file": 3, "rejected": 1}
+    # the proxy's answers reach the model whole (no rejection, no file), as stats' model says
+    assert data["client_fates"] == {"inline": 4}
+    for text in (seen(r) for r in proxied.tool_results):
+        assert_inline(text)
+    # and the tokens against Claude Code alone are what the real CLI showed, within the model's message wording
+    real = (sum(map(len, alone)) - sum(len(seen(r)) for r in proxied.tool_results)) / 4
+    assert data["totals"]["client_tokens_saved"] == pytest.approx(real, abs=400)

@@ -89,6 +89,14 @@ def test_demo_runs_in_seconds_and_leaves_nothing_behind(tmp_path):
 
     # the end: tokens and dollars saved, and a detail brought back exactly
     assert "saved: the model kept ~" in out and "$" in out
+    # both baselines, labelled: the raw results, and what Claude Code alone shows of them (the demo introduces
+    # itself as Claude Code); Claude Code alone files the five results over 50,000 chars with a preview
+    raw = re.search(r"^   against the raw results: (saved|cost) .*$", out, re.M)
+    alone = re.search(r"^   against Claude Code alone: (saved|cost) .*$", out, re.M)
+    assert raw and alone, out
+    assert alone.group(0).endswith("Claude Code alone files 5 of these 6 result(s)")
+    for line in (raw.group(0), alone.group(0)):
+        assert not ("saved" in line and "cost" in line), line
     assert demo_server.NEEDLE_SUBJECT in out
     assert "byte-identical to what the server sent: yes" in out or "recall_tool_result(" in out
     assert "finished in" in out
@@ -117,6 +125,9 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
     data = json.loads(stats.stdout)
     assert data["observe_mode"] is True and data["totals"]["results"] == 6
     assert data["totals"]["tokens_saved"] == 0 and data["totals"]["would_tokens_saved"] > 100_000
+    # the ledger recorded the client the demo introduced itself as; stats counts against it alone too
+    assert data["client"] == "claude-code" and data["client_alone_fates"] == {"file": 5, "inline": 1}
+    assert "against Claude Code alone: would have" in out
 
     again = tmp_path / "again"
     again.mkdir()

@@ -16,7 +16,7 @@ from offload_mcp.replay import Record, _dollars
 from offload_mcp.stats import aggregate
 
 MODEL = "claude-opus-4-6"  # input $5/M, output $25/M, cache write 5m $6.25/M, 1h $10/M, cache read $0.50/M
-T, S, H = 100_000, 250, 4  # result tokens, stub tokens, calls that follow it
+T, S, H = 100_000, 250, 4  # result tokens, stub tokens, requests that carry it (the one that reads it + 3 calls)
 
 
 def _policy(caching: bool, ttl: str = "5m") -> PolicySettings:
@@ -24,7 +24,7 @@ def _policy(caching: bool, ttl: str = "5m") -> PolicySettings:
 
 
 def _stats_events(*, verdict: ShapeVerdict, chars_in: int, chars_out: int, observe: bool) -> list[dict[str, object]]:
-    """One result in session "s", then H more calls that save nothing (so the result is carried H times)."""
+    """One result in session "s", then H - 1 more calls that save nothing (so H requests carry the result)."""
     mode = "observe" if observe else "enforce"
     first = decision_record(
         "s",
@@ -37,7 +37,7 @@ def _stats_events(*, verdict: ShapeVerdict, chars_in: int, chars_out: int, obser
         mode=mode,
         would_chars_out=chars_out if observe else None,
     )
-    later = [decision_record("s", "srv", "small", "keep", "small", 10, mode=mode) for _ in range(H)]
+    later = [decision_record("s", "srv", "small", "keep", "small", 10, mode=mode) for _ in range(H - 1)]
     return [decision_row(record, id_=i, at=float(i)) for i, record in enumerate([first, *later], 1)]
 
 
@@ -59,14 +59,14 @@ def test_gate_stats_and_replay_price_a_would_be_offload_the_same(caching: bool, 
         )
     )
 
-    # stats: an observe-mode offload (nothing recalled yet, so the prior recall is charged), followed by H calls
+    # stats: an observe-mode offload (nothing recalled yet, so the prior recall is charged), followed by H - 1 calls
     events = _stats_events(verdict="offload", chars_in=int(T * cpt), chars_out=int(S * cpt), observe=True)
     stats_usd = aggregate(events, policy).totals.would_usd_saved
 
-    # replay: the same result as step 0 of an (H+1)-step trajectory, offloaded to an S-token stub
-    records = [Record(i + 1, "tool", "", "x", "traj", i) for i in range(H + 1)]
+    # replay: the same result as step 0 of an H-step trajectory, offloaded to an S-token stub
+    records = [Record(i + 1, "tool", "", "x", "traj", i) for i in range(H)]
     settings = OffloadSettings(policy=policy)
-    replay = _dollars(records, [T - S] + [0.0] * H, [True] + [False] * H, settings, (MODEL,), hops=1)[MODEL]
+    replay = _dollars(records, [T - S] + [0.0] * (H - 1), [True] + [False] * (H - 1), settings, (MODEL,), hops=1)[MODEL]
 
     assert gate.fire
     assert stats_usd == pytest.approx(gate.net_saving_usd, rel=1e-12)
@@ -114,11 +114,15 @@ def test_the_horizon_and_each_term_by_hand() -> None:
     assert terms.net == pytest.approx(cached.carry(T - S, H) - 0.5 * cached.recall_hop(2_000, 200))
 
 
-def test_replay_counts_the_calls_that_followed_not_one_more() -> None:
-    """A trajectory's last call is followed by nothing, so a token saved there is worth nothing (as in stats and the gate)."""
+def test_the_last_result_of_a_conversation_is_carried_by_the_request_that_reads_it() -> None:
+    """A token saved on a trajectory's last output is worth one cache write (the request that read it), never $0:
+    pricing it at zero made a session of one big result "keep tokens out" yet cost its recall prior."""
     records = [Record(1, "tool", "", "x" * 4_000, "t", 0), Record(2, "tool", "", "x" * 4_000, "t", 1)]
     settings = OffloadSettings(policy=_policy(True))
     dollars = _dollars(records, [0.0, 1_000.0], [False, False], settings, (MODEL,))[MODEL]
-    assert dollars["saved_usd"] == 0.0
-    dollars = _dollars(records, [1_000.0, 0.0], [False, False], settings, (MODEL,))[MODEL]
     assert dollars["saved_usd"] == pytest.approx(1_000 * 6.25e-6, abs=5e-5)
+    dollars = _dollars(records, [1_000.0, 0.0], [False, False], settings, (MODEL,))[MODEL]
+    assert dollars["saved_usd"] == pytest.approx(1_000 * (6.25e-6 + 0.5e-6), abs=5e-5)
+    # stats: the same, from the ledger
+    events = _stats_events(verdict="offload", chars_in=400_000, chars_out=1_000, observe=False)[:1]
+    assert aggregate(events, _policy(True)).totals.usd_saved == pytest.approx(99_750 * 6.25e-6)

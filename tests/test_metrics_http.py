@@ -111,3 +111,40 @@ def test_metrics_need_the_token_when_one_is_set(tmp_path):
             scrape(base)
         assert refused.value.code == 401
         assert total(scrape(base, {"Authorization": "Bearer s3cret"}), "offload_mcp_calls_total") == 0
+
+
+async def test_metrics_count_each_result_against_the_raw_bytes_and_against_claude_code_alone(tmp_path):
+    import mcp_types as types
+
+    config = write_config(tmp_path, {"fx": fixture_entry()}, {})
+    args = ["-c", str(config), "--ledger", str(tmp_path / "l.db")]
+    with proxy_over_http(args, "streamable-http") as (url, _stderr):
+        base = url.rsplit("/", 1)[0]
+        async with Client(url, client_info=types.Implementation(name="claude-code", version="2.1.0")) as client:
+            await client.call_tool("make_text", {"size": 450_000})  # Claude Code alone rejects it (over 400,000 chars)
+            await client.call_tool("make_text", {"size": 70_000})  # Claude Code alone files it with a preview
+            await client.call_tool("echo", {"text": "hi"})
+        async with Client(url) as client:  # a client with no size rules of its own
+            await client.call_tool("make_text", {"size": 300_000})
+        deadline = time.monotonic() + 10
+        parsed = scrape(base)
+        while total(parsed, "offload_mcp_calls_total") < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            parsed = scrape(base)
+
+    net = "offload_mcp_tokens_saved_net"
+    raw = total(parsed, net, baseline="raw", client="claude-code", mode="enforce")
+    alone = total(parsed, net, baseline="client_alone", client="claude-code", mode="enforce")
+    # Against the raw bytes the stubs save nearly all of them; against Claude Code alone (a rejection naming a file
+    # and a 2,000-char preview) they save or cost a few hundred: both figures, labelled, never one for the other.
+    assert raw > 80_000 and abs(alone) < 2_000 and alone != 0
+    assert total(parsed, "offload_mcp_client_alone_results_total", client="claude-code", fate="rejected") == 1
+    assert total(parsed, "offload_mcp_client_alone_results_total", client="claude-code", fate="file") == 1
+    assert total(parsed, "offload_mcp_client_alone_results_total", client="claude-code", fate="inline") == 1
+    # A client that names no known model shows every byte: its two baselines agree.
+    plain_raw = total(parsed, net, baseline="raw", client="plain")
+    assert plain_raw > 70_000 and total(parsed, net, baseline="client_alone", client="plain") == pytest.approx(
+        plain_raw, rel=0.02
+    )
+    # The existing name still counts the raw baseline.
+    assert total(parsed, "offload_mcp_tokens_saved_total", mode="enforce") == pytest.approx(raw + plain_raw)

@@ -28,10 +28,11 @@ V1_TOTALS = {
     "offloaded": 2,
     "observed": 3,
     "tokens_saved": 51235.0,
-    "usd_saved": 0.360144125,
     "would_tokens_saved": 51235.5,
-    "would_usd_saved": 0.337029875,
 }
+# Its dollars as priced since each result is also carried by the request that read it (economics.requests_carrying);
+# the version-1 build priced only the calls that followed: 0.360144125 and 0.337029875.
+V1_USD = {"usd_saved": 0.385761625, "would_usd_saved": 0.362647625}
 
 
 def _details(path: Path) -> list[str]:
@@ -62,6 +63,7 @@ def test_a_ledger_written_by_version_1_is_upgraded_on_open_and_reads_the_same(tm
     assert records[6].decision is None and records[6].reason == "small"  # a columns-only row: nothing invented
     t = report.totals
     assert {k: getattr(t, k) for k in V1_TOTALS} == pytest.approx(V1_TOTALS)
+    assert {k: getattr(t, k) for k in V1_USD} == pytest.approx(V1_USD)
     # the one change: the verdict `inline` never existed; that row was kept whole
     assert report.decisions == {"offload/over_client_limit": 2, "reduce/below_large": 2, "keep/small": 3}
     assert body["content"][0]["text"].startswith("commit ")  # bodies are untouched

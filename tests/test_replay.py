@@ -151,7 +151,8 @@ def test_remaining_turns_come_from_each_trajectory():
         Record(3, "t", "", "x", "b", 2),
         Record(4, "t", "", "x", "c", None),
     ]
-    assert _remaining_turns(recs, horizon=7) == [5, 0, 0, 7]
+    # the later steps + the request that read the output (economics.requests_carrying); no step: the prior
+    assert _remaining_turns(recs, horizon=7) == [6, 1, 1, 7]
 
 
 def test_call_arguments():

@@ -179,12 +179,16 @@ def test_client_models():
     assert cc.view(structured).text == '{"rows":[1,2]}'
     big = {"content": [{"type": "text", "text": "x" * 60_000}]}
     filed = cc.view(big)
-    assert filed.fate == "file" and filed.text.endswith("x" * 2_000) and len(filed.text) < 2_300
+    assert filed.fate == "file" and filed.text.endswith("x" * 2_000 + "\n...\n</persisted-output>")
+    assert len(filed.text) < 2_300
     assert filed.text == cc.view(big).text  # the path derives from the content: byte-stable
     assert cc.view(big, declared_max_chars=100_000).fate == "inline"
     assert cc.view({"content": [{"type": "text", "text": "x" * 600_000}]}, declared_max_chars=10**7).fate == "rejected"
-    huge = cc.view({"content": [{"type": "text", "text": "x" * 100_008}]}, tool="q", declared_max_chars=500_000)
-    assert huge.fate == "rejected" and "25002 tokens" in huge.text and "xxxx" not in huge.text and len(huge.text) < 300
+    # over 400,000 chars (what Claude Code 2.1.332 did, tests/test_claude_code_e2e.py): an error naming a file
+    assert cc.view({"content": [{"type": "text", "text": "x" * 400_000}]}).fate == "file"
+    huge = cc.view({"content": [{"type": "text", "text": "x" * 400_001}]}, tool="q", declared_max_chars=500_000)
+    assert huge.fate == "rejected" and "(400,001 characters)" in huge.text and "xxxx" not in huge.text
+    assert len(huge.text) < 1_500
     assert cc.inline_limit(10**7) == 500_000 and cc.inline_limit(1_000) == 50_000
     with pytest.raises(ValueError, match="unknown client 'cursor'"):
         client_model("cursor")
@@ -233,9 +237,9 @@ def test_replay_dump_fidelity_and_claude_code_view(tmp_path: Path):
     assert lines[1]["seen"] == rows[1]["output"] and lines[1]["verdict"] == "keep"
     # tokens are those of the model's context: the stub, not the 190K body
     assert d["chars_out"] == sum(len(x["seen"]) for x in lines)
-    # Claude Code alone would reject the 190K result: the fact is lost there too, and nothing is saved by filing
+    # Claude Code alone would file the 190K result with a 2,000-char preview: the fact is out of view there too
     alone = d["client_alone"]
-    assert alone["fates"] == {"inline": 3, "rejected": 1} and alone["fidelity"]["rejected_by_client"] == 1
+    assert alone["fates"] == {"file": 1, "inline": 3} and alone["fidelity"]["behind_client_file"] == 1
     # one recall hop per needed fact not seen, beside the prior
     usd = d["dollars"]["claude-sonnet-4-6"]
     assert (

@@ -71,18 +71,19 @@ def test_counts_tokens_and_cache_aware_dollars(ledger):
     assert git.tokens_saved == pytest.approx(399_000 / 4)
     assert fs.tokens_saved == pytest.approx(2_000 / 4)
 
-    # git_log was carried for 3 later calls: one cache write + 2 cache reads per token, minus the recall hop
+    # git_log was carried by 4 requests (the one that read it, 3 later calls): one cache write + 3 cache reads
+    # per token, minus the recall hop
     recall_hop = 8_000 / 4 * CW + 200 * OUT
-    assert git.usd_saved == pytest.approx(399_000 / 4 * (CW + 2 * CR) - recall_hop)
-    # the reduced read was followed by 2 calls; the last call of a session saved nothing beyond its tokens
-    assert fs.usd_saved == pytest.approx(2_000 / 4 * (CW + CR))
+    assert git.usd_saved == pytest.approx(399_000 / 4 * (CW + 3 * CR) - recall_hop)
+    # the reduced read was carried by 3 requests; the last call of a session by the one that read it
+    assert fs.usd_saved == pytest.approx(2_000 / 4 * (CW + 2 * CR))
     assert report.totals.usd_saved == pytest.approx(git.usd_saved + fs.usd_saved)
 
     assert report.decisions == {"offload/gate_fired": 1, "reduce/small": 1, "keep/small": 1}
     assert report.reducer_acts == {"linecap": 1}
     assert report.reducer_declines == {"dedup/first_seen": 2}
     assert report.recall.observed == 1.0 and report.recall.samples == 1 and report.recall.suggested is None
-    assert report.horizon.observed == 3 and report.horizon.configured == 5
+    assert report.horizon.observed == 4 and report.horizon.configured == 5
     assert any("cache write" in a for a in report.assumptions)
 
 
@@ -102,10 +103,10 @@ def test_observed_priors_give_suggestions(ledger):
     assert report.recall.observed == pytest.approx(2 / 8)
     assert report.recall.suggested == 0.25
     assert report.recall_calls == 4 and report.failed_recalls == 1
-    # following calls: i plus recalls made in that session (s3: +2, s5: +1, s6: +1)
-    following = sorted([0, 1, 2, 3 + 2, 4, 5 + 1, 6 + 1, 7])
-    assert report.horizon.observed == pytest.approx(sum(following) / 8)
-    assert report.horizon.suggested == following[2]  # lower quartile: the gate wants an underestimate
+    # requests: the one that read it + i following calls + recalls made in that session (s3: +2, s5: +1, s6: +1)
+    carrying = [1 + n for n in (0, 1, 2, 3 + 2, 4, 5 + 1, 6 + 1, 7)]
+    assert report.horizon.observed == pytest.approx(sum(carrying) / 8)
+    assert report.horizon.suggested == 5  # the mean (5.125) rounded down: the gate wants an underestimate
     assert report.sessions == 8
 
 
@@ -150,12 +151,16 @@ def test_observe_mode_reports_would_have_saved(ledger):
     assert t.tokens_saved == 0 and t.usd_saved == 0
     assert t.would_tokens_saved == pytest.approx((399_000 + 2_000) / 4)
     prior_recall = 0.5 * (2_000 * CW + 200 * OUT)
-    assert t.would_usd_saved == pytest.approx(399_000 / 4 * (CW + CR) - prior_recall + 2_000 / 4 * CW)
+    assert t.would_usd_saved == pytest.approx(399_000 / 4 * (CW + 2 * CR) - prior_recall + 2_000 / 4 * (CW + CR))
     assert report.recall.observed is None and "observe mode" in report.recall.note
     lines = summary_lines(report)
     assert lines[0].startswith("reducers would have cut 1 of 3 results (linecap x1)")
     assert lines[1] == "would have offloaded 1 result(s) to the ledger (gate_fired x1)"
-    assert any(line.startswith("would have kept ~100,250 tokens") for line in lines)
+    assert any(
+        line.startswith("against the raw results: would have saved ~$")
+        and line.endswith("(~100,250 tokens kept out of the context)")
+        for line in lines
+    )
     assert "observe mode" in lines[-1]
 
 
@@ -286,8 +291,8 @@ def test_stats_table_in_observe_mode_shows_would_save_columns_and_suggestions(le
     assert table.returncode == 0, table.stderr
     assert "would save tokens" in table.stdout and "would save $" in table.stdout
     assert "observe mode" in table.stdout
-    # horizon over the six would-be offloads: 0..5 calls followed; lower quartile 1
-    assert '"horizon": 1' in table.stdout
+    # horizon over the six would-be offloads: 0..5 calls followed, so 1..6 requests; mean 3.5, rounded down
+    assert '"horizon": 3' in table.stdout and "horizon: configured 5, observed 3.5 over 6" in table.stdout
     assert "recall_probability: configured 0.50, observed n/a" in table.stdout
 
 
@@ -297,17 +302,53 @@ def test_search_mode_events_are_calls_and_are_reported(ledger):
     ledger.record_event(LedgerEvent("invoke", session_id="a", verdict="refused", reason="unknown_tool"))
     report = report_from_ledger(ledger)
     assert report.search_events == {"tool_search/ok/matched": 1, "invoke/refused/unknown_tool": 1}
-    assert report.horizon.observed == 2  # a search and an invoke followed the offload: two model hops
+    assert report.horizon.observed == 3  # the request that read it, then a search and an invoke: three model hops
     assert "tool search answered 1 search(es); 1 invoke call(s) refused" in summary_lines(report)
 
 
-def test_exit_summary_words_a_net_cost_as_one_not_as_negative_dollars(ledger):
-    # It printed "~$-0.01" when the recalls that followed cost more than the offload saved.
-    ledger.commit(events=[decision("s", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref="trm_1")])
+def _claims_both(line: str) -> bool:
+    saving = any(word in line for word in ("saved", "kept", "out of the context"))
+    loss = any(word in line for word in ("cost", "more tokens", " more at ", "$-"))
+    return saving and loss
+
+
+def test_exit_summary_never_claims_a_saving_and_a_cost_at_once(ledger):
+    # The issue's session: Claude Code in observe mode, one 1.1 MB result, nothing after it. It printed "kept
+    # ~275,916 tokens out of the context, yet ~$0.01 more": the tokens against the raw bytes (which Claude Code
+    # rejected, so they never entered the context), the dollars at zero requests (the result was last) minus
+    # the recall prior.
+    record = decision_record(
+        "s", "git", "git_log", "offload", "over_client_limit", 1_103_664, mode="observe", client="claude-code"
+    )
+    ledger.commit(events=[record.ledger_event()])
     report = report_from_ledger(ledger, PolicySettings(), session_ids=["s"])
-    report.totals.usd_saved, report.totals.would_usd_saved = -0.0123, 0.0
-    line = next(ln for ln in summary_lines(report) if "out of the context" in ln)
-    assert "$-" not in line and line.endswith(f"yet ~$0.01 more at {report.model} once recalls are paid for")
-    report.totals.usd_saved = 0.0123
-    line = next(ln for ln in summary_lines(report) if "out of the context" in ln)
-    assert line.endswith(f", ~$0.01 at {report.model}")
+    lines = summary_lines(report)
+    assert not any(_claims_both(line) for line in lines), lines
+    raw = next(line for line in lines if line.startswith("against the raw results:"))
+    assert raw.startswith("against the raw results: would have saved ~$")  # the request that read it pays for it
+    alone = next(line for line in lines if line.startswith("against Claude Code alone:"))
+    # Claude Code alone shows an error naming the file it saved the result to, about as long as the stub: against it
+    # the offload costs its recall prior, and the tokens (pointing the other way) are not named beside that cost
+    assert alone.startswith("against Claude Code alone: would have cost ~$") and "tokens" not in alone
+    assert alone.endswith("; Claude Code alone rejects 1 of these 1 result(s)")
+    assert report.client_alone_fates == {"rejected": 1} and report.totals.would_client_usd_saved < 0
+
+
+@pytest.mark.parametrize("recall_chars", [0, 8_000, 400_000, 4_000_000])
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_no_summary_line_claims_a_saving_and_a_cost_at_once(ledger, recall_chars, mode):
+    # From a clear saving to recalls that bring back far more than the cut kept out.
+    events = [
+        decision_record(
+            "s", "git", "git_log", "offload", "gate_fired", 200_000, 900, ref="trm_1", mode=mode, client="claude-code"
+        ),
+        decision_record(
+            "s", "fs", "read", "reduce", "small", 60_000, 20_000, mode=mode, client="claude-code", reduced_chars=20_000
+        ),
+    ]
+    ledger.commit(events=[e.ledger_event() for e in events])
+    if recall_chars:
+        ledger.record_recall("s", "trm_1", ok=True, chars_out=recall_chars)
+    for settings in (PolicySettings(), PolicySettings(model="some-local-model")):
+        lines = summary_lines(report_from_ledger(ledger, settings, session_ids=["s"]))
+        assert lines and not any(_claims_both(line) for line in lines), lines

@@ -60,7 +60,7 @@ async def test_stats_of_a_real_enforcing_session(tmp_path):
     assert data["reducer_acts"]["smartcrush"] == 1
     assert data["recall_calls"] == 1 and data["failed_recalls"] == 0
     assert data["recall"]["observed"] == 1.0 and data["recall"]["samples"] == 1
-    assert data["horizon"]["observed"] == 3  # json_array, echo and the recall followed the offload
+    assert data["horizon"]["observed"] == 4  # read by one request, then json_array, echo and the recall followed
     assert data["totals"]["usd_saved"] > 0 and data["observe_mode"] is False
     assert data["sessions"] == 1
 
@@ -123,7 +123,7 @@ def test_policy_model_from_config_prices_the_report(tmp_path):
         ledger.close()
 
 
-async def run_with_stderr(args, tmp_path, calls):
+async def run_with_stderr(args, tmp_path, calls, client_info=None):
     """`offload-mcp serve ARGS` over stdio with its stderr in a file; returns (results, stderr after exit)."""
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -135,7 +135,7 @@ async def run_with_stderr(args, tmp_path, calls):
     results = []
     with open(log, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, client_info=client_info) as session:
                 await session.initialize()
                 for name, arguments in calls:
                     results.append(await session.call_tool(name, arguments))
@@ -164,3 +164,21 @@ async def test_serve_observe_flag_passes_results_through_and_says_what_it_would_
     assert len(text_of(big)) == 300_000
     assert "would have offloaded 1 result(s)" in stderr and "passed through unchanged" in stderr
     assert stats_json(tmp_path / "l.db")["observe_mode"] is True
+
+
+async def test_serve_exit_summary_counts_against_the_raw_results_and_claude_code_alone(tmp_path):
+    import mcp_types as types
+
+    config = write_config(tmp_path, {"fx": fixture_entry()}, OFFLOAD)
+    claude_code = types.Implementation(name="claude-code", version="2.1.0")
+    for observe in ([], ["--observe"]):
+        args = [*observe, "-c", str(config), "--ledger", str(tmp_path / f"l{len(observe)}.db")]
+        calls = [("make_text", {"size": 450_000}), ("make_text", {"size": 120_000}), ("json_array", {"count": 500})]
+        _, stderr = await run_with_stderr(args, tmp_path, calls, client_info=claude_code)
+        summary = stderr.split("offload-mcp summary:", 1)[1].splitlines()
+        would = "would have " if observe else ""
+        assert any(line.startswith(f"  against the raw results: {would}saved ~$") for line in summary), summary
+        alone = next(line for line in summary if line.startswith("  against Claude Code alone: "))
+        assert alone.endswith("Claude Code alone rejects 1 and files 1 of these 3 result(s)")
+        for line in summary:  # one sign a line: never a saving and a cost at once
+            assert not (("saved" in line or "kept" in line) and ("cost" in line or "more tokens" in line)), line

@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from .clients import ChannelSizes, ClientModel, client_model, for_client_info
+from .policy.economics import ResultAccount, account_result
 from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent
 from .store import LedgerEvent
@@ -111,6 +113,17 @@ class DecisionEvent(BaseModel):
     """Observe mode only: the verdict enforce mode would have produced."""
     would_chars_out: int | None = None
     """Observe mode only: the characters enforce mode would have sent."""
+    client: str | None = None
+    """The `clientInfo.name` the calling client declared at initialize (Claude Code: `claude-code`); None
+    when it declared none, or in a record written before clients were recorded (`stats --client` names one)."""
+    raw_channels: ChannelSizes | None = None
+    """The channels a client reads of the result as the server sent it (None in older records)."""
+    shaped_channels: ChannelSizes | None = None
+    """The same of what enforce mode sent or, in observe mode, would have sent."""
+    declared_by_tool: int | None = None
+    """The `anthropic/maxResultSizeChars` the downstream tool declares itself (what a client alone honours)."""
+    declared_by_proxy: int | None = None
+    """The `anthropic/maxResultSizeChars` the proxy declares for the tool (what the client honours through it)."""
 
     @model_validator(mode="after")
     def _observe_fields_match_the_mode(self) -> DecisionEvent:
@@ -141,6 +154,27 @@ class DecisionEvent(BaseModel):
     def reduced_chars(self) -> int:
         """Characters left after the reducers, before the policy (what a kept result costs)."""
         return self.decision.chars if self.decision is not None else self.chars_in
+
+    def client_model(self, named: ClientModel | None = None) -> ClientModel:
+        """The client this result is counted against: `named` (stats --client), else the one it recorded."""
+        return named or client_model(for_client_info(self.client))
+
+    def account(self, client: ClientModel, chars_per_token: float) -> ResultAccount:
+        """What this result kept out of the context against the raw result and against `client` alone
+        (policy/economics.py). A record from before channels were recorded is read as one text channel
+        of its recorded sizes."""
+        sent = self.shaped_chars_out
+        return account_result(
+            client,
+            tool=self.listed_tool,
+            raw_chars=self.chars_in,
+            sent_chars=sent,
+            raw=self.raw_channels or ChannelSizes(self.chars_in),
+            sent=self.shaped_channels or ChannelSizes(sent),
+            declared_by_tool=self.declared_by_tool,
+            declared_by_proxy=self.declared_by_proxy,
+            chars_per_token=chars_per_token,
+        )
 
     @property
     def priced_terms(self) -> dict[str, Any]:

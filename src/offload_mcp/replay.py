@@ -10,9 +10,9 @@ offloaded one must recall (by its `trm_` id) to the exact original body. A
 record that fails is counted as unrecoverable (the run fails if any is).
 
 Dollars (policy/economics.py, the terms the gate and stats use): a token saved
-on an output is worth carry(1, H), H being the calls that followed it in its
-trajectory (`last step - step`; records without `traj`/`step` count the
-policy's `horizon`). Recalls are charged as measured: one recall hop
+on an output is worth carry(1, H), H being the requests that carried it in its
+trajectory (`last step - step + 1`: the later steps and the one that read it;
+records without `traj`/`step` count the policy's `horizon`). Recalls are charged as measured: one recall hop
 (`recall_input_tokens` in, `recall_output_tokens` out) per needed fact the
 model could not see (behind a stub, cut by a reducer, or filed/rejected by the
 client); the prior (`recall_probability` x a hop per offloaded output, what
@@ -44,6 +44,7 @@ import orjson
 
 from .clients import ClientModel, ClientView, client_model
 from .fidelity import FidelityReport, Observed, measure
+from .policy.economics import requests_carrying
 from .reducers.base import MARKER_RE
 
 if TYPE_CHECKING:
@@ -250,7 +251,10 @@ def _remaining_turns(records: list[Record], horizon: int) -> list[int]:
     for r in records:
         if r.step is not None:
             last[r.traj] = max(last.get(r.traj, r.step), r.step)
-    return [last[r.traj] - r.step if r.step is not None and r.traj in last else horizon for r in records]
+    # economics.requests_carrying: the later steps plus the request that read the output.
+    return [
+        requests_carrying(last[r.traj] - r.step) if r.step is not None and r.traj in last else horizon for r in records
+    ]
 
 
 def replay(

@@ -39,6 +39,8 @@ from typing import Any, Literal
 import mcp_types as types
 import orjson
 
+from .catalog.deferral import max_result_size_chars
+from .clients import ChannelSizes, chars_of_json
 from .config import OffloadSettings
 from .policy.describe import parse_json_text
 from .policy.policy import Decision, PolicyInput, ResultPolicy
@@ -76,6 +78,10 @@ class CallInfo:
     structured_from_json: bool = False
     """The result's structuredContent was parsed from JSON (a downstream server's answer), so its values
     are JSON's own and the shaper reads it without a copy (dump_result)."""
+    client: str | None = None
+    """The `clientInfo.name` the calling client declared at initialize (recorded for client-aware accounting)."""
+    declared_by_tool: int | None = None
+    """The `anthropic/maxResultSizeChars` the downstream tool declares itself."""
 
 
 @dataclass
@@ -103,6 +109,12 @@ class ShapeReport:
     """In observe mode: the verdict enforce mode would have produced."""
     would_chars_out: int | None = None
     """In observe mode: what enforce mode would have sent."""
+    raw_channels: ChannelSizes | None = None
+    """The channels a client reads of the result as the server sent it."""
+    shaped_channels: ChannelSizes | None = None
+    """The same of what enforce mode sent or would have sent."""
+    declared_by_proxy: int | None = None
+    """The `anthropic/maxResultSizeChars` the proxy declares on downstream tools (catalog/deferral.py)."""
     recorded: DecisionEvent | None = None
     """The record committed to the ledger, while the draft has not changed since (a fall-back clears it)."""
 
@@ -129,6 +141,11 @@ class ShapeReport:
             warning=self.warning,
             would_be=self.would_be,
             would_chars_out=self.would_chars_out,
+            client=call.client,
+            raw_channels=self.raw_channels,
+            shaped_channels=self.shaped_channels,
+            declared_by_tool=call.declared_by_tool,
+            declared_by_proxy=self.declared_by_proxy,
         )
 
 
@@ -155,7 +172,8 @@ class DumpedBody(dict[str, Any]):
 
     def __init__(self, body: dict[str, Any]) -> None:
         super().__init__(body)
-        self._structured_chars: tuple[Any, int] | None = None
+        self._structured_chars: tuple[Any, int, int] | None = None
+        """(structuredContent, bytes, characters) of its compact JSON."""
         self._text_spells_structured: tuple[Any, str | None, bool] | None = None
 
 
@@ -202,7 +220,7 @@ def dump_result(result: types.CallToolResult, *, structured_from_json: bool = Fa
     if raw is None:
         return _with_types(result, DumpedBody(result.model_dump(by_alias=True, mode="json", exclude_unset=True)))
     out = _with_structured(result, orjson.loads(raw))
-    out._structured_chars = (out["structuredContent"], len(raw))
+    out._structured_chars = (out["structuredContent"], len(raw), chars_of_json(raw))
     return out
 
 
@@ -247,15 +265,27 @@ def _structured_chars(body: dict[str, Any]) -> int:
     is checked by identity, so a structuredContent put in its place is measured anew. The length, not
     the bytes, is kept: a 4 MB bytes object kept alive through the shaping cost ~5 ms more in page faults
     of the allocations after it (canonical JSON, compression) than serialising twice."""
+    return _structured_measure(body)[0]
+
+
+def _structured_measure(body: dict[str, Any]) -> tuple[int, int]:
+    """(bytes, characters) of the structuredContent's compact JSON, (0, 0) without one; kept on a DumpedBody."""
     value = body.get("structuredContent")
     if value is None:
-        return 0
+        return 0, 0
     if not isinstance(body, DumpedBody):
-        return len(orjson.dumps(value))
+        raw = orjson.dumps(value)
+        return len(raw), chars_of_json(raw)
     kept = body._structured_chars
     if kept is None or kept[0] is not value:
-        kept = body._structured_chars = (value, len(orjson.dumps(value)))
-    return kept[1]
+        raw = orjson.dumps(value)
+        kept = body._structured_chars = (value, len(raw), chars_of_json(raw))
+    return kept[1], kept[2]
+
+
+def channel_sizes(body: dict[str, Any]) -> ChannelSizes:
+    """The channels a client reads of `body` (clients.ChannelSizes), its structuredContent measured once."""
+    return ChannelSizes.of(body, structured_chars=_structured_measure(body)[1])
 
 
 def visible_chars(body: dict[str, Any]) -> int:
@@ -396,6 +426,8 @@ class ResultShaper:
         self._warned_no_ledger = False
         self.ledger_problem: str | None = None
         """Why `ledger` is None, when opening it failed (build_shaper): recall and expand say it."""
+        # What enforce mode declares (observe mode declares nothing, but its records say what enforce would send).
+        self.declared_by_proxy = max_result_size_chars(settings.model_copy(update={"mode": "enforce"}))
 
     # ---- session memory ---------------------------------------------------
 
@@ -525,6 +557,8 @@ class ResultShaper:
             tokens_in=chars_in / cpt,
             tokens_out=chars_in / cpt,
             reducer_events=events,
+            raw_channels=channel_sizes(body),
+            declared_by_proxy=self.declared_by_proxy,
         )
         if body.get("structuredContent") is not None:
             report.structured = "kept"
@@ -544,8 +578,10 @@ class ResultShaper:
                 report.stash_hashes = sorted(stash)
             if candidate.structured_content is None and repeat():
                 report.structured = "dropped_duplicate"
-        report.chars_out = sent_chars(dump(out)) if out is not result else chars_in
+        out_body = dump(out) if out is not result else body
+        report.chars_out = sent_chars(out_body) if out is not result else chars_in
         report.tokens_out = report.chars_out / cpt
+        report.shaped_channels = channel_sizes(out_body) if out is not result else report.raw_channels
 
         if observe:
             report.would_be, report.verdict = report.verdict, "keep"
@@ -752,6 +788,7 @@ class ResultShaper:
         report.verdict, report.reason, report.warning, report.recorded = "keep", reason, cause, None
         report.trm_id, report.stash_hashes, report.structured = None, [], None
         report.chars_out, report.tokens_out = report.chars_in, report.tokens_in
+        report.shaped_channels = report.raw_channels
         if reason == "no_ledger" and not self._warned_no_ledger:
             log.warning("no ledger open: results pass through unmodified (%s)", cause)
             self._warned_no_ledger = True

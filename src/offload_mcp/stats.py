@@ -12,12 +12,21 @@ all read this one aggregation.
 
 Pricing: policy/economics.py, the same terms the gate decides on. A token
 kept out of the transcript saves carry(1, H), H being observed, never assumed:
-the calls that followed the result in its session (economics.py defines H and
-says why the final answer turn is not counted). Recalls and expands are charged
+the requests that carried the result, i.e. the calls that followed it in its
+session plus the one that read it (economics.py defines H). Recalls and expands are charged
 back as a recall hop: the slice they returned enters the context as new content
 and the model writes the call (`recall_output_tokens` at the output rate). Observe-mode results are priced
 the same way and reported as "would have saved"; since nothing was offloaded,
 their recall cost is the configured prior, p_recall x one recall hop.
+
+Two baselines (economics.account_result): every result is counted against the
+raw result (`tokens_saved`, `usd_saved`: the server's characters minus the
+proxy's) and against what the calling client alone would have shown its model
+(`client_tokens_saved`, `client_usd_saved`: Claude Code's 2,000-char preview
+of a filed result, its error for one over 400,000 chars; clients.py, the
+model `replay --client` uses). The client is the `clientInfo.name` recorded
+with each decision; `client` (stats --client) names one for every result, for
+ledgers recorded before clients were. Recalls are charged against both.
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .policy.economics import Rates
+from .clients import ClientModel, client_model
+from .policy.economics import Rates, requests_carrying
 from .policy.pricing import Price, resolve_price
 from .policy.settings import PolicySettings
 from .record import DecisionEvent
@@ -67,6 +77,11 @@ class ToolStats:
     usd_saved: float = 0.0
     would_tokens_saved: float = 0.0
     would_usd_saved: float = 0.0
+    client_tokens_saved: float = 0.0
+    """Against the client alone (what it shows of the raw result minus what it shows of the proxy's); may be < 0."""
+    client_usd_saved: float = 0.0
+    would_client_tokens_saved: float = 0.0
+    would_client_usd_saved: float = 0.0
     recalls: int = 0
     expands: int = 0
 
@@ -82,6 +97,10 @@ class ToolStats:
             "usd_saved",
             "would_tokens_saved",
             "would_usd_saved",
+            "client_tokens_saved",
+            "client_usd_saved",
+            "would_client_tokens_saved",
+            "would_client_usd_saved",
             "recalls",
             "expands",
         ):
@@ -121,6 +140,19 @@ class StatsReport:
     assumptions: list[str] = field(default_factory=list)
     search_events: dict[str, int] = field(default_factory=dict)
     """Search mode: `tool_search/<verdict>/<reason>` and `invoke/refused/<reason>` -> count."""
+    clients: dict[str, int] = field(default_factory=dict)
+    """Client model each result was counted against -> results (`plain`: a client with no size rules)."""
+    client_source: str = "recorded"
+    """`recorded` (each decision's clientInfo) or `--client` (one client named for every result)."""
+    client_alone_fates: dict[str, int] = field(default_factory=dict)
+    """What the client alone would have done with the raw results: `inline`, `file` (a preview), `rejected`."""
+    client_fates: dict[str, int] = field(default_factory=dict)
+    """What the client did (or, in observe mode, would do) with what the proxy sent."""
+
+    @property
+    def client(self) -> str:
+        """The one client every result was counted against, or the clients joined by `+`."""
+        return "+".join(self.clients) or "plain"
 
     @property
     def observe_mode(self) -> bool:
@@ -129,6 +161,7 @@ class StatsReport:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["observe_mode"] = self.observe_mode
+        data["client"] = self.client
         return data
 
 
@@ -143,9 +176,11 @@ def _recall_hop_usd(rates: Rates, settings: PolicySettings, chars_returned: floa
 def _suggest_horizon(values: list[int]) -> float | None:
     if len(values) < MIN_SAMPLES_FOR_SUGGESTION:
         return None
-    # The gate wants an underestimate (seed 000): the lower quartile, never below 1.
-    ordered = sorted(values)
-    return float(max(1, ordered[len(ordered) // 4]))
+    # carry(x, H) is linear in H, so what results save on average is what they save at the mean H: the
+    # prior is the observed mean, rounded down because the gate wants an underestimate (seed 000). A
+    # lower quartile let the short tails (the last results of each session) alone set the prior, far
+    # under the mean printed beside it.
+    return float(max(1, int(statistics.fmean(values))))
 
 
 def aggregate(
@@ -155,14 +190,22 @@ def aggregate(
     since: float | None = None,
     session_ids: Iterable[str] | None = None,
     model: str | None = None,
+    client: str | None = None,
 ) -> StatsReport:
-    """Fold ledger events (Ledger.events() dicts) into a StatsReport."""
+    """Fold ledger events (Ledger.events() dicts) into a StatsReport.
+
+    `client` names the client model (clients.py) every result is counted against; None: the one each
+    decision recorded (`plain` where it recorded none)."""
     settings = settings or PolicySettings()
     model = model or settings.model
     price = resolve_price(model, settings.pricing)
     rates = _rates(price, settings) if price else None
     cpt = settings.chars_per_token
     wanted = set(session_ids) if session_ids is not None else None
+    named: ClientModel | None = client_model(client) if client is not None else None
+    clients: Counter[str] = Counter()
+    alone_fates: Counter[str] = Counter()
+    client_fates: Counter[str] = Counter()
 
     calls: list[Mapping[str, Any]] = [
         e
@@ -218,7 +261,7 @@ def aggregate(
                 else:
                     declines[f"{r.reducer}/{r.reason or 'none'}"] += 1
             row.reduced += reduced
-            turns = following[index]
+            turns = requests_carrying(following[index])
             all_horizons.append(turns)
             offloaded = verdict == "offload"
             for cg in record.stash_hashes:
@@ -230,20 +273,32 @@ def aggregate(
                 if ref and not observe:
                     offloaded_ids.add(ref)
                     offload_owner[ref] = key
-            saved_tokens = max(0, chars_in - sent) / cpt
+            viewer = record.client_model(named)
+            clients[viewer.name] += 1
+            account = record.account(viewer, cpt)
+            alone_fates[account.client_alone.fate] += 1
+            client_fates[account.client_seen.fate] += 1
+            saved_tokens = account.raw_tokens_saved
             usd = rates.carry(saved_tokens, turns) if rates else 0.0
+            client_usd = rates.carry(account.client_tokens_saved, turns) if rates else 0.0
             if observe:
                 row.observed += 1
                 if offloaded and rates:
                     # Nothing was offloaded, so no recall was observed: charge the configured prior.
-                    usd -= settings.recall_probability * _recall_hop_usd(
+                    prior = settings.recall_probability * _recall_hop_usd(
                         rates, settings, settings.recall_input_tokens * cpt
                     )
+                    usd -= prior
+                    client_usd -= prior
                 row.would_tokens_saved += saved_tokens
                 row.would_usd_saved += usd
+                row.would_client_tokens_saved += account.client_tokens_saved
+                row.would_client_usd_saved += client_usd
             else:
                 row.tokens_saved += saved_tokens
                 row.usd_saved += usd
+                row.client_tokens_saved += account.client_tokens_saved
+                row.client_usd_saved += client_usd
         elif kind in ("tool_search", "invoke"):
             search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
         elif kind in ("recall", "expand"):
@@ -270,6 +325,7 @@ def aggregate(
         if charged is None:
             charged = rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
         charged.usd_saved -= usd
+        charged.client_usd_saved -= usd
     for ref in recalled_ids:
         if ref in offload_owner:
             rows[offload_owner[ref]].recalls += 1
@@ -304,9 +360,9 @@ def aggregate(
         samples=len(horizon_values),
         suggested=_suggest_horizon(horizon_values),
         note=(
-            "calls that followed each offloaded result in its session"
+            "mean requests that carried each offloaded result: the calls that followed it in its session + 1"
             if offload_horizons
-            else "calls that followed each result in its session (no offloads yet)"
+            else "mean requests that carried each result: the calls that followed it in its session + 1 (no offloads yet)"
         ),
     )
 
@@ -323,9 +379,15 @@ def aggregate(
             if settings.prompt_caching
             else "prompt caching off: a kept token costs full input on every later turn"
         ),
-        "later turns = calls that followed the result in its session (observed, not the configured horizon)",
+        "requests that carried a result = the calls that followed it in its session + the one that read it (observed, not the configured horizon)",
         f"recalls and expands are charged back: returned chars as new input + {settings.recall_output_tokens} output tokens per call",
     ]
+    counted = ", ".join(f"{name} x{n}" for name, n in clients.most_common())
+    assumptions.append(
+        f"'vs client alone' counts each result against what the client shows its model of the raw result ({counted}; "
+        + ("named by --client" if named else "from the clientInfo recorded with each result, plain where none was")
+        + "); 'vs raw' against the raw result's characters"
+    )
     if totals.observed:
         assumptions.append(
             f"observe mode: nothing was changed; 'would save' charges p_recall={settings.recall_probability:g} x one "
@@ -350,6 +412,10 @@ def aggregate(
         sessions=len(by_session),
         assumptions=assumptions,
         search_events=dict(search_events.most_common()),
+        clients=dict(clients.most_common()),
+        client_source="--client" if named else "recorded",
+        client_alone_fates=dict(sorted(alone_fates.items())),
+        client_fates=dict(sorted(client_fates.items())),
     )
 
 
@@ -360,9 +426,15 @@ def report_from_ledger(
     since: float | None = None,
     session_ids: Iterable[str] | None = None,
     model: str | None = None,
+    client: str | None = None,
 ) -> StatsReport:
     return aggregate(
-        ledger.events(since=since, kinds=CALL_KINDS), settings, since=since, session_ids=session_ids, model=model
+        ledger.events(since=since, kinds=CALL_KINDS),
+        settings,
+        since=since,
+        session_ids=session_ids,
+        model=model,
+        client=client,
     )
 
 
@@ -397,6 +469,61 @@ def _n(value: float) -> str:
     return f"{value:,.0f}"
 
 
+CLIENT_TITLES = {"claude-code": "Claude Code", "plain": "a client that shows every byte"}
+
+
+def client_title(name: str) -> str:
+    return CLIENT_TITLES.get(name, name)
+
+
+def _net(tokens: float, usd: float, *, priced: bool, model: str, would: bool) -> str:
+    """One net figure with one sign: the dollars decide it when priced (they net out recalls), else the tokens.
+
+    The tokens are named beside the dollars only when they point the same way, so no sentence claims
+    a saving and a loss at once.
+    """
+    saved, cost = ("would have saved", "would have cost") if would else ("saved", "cost")
+    kept, added = ("would have kept", "would have put") if would else ("kept", "put")
+    if priced and abs(usd) >= 0.005:
+        if usd > 0:
+            extra = f" (~{_n(tokens)} tokens kept out of the context)" if tokens >= 0.5 else ""
+            return f"{saved} ~${usd:,.2f} at {model}{extra}"
+        extra = f" (~{_n(-tokens)} more tokens in the context)" if tokens <= -0.5 else ""
+        return f"{cost} ~${-usd:,.2f} more at {model}{extra}"
+    if tokens >= 0.5:
+        return f"{kept} ~{_n(tokens)} tokens out of the context"
+    if tokens <= -0.5:
+        return f"{added} ~{_n(-tokens)} more tokens in the context"
+    return ""
+
+
+def saving_lines(report: StatsReport) -> list[str]:
+    """The net saving against the raw results and against the client alone, one labelled line each,
+    for what was done (enforce) and apart for what would have been (observe)."""
+    t = report.totals
+    lines: list[str] = []
+    alone = client_title(report.client)
+    fates = report.client_alone_fates
+    gone = [f"{label} {fates[fate]}" for fate, label in (("rejected", "rejects"), ("file", "files")) if fates.get(fate)]
+    fate_note = f"; {alone} alone {' and '.join(gone)} of these {t.results} result(s)" if gone else ""
+    parts: list[tuple[bool, float, float, float, float]] = []
+    if t.results > t.observed:
+        parts.append((False, t.tokens_saved, t.usd_saved, t.client_tokens_saved, t.client_usd_saved))
+    if t.observed:
+        parts.append(
+            (True, t.would_tokens_saved, t.would_usd_saved, t.would_client_tokens_saved, t.would_client_usd_saved)
+        )
+    for would, tokens, usd, client_tokens, client_usd in parts:
+        against_raw = _net(tokens, usd, priced=report.priced, model=report.model, would=would)
+        if against_raw:
+            lines.append(f"against the raw results: {against_raw}")
+        if report.client != "plain":
+            against_client = _net(client_tokens, client_usd, priced=report.priced, model=report.model, would=would)
+            if against_client:
+                lines.append(f"against {alone} alone: {against_client}{fate_note}")
+    return lines
+
+
 def summary_lines(report: StatsReport) -> list[str]:
     """Short lines naming only the levers that fired; empty when none did (a quiet session stays quiet)."""
     t = report.totals
@@ -427,16 +554,8 @@ def summary_lines(report: StatsReport) -> list[str]:
         lines.append(
             f"tool search answered {searches} search(es)" + (f"; {refusals} invoke call(s) refused" if refusals else "")
         )
-    tokens = t.tokens_saved + t.would_tokens_saved
-    if lines and tokens:
-        usd = t.usd_saved + t.would_usd_saved
-        # Dollars accrue only over the turns that followed; a one-call session has none yet, so say nothing about money.
-        money = ""
-        if report.priced and usd >= 0.005:
-            money = f", ~${usd:,.2f} at {report.model}"
-        elif report.priced and usd <= -0.005:  # the recalls that followed cost more than the cut saved
-            money = f", yet ~${-usd:,.2f} more at {report.model} once recalls are paid for"
-        lines.append(f"{'would have kept' if observe else 'kept'} ~{_n(tokens)} tokens out of the context{money}")
+    if lines:
+        lines += saving_lines(report)
     if lines and observe:
         lines.append("observe mode: every result was passed through unchanged; run `offload-mcp stats` for details")
     return lines

@@ -4,8 +4,10 @@ It starts the real proxy (`offload-mcp serve`) in front of a real MCP server
 (the demo workspace in demo_workspace.py, over stdio), plays a short
 agent session against it as an MCP client, and prints for each call what the
 server sent and what the client received. At the end: the tokens and dollars
-saved (from the ledger, the same numbers `offload-mcp stats` shows) and a
-recall that brings one exact detail back. Everything lives in a temporary
+saved (from the ledger, the same numbers `offload-mcp stats` shows), against
+the raw results and against what the client alone would have shown (the demo
+introduces itself as Claude Code unless `--client plain`), and a recall that
+brings one exact detail back. Everything lives in a temporary
 directory that is removed on exit, unless `--ledger PATH` keeps the ledger.
 """
 
@@ -45,6 +47,8 @@ SCRIPT: list[tuple[str, dict[str, Any], str]] = [
     ("run_tests", {}, "re-run the tests after a fix"),
 ]
 PREVIEW_LINES = 4
+DEMO_CLIENT_NAMES = {"claude-code": "claude-code", "plain": "offload-mcp-demo"}
+"""The clientInfo name the demo sends for each client model (clients.for_client_info reads it back)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +66,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)"
     )
     parser.add_argument("--model", help="price with this model (default: offload.policy.model)")
+    from ..clients import CLIENTS
+
+    parser.add_argument(
+        "--client",
+        choices=sorted(CLIENTS),
+        default="claude-code",
+        help="the client the demo introduces itself as (clientInfo), whose own handling of the results the "
+        "savings are also counted against (default: claude-code)",
+    )
     parser.add_argument(
         "-c",
         "--config",
@@ -166,6 +179,7 @@ def _clip(line: str, width: int = 110) -> str:
 
 
 async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, started: float) -> int:
+    import mcp_types as types
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from rich.console import Console
@@ -209,7 +223,9 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     received: dict[int, str] = {}
     with open(workdir / "proxy.log", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            # clientInfo as the client sends it: the ledger records it, and stats counts against that client alone.
+            info = types.Implementation(name=DEMO_CLIENT_NAMES[args.client], version="demo")
+            async with ClientSession(read, write, client_info=info) as session:
                 await session.initialize()
                 tools = await session.list_tools()
                 console.print(f"tools/list: {', '.join(t.name for t in tools.tools)}\n")
@@ -334,9 +350,14 @@ def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) 
         )
         saved = "would have saved" if observe else "saved"
         console.print(
-            f"   in this {t.results}-call session (each result carried only by the calls that followed it) it {saved} "
-            f"${usd:,.2f}, net of the cost of bringing details back. `offload-mcp stats` shows the same numbers."
+            f"   in this {t.results}-call session (each result carried by the request that read it and the calls "
+            f"that followed) it {saved} ${usd:,.2f}, net of the cost of bringing details back."
         )
+    from ..stats import saving_lines
+
+    console.print("[bold]beside the alternatives[/bold] (`offload-mcp stats` shows the same numbers):")
+    for line in saving_lines(report):
+        console.print(f"   {line}")
 
 
 def carry_figures(tokens: float, model: str, policy: PolicySettings) -> tuple[float, float] | None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..clients import CLIENTS
 from ..config import CONFIG_ENV_VAR, ConfigError, OffloadSettings, load_config
 
 EXAMPLES = """\
@@ -17,6 +18,14 @@ examples:
   offload-mcp stats -c offload.json         # the ledger and prices of this config
   offload-mcp stats --ledger /tmp/l.db --json
   offload-mcp stats --model claude-sonnet-4-5   # price the same savings for another model
+  offload-mcp stats --client claude-code    # count every result against Claude Code alone (older ledgers)
+
+Every saving is shown twice: against the raw results (what the servers sent)
+and against what the calling client alone would have shown its model (from
+the clientInfo it sent at initialize; Claude Code files a result over 50,000
+chars with a 2,000-char preview, and over 400,000 answers with an error naming
+the saved file). Against the client alone a saving can be negative: a stub can
+be longer than a preview, and keeps the whole result one recall away.
 
 Observe mode (`offload.mode: observe` or `serve --observe`) changes nothing the
 client sees; stats then shows what each lever would have saved. The observed
@@ -46,6 +55,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--since", metavar="WHEN", help="only events since: 7d, 12h, 30m, 2w, or an ISO date")
     parser.add_argument("--model", help="price with this model's row instead of offload.policy.model")
+    parser.add_argument(
+        "--client",
+        choices=sorted(CLIENTS),
+        help="count every result against this client alone instead of the client each result recorded "
+        "(for ledgers written before clients were recorded)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=run)
 
@@ -96,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         another = "file with --ledger PATH" if isinstance(path, Path) else "ledger with --ledger"
         raise ConfigError(f"{err}; pass another {another}") from None
     try:
-        report = report_from_ledger(ledger, settings.policy, since=since, model=args.model)
+        report = report_from_ledger(ledger, settings.policy, since=since, model=args.model, client=args.client)
     except DecisionRecordError as err:
         # A row no build wrote this way (older rows are upgraded when the ledger opens writable).
         print(f"offload-mcp stats: {path}: {err}", file=sys.stderr)
@@ -149,11 +164,26 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     table.add_column("reduced", justify="right", footer=str(t.reduced))
     table.add_column("offloaded", justify="right", footer=str(t.offloaded))
     table.add_column("recalled", justify="right", footer=str(t.recalls))
-    table.add_column("tokens saved", justify="right", footer=f"{t.tokens_saved:,.0f}")
-    table.add_column("$ saved", justify="right", footer=_money(t.usd_saved, report.priced))
+    table.add_column("tokens saved vs raw", justify="right", footer=f"{t.tokens_saved:,.0f}")
+    table.add_column("$ saved vs raw", justify="right", footer=_money(t.usd_saved, report.priced))
     if observe:
-        table.add_column("would save tokens", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
-        table.add_column("would save $", justify="right", footer=_money(t.would_usd_saved, report.priced))
+        table.add_column("would save tokens vs raw", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
+        table.add_column("would save $ vs raw", justify="right", footer=_money(t.would_usd_saved, report.priced))
+    from ..stats import client_title
+
+    alone = client_title(report.client)
+    beside_client = report.client != "plain"
+    if beside_client:
+        table.add_column(
+            f"tokens vs {alone} alone",
+            justify="right",
+            footer=f"{t.client_tokens_saved + t.would_client_tokens_saved:,.0f}",
+        )
+        table.add_column(
+            f"$ vs {alone} alone",
+            justify="right",
+            footer=_money(t.client_usd_saved + t.would_client_usd_saved, report.priced),
+        )
     for row in report.rows:
         cells = [
             row.server,
@@ -167,8 +197,23 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
         ]
         if observe:
             cells += [f"{row.would_tokens_saved:,.0f}", _money(row.would_usd_saved, report.priced)]
+        if beside_client:
+            cells += [
+                f"{row.client_tokens_saved + row.would_client_tokens_saved:,.0f}",
+                _money(row.client_usd_saved + row.would_client_usd_saved, report.priced),
+            ]
         table.add_row(*cells)
     console.print(table)
+    console.print(
+        "vs raw = against the raw results (what the servers sent)"
+        + (
+            f"; vs {alone} alone = against what {alone} shows its model of them without the proxy"
+            + (" (would-be figures included)" if observe else "")
+            + f" ({_fates(report.client_alone_fates)}), negative where the proxy's answer is longer"
+            if beside_client
+            else ""
+        )
+    )
 
     if report.decisions:
         console.print(
@@ -224,3 +269,8 @@ def _iso(when: float) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(when, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _fates(fates: dict[str, int]) -> str:
+    words = {"inline": "kept inline", "file": "filed with a preview", "rejected": "rejected"}
+    return ", ".join(f"{words.get(fate, fate)} {n}" for fate, n in fates.items())

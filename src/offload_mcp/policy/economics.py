@@ -2,17 +2,20 @@
 
 Quantities (tokens = chars / `chars_per_token`):
 
-- **Horizon H**: the number of later tool calls in the same conversation
-  (session or trajectory) after the one that produced the result. Each of
-  those calls was produced by a model request that carried the result, so H
-  counts the requests that certainly paid for it. The request that reads the
-  last result and answers without a call is not counted: a proxy sees calls,
-  not the model's last reply, so it cannot be observed, and leaving it out
-  underestimates the saving (seed 000: the gate wants an underestimate). One
+- **Horizon H**: the number of model requests that carry the result: the
+  one that reads it (it exists whenever the call was answered: the model
+  must read a tool result to go on, whether it then calls again or answers)
+  plus one for each later tool call in the same conversation (session or
+  trajectory), each made by a request that carried it. So H = later calls
+  + 1 (`requests_carrying`), and a result is never priced at zero requests:
+  the last result of a session is still written to the context once. One
   definition for all: the gate's `horizon` setting is a prior of H, stats
-  measures H from the ledger (calls that followed) and suggests the prior from
-  it, replay reads H from a trajectory's steps (`last step - step`), so the
-  prior and what is measured mean the same thing.
+  measures H from the ledger (calls that followed + 1) and suggests the
+  prior from it, replay reads H from a trajectory's steps
+  (`last step - step + 1`), so the prior and what is measured mean the same
+  thing. (Counting only the later calls priced the last result of every
+  session at $0, so a session of one big result "kept tokens out" yet cost
+  its recall prior: a saving and a loss at once.)
 
 - **Rates** (USD per token, from the model's price row): with prompt caching
   on (what Claude Code does), new content is written to the cache once
@@ -45,6 +48,16 @@ Quantities (tokens = chars / `chars_per_token`):
   a saving of k tokens is worth `carry(k, H)` whatever cut them (a reducer or
   a stub), which is how stats and replay price every result.
 
+- **Two baselines** for the tokens a result kept out of the context
+  (`account_result`): against the *raw* result (its characters as the
+  server sent them, both channels: what a client with no size rule would
+  carry) and against *this client alone* (what the client that made the
+  call shows its model of the raw result with no proxy, e.g. Claude Code's
+  2,000-char preview of a filed result or its one-line rejection; clients.py,
+  the same model `replay --client` uses). Against the client alone the
+  figure may be negative: a stub can be longer than Claude Code's rejection
+  message, and buys that the bytes stay one recall away.
+
 Pure functions over a `Price` (policy/pricing.py); an unknown model has no
 price row, and callers then report no dollars rather than guess.
 """
@@ -54,6 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..clients import ChannelSizes, ClientModel, SizedView
 from .pricing import Price
 
 PER_MILLION = 1_000_000.0
@@ -121,4 +135,48 @@ def offload_terms(
         reprefill_saving=rates.carry(output_tokens, horizon),
         stub_carry_cost=rates.carry(stub_tokens, horizon),
         expected_recall_hop_cost=recall_probability * rates.recall_hop(recall_input_tokens, recall_output_tokens),
+    )
+
+
+def requests_carrying(later_calls: int) -> int:
+    """H for a result followed by `later_calls` calls in its conversation: those plus the request that read it."""
+    return max(0, later_calls) + 1
+
+
+@dataclass(frozen=True)
+class ResultAccount:
+    """What one result through the proxy kept out of the context, against both baselines (tokens)."""
+
+    raw_tokens_saved: float
+    """Against the raw result: chars the server sent minus chars the proxy sent (never below 0)."""
+    client_tokens_saved: float
+    """Against this client alone: what it shows of the raw result minus what it shows of the proxy's (may be < 0)."""
+    client_alone: SizedView
+    """What the client alone would have shown: length and fate (`inline`, `file`, `rejected`)."""
+    client_seen: SizedView
+    """What the client shows of the result the proxy sent."""
+
+
+def account_result(
+    client: ClientModel,
+    *,
+    tool: str,
+    raw_chars: int,
+    sent_chars: int,
+    raw: ChannelSizes,
+    sent: ChannelSizes,
+    declared_by_tool: int | None,
+    declared_by_proxy: int | None,
+    chars_per_token: float,
+) -> ResultAccount:
+    """Both baselines for one result: `raw_chars`/`sent_chars` count every channel (what the proxy bounds),
+    `raw`/`sent` are the channels the client reads; `declared_by_*` the `anthropic/maxResultSizeChars`
+    the tool declares directly and through the proxy."""
+    alone = client.sized(raw, tool=tool, declared_max_chars=declared_by_tool)
+    seen = client.sized(sent, tool=tool, declared_max_chars=declared_by_proxy)
+    return ResultAccount(
+        raw_tokens_saved=max(0, raw_chars - sent_chars) / chars_per_token,
+        client_tokens_saved=(alone.chars - seen.chars) / chars_per_token,
+        client_alone=alone,
+        client_seen=seen,
     )

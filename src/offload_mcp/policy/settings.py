@@ -50,7 +50,7 @@ class PolicySettings(BaseModel):
     horizon: int = Field(
         default=5,
         ge=0,
-        description="Expected remaining turns a result would be carried (the seed's expected_conversation_depth prior).",
+        description="Expected model requests that carry a result: the one that reads it plus one per later call in its session (the seed's expected_conversation_depth prior; `offload-mcp stats` observes it and suggests a value).",
     )
     recall_probability: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Prior probability the model recalls an offloaded result."

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 
+from ..server.identity import client_name
 from ..tools.registry import error_result
 from .parked import ParkedCall
 
@@ -54,6 +55,7 @@ async def call_in_rounds(
         )
 
     parked = ParkedCall(ctx.session.client_capabilities, ctx.session)
+    client = client_name(ctx)
     progress = None
     if ctx.meta and ctx.meta.get("progress_token") is not None:
 
@@ -74,6 +76,7 @@ async def call_in_rounds(
                 upstream=parked,
                 progress=progress,
                 owner=owner,
+                client=client,
             )
         except Exception as err:
             logger.exception("parked call to %s failed", entry.name)

@@ -37,6 +37,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 
 from ..catalog.catalog import Catalog, CatalogEntry
+from ..catalog.deferral import MAX_RESULT_SIZE
 from ..config import OffloadSettings
 from ..downstream.pool import DownstreamPool
 from ..echo import echoed
@@ -49,7 +50,7 @@ from ..store import Ledger
 from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
 from ..tools.registry import OwnTool, ToolEnv, error_result
 from .catalog_view import STATUS_TOOL, CatalogView
-from .identity import NO_IDENTITY_REASON, is_anonymous, refusal
+from .identity import NO_IDENTITY_REASON, client_name, is_anonymous, refusal
 from .metrics import ProxyMetrics
 from .routing import strip_meta
 from .upstream import UpstreamSessions
@@ -109,9 +110,10 @@ class CallDispatcher:
             # A stateless request's key is its own and never comes back: nothing to summarise, and
             # remembering each would grow without bound.
             self.sessions_seen.add(session_id)
+        client = client_name(ctx)
         own = self.own_tool(name)
         if own is not None:
-            return await self.call_own(own, arguments, session_id, owner)
+            return await self.call_own(own, arguments, session_id, owner, client=client)
         if name == STATUS_TOOL and self.view.catalog.lookup(name) is None:
             # Listed only while no server serves, but callable any time: it names every server that is down.
             down = self.view.not_serving()
@@ -123,7 +125,9 @@ class CallDispatcher:
             entry = self.view.catalog.lookup(name)
         if entry is None:
             return error_result(self.unknown_tool(name))
-        return await self.call_downstream(entry, arguments, session_id=session_id, meta=meta, ctx=ctx, owner=owner)
+        return await self.call_downstream(
+            entry, arguments, session_id=session_id, meta=meta, ctx=ctx, owner=owner, client=client
+        )
 
     def own_tool(self, name: str) -> OwnTool | None:
         if name in self.view.own_always:
@@ -149,7 +153,13 @@ class CallDispatcher:
         return message
 
     async def call_own(
-        self, own: OwnTool, arguments: dict[str, Any], session_id: str, owner: str | None = None
+        self,
+        own: OwnTool,
+        arguments: dict[str, Any],
+        session_id: str,
+        owner: str | None = None,
+        *,
+        client: str | None = None,
     ) -> types.CallToolResult:
         if own.tool.name in ALWAYS_LISTED and self.session_scoped and is_anonymous(session_id):
             return error_result(refusal(own.tool.name))
@@ -161,7 +171,7 @@ class CallDispatcher:
             ledger=self.ledger,
             session_id=session_id,
             session=self.memory(session_id),
-            forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner),
+            forward=lambda tool, args: self.forward(tool, args, session_id=session_id, owner=owner, client=client),
             catalog=self.view.catalog,
             owner=owner,
             ledger_problem=self.shaper.ledger_problem,
@@ -179,13 +189,19 @@ class CallDispatcher:
         return result
 
     async def forward(
-        self, name: str, arguments: dict[str, Any], *, session_id: str, owner: str | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        owner: str | None = None,
+        client: str | None = None,
     ) -> types.CallToolResult:
         """Call a downstream tool by its catalog name through the same shaping as a direct call."""
         entry = self.view.catalog.lookup(name)
         if entry is None:
             return error_result(self.unknown_tool(name))
-        return await self.call_downstream(entry, arguments, session_id=session_id, owner=owner)
+        return await self.call_downstream(entry, arguments, session_id=session_id, owner=owner, client=client)
 
     async def call_downstream(
         self,
@@ -198,8 +214,11 @@ class CallDispatcher:
         upstream: Upstream | None = None,
         progress: Any = None,
         owner: str | None = None,
+        client: str | None = None,
     ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
+        if client is None:
+            client = client_name(ctx)
         if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
@@ -244,6 +263,8 @@ class CallDispatcher:
             output_schema=None if violation is not None else entry.output_schema,
             owner=owner,
             structured_from_json=True,
+            client=client,
+            declared_by_tool=_declared_max_chars(entry),
         )
         shape_started = time.perf_counter()
         report: DecisionEvent | None = None
@@ -374,3 +395,9 @@ def _schema_error(result: types.CallToolResult, note: types.TextContent) -> type
         is_error=True,
         _meta=result.meta,
     )
+
+
+def _declared_max_chars(entry: CatalogEntry) -> int | None:
+    """The `anthropic/maxResultSizeChars` a downstream tool declares itself (what Claude Code alone honours)."""
+    value = (entry.tool.meta or {}).get(MAX_RESULT_SIZE)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -184,3 +184,17 @@ def owner_key(ledger_scope: str, *, principal: str, session_id: str) -> str:
     if ledger_scope == "principal":
         return f"principal:{principal}"
     return session_id
+
+
+def client_name(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
+    """The `clientInfo.name` the client declared (at initialize, or in a 2026-era request's envelope); None if none.
+
+    It names a program, not an instance, so it keys nothing here: stats and metrics count each result
+    against what that program would have shown without the proxy (clients.py).
+    """
+    if ctx is None:
+        return None
+    params = ctx.session.client_params
+    info = getattr(params, "client_info", None) if params is not None else None
+    name = getattr(info, "name", None)
+    return name if isinstance(name, str) and name else None

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..record import DecisionEvent
@@ -80,6 +80,22 @@ class ProxyMetrics:
             f"{PREFIX}_tokens_saved",
             "Estimated tokens kept out of the transcript (chars saved / chars_per_token); mode=observe: what the reducers would have saved.",
             ["server", "mode"],
+            registry=r,
+        )
+        self.tokens_saved_net = Gauge(
+            f"{PREFIX}_tokens_saved_net",
+            "Estimated tokens kept out of the model's context, net, by baseline: raw (the results as the servers sent "
+            "them, as tokens_saved counts) or client_alone (what the calling client, named by its clientInfo, shows its "
+            "model of them without the proxy: Claude Code files over 50,000 chars with a 2,000-char preview and "
+            "answers over 400,000 with an error naming the saved file). Negative where the proxy put more in than the "
+            "client alone would (a stub beside a preview). mode=observe: what enforce mode would have sent.",
+            ["server", "mode", "baseline", "client"],
+            registry=r,
+        )
+        self.client_alone_results = Counter(
+            f"{PREFIX}_client_alone_results",
+            "Results by what the calling client alone would have done with the raw result (inline, file, rejected).",
+            ["client", "fate"],
             registry=r,
         )
         self.recalls = Counter(
@@ -215,6 +231,8 @@ class ProxyMetrics:
 
         In observe mode the decision counted is what enforce mode would have done, and the tokens saved
         what it would have sent (the record's `would_chars_out`)."""
+        if report is not None:
+            self.observe_baselines(server, report)
         if report is None:
             return self.observe_call(
                 server=server,
@@ -245,6 +263,16 @@ class ProxyMetrics:
             would_chars_out=report.would_chars_out,
             quiet=quiet,
         )
+
+    def observe_baselines(self, server: str, report: DecisionEvent) -> None:
+        """Both net savings of one shaped result (policy/economics.py, as `offload-mcp stats` counts them)."""
+        client = report.client_model()
+        account = report.account(client, self.chars_per_token)
+        mode = "observe" if report.observe else "enforce"
+        child = self._child
+        child(self.tokens_saved_net, server, mode, "raw", client.name).inc(account.raw_tokens_saved)
+        child(self.tokens_saved_net, server, mode, "client_alone", client.name).inc(account.client_tokens_saved)
+        child(self.client_alone_results, client.name, account.client_alone.fate).inc()
 
     def observe_recall(self, ok: bool) -> None:
         self.recalls.labels("ok" if ok else "error").inc()

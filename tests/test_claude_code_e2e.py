@@ -456,3 +456,39 @@ def test_elicitation_and_roots_reach_the_model_as_they_do_without_the_proxy(tmp_
     form, url, roots = (seen(r) for r in api.tool_results)
     assert "cancel" in form and "cancel" in url, (form, url)  # the elicitations reached Claude Code and came back
     assert tmp_path.as_uri() in roots, roots
+
+
+def test_a_sql_result_on_one_line_and_json_inside_json_reach_the_model(tmp_path: Path) -> None:
+    """Issue 38, classes 1 and 2. A 3K SQL result the server sends as one JSON string literal (Supabase's
+    prose envelope around the rows) reached the model cut at 500 chars: now every row's key is in the
+    tool_result. A 2,000-row document sent as JSON text in a field (`{"type": "text", "text": "<JSON>"}`)
+    was a stub describing `text: str(N chars)` whose json_path read nothing inside: now its shape names the
+    rows' fields, and a row drawn at random comes back through the stub's json_path."""
+    import random
+
+    from test_data_view import rows, supabase
+
+    key, few = rows(3, 40)  # sku
+    sql = supabase(json.dumps(few), 3)
+    assert "\n" not in sql and 2_000 < len(sql) < 25_000
+    doc_key, many = rows(4, 2000)  # part_num
+    wrapped = json.dumps({"type": "text", "text": json.dumps(many)})
+    pick = random.Random(38).randrange(len(many))
+    api, _ = run_claude(
+        tmp_path,
+        {"fx": fixture_entry()},
+        [
+            tool_use("mcp__proxy__echo", text=sql),
+            tool_use("mcp__proxy__echo", text=wrapped),
+            recall_of("echo", json_path=f"$.text[{pick}].{doc_key}"),
+            {"text": "done"},
+        ],
+    )
+    small, stub = results_of(api, "echo")
+    assert_inline(small)
+    assert all(row[key] in small for row in few), small[-600:]
+    assert_inline(stub)
+    assert TRM.search(stub) and "array[2000] of object{part_num, name, status" in stub
+    assert "with the JSON text of $.text decoded" in stub and many[0][doc_key] in stub
+    (found,) = results_of(api, "recall_tool_result")
+    assert "read decoded" in found and found.partition("\n")[2] == json.dumps(many[pick][doc_key])

@@ -55,7 +55,9 @@ _DECODER = json.JSONDecoder()
 class DataView:
     """A text's data document: its decoded `value`, the `syntax` it was written in, the chars
     `text[start:end]` it was read from, how many JSON string literals wrapped it (`string_depth`), and
-    the JSONPaths of string fields whose JSON text was decoded in place (`decoded_fields`)."""
+    the JSONPaths of string fields whose JSON text was decoded in place (`decoded_fields`). `inner` is the
+    innermost text the body sits in (the text itself, or the value of the JSON string that wrapped it),
+    the body being `inner[inner_start:inner_end]`: a reducer rewrites the body and keeps the prose around it."""
 
     value: Any
     syntax: Syntax
@@ -64,6 +66,24 @@ class DataView:
     string_depth: int = 0
     decoded_fields: tuple[str, ...] = ()
     prose_around: bool = False
+    inner: str = ""
+    inner_start: int = 0
+    inner_end: int = 0
+
+    def unwrapped(self, start: int, end: int, *, prose_around: bool) -> DataView:
+        """This view of an inner text, seen from the text whose `[start:end]` is the JSON string holding it."""
+        return DataView(
+            self.value,
+            self.syntax,
+            start,
+            end,
+            self.string_depth,
+            self.decoded_fields,
+            self.prose_around or prose_around,
+            self.inner,
+            self.inner_start,
+            self.inner_end,
+        )
 
     @property
     def decoded(self) -> bool:
@@ -124,15 +144,7 @@ def _find(text: str, string_depth: int) -> DataView | None:
             found = _find(inner, string_depth + 1)
             if found is not None:
                 start, end = _span(text)
-                return DataView(
-                    found.value,
-                    found.syntax,
-                    start,
-                    end,
-                    found.string_depth,
-                    found.decoded_fields,
-                    found.prose_around,
-                )
+                return found.unwrapped(start, end, prose_around=False)
             return None
     if head.startswith(_PY_START):
         value = python_literal(text)
@@ -149,7 +161,7 @@ def _span(text: str) -> tuple[int, int]:
 def _view(value: Any, syntax: Syntax, text: str, string_depth: int, span: tuple[int, int] | None = None) -> DataView:
     value, fields = decode_fields(value)
     start, end = span if span is not None else _span(text)
-    return DataView(value, syntax, start, end, string_depth, fields, span is not None)
+    return DataView(value, syntax, start, end, string_depth, fields, span is not None, text, start, end)
 
 
 def python_literal(text: str) -> Any | None:
@@ -198,7 +210,7 @@ def _body_at(text: str, start: int, string_depth: int) -> DataView | None:
         if isinstance(inner, str) and _envelope_tail(text, start, end):
             found = _find(inner, string_depth + 1)
             if found is not None:
-                return DataView(found.value, found.syntax, start, end, found.string_depth, found.decoded_fields, True)
+                return found.unwrapped(start, end, prose_around=True)
         return None
     if text.startswith(_PY_START, start):
         for end in _python_ends(text, start):
@@ -211,6 +223,11 @@ def _body_at(text: str, start: int, string_depth: int) -> DataView | None:
 
 _MAX_BODY_STARTS = 8
 _OPENER_AFTER_TAG = re.compile(r"""(?:^|>|:)[ \t]*(?=[\[{"(])""", re.M)
+
+
+def may_hold_body(text: str) -> bool:
+    """Whether a body may start after prose in `text` (a cheap look at its first lines, no parse)."""
+    return next(_body_starts(text), None) is not None
 
 
 def _body_starts(text: str) -> Iterator[int]:

@@ -247,22 +247,19 @@ def may_hold_body(text: str) -> bool:
 
 def _body_starts(text: str) -> Iterator[int]:
     """Where a body may start: an opener at a line's start, or after an envelope tag or a colon on it,
-    within the first ENVELOPE_MAX_LINES lines and ENVELOPE_MAX_CHARS chars."""
+    within the first ENVELOPE_MAX_LINES lines and ENVELOPE_MAX_CHARS chars (one regex pass over them)."""
     limit = min(len(text), ENVELOPE_MAX_CHARS)
-    lines_before = 0
-    line_start = 0
-    seen = 0
-    while line_start <= limit and lines_before <= ENVELOPE_MAX_LINES:
-        line_end = text.find("\n", line_start)
-        if line_end < 0:
-            line_end = len(text)
-        for m in _OPENER_AFTER_TAG.finditer(text, line_start, min(line_end, line_start + ENVELOPE_MAX_CHARS)):
-            pos = m.end()
-            if pos < len(text) and seen < _MAX_BODY_STARTS:
-                seen += 1
-                yield pos
-        line_start = line_end + 1
-        lines_before += 1
+    pos = -1
+    for _ in range(ENVELOPE_MAX_LINES + 1):
+        pos = text.find("\n", pos + 1, limit)
+        if pos < 0:
+            break
+    else:
+        limit = pos  # the line after the last one prose may take
+    for n, m in enumerate(_OPENER_AFTER_TAG.finditer(text, 0, limit)):
+        if n >= _MAX_BODY_STARTS:
+            return
+        yield m.end()
 
 
 def _envelope_tail(text: str, start: int, end: int) -> bool:

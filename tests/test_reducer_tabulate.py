@@ -65,3 +65,18 @@ def test_a_json_body_in_a_json_string_or_after_prose_is_tabulated_where_it_sits(
     assert "Rows of the query:\n<data-7f3a>\n" in run(json.dumps(envelope)).text
     outer_prose = "Result: " + json.dumps(envelope)  # prose outside the string and inside it: not rewritten
     assert run(outer_prose) == Declined("not_json_document")
+
+
+def test_json_text_in_a_field_is_tabulated_as_the_document_it_holds():
+    """Issue 38: `{"type": "text", "text": "<rows as JSON text>"}` was re-encoded as it stood, a string with a
+    backslash before every quote; its rows are now a table, the note naming the decoded field."""
+    rows = [{"part_num": str(3001 + i), "name": f"Brick {i % 4 + 1} x 2", "qty": i} for i in range(60)]
+    text = json.dumps({"type": "text", "text": json.dumps(rows)})
+    out = run(text)
+    assert isinstance(out, Acted) and out.stash == {cg_hash(text): text}
+    body, note = out.text.split("\n")
+    table = json.loads(body)["text"]
+    assert [dict(zip(table["columns"], row, strict=True)) for row in table["rows"]] == rows
+    assert note.startswith("[the JSON text of $.text decoded, 1 object list as columns+rows")
+    spelled = json.dumps({"type": "text", "text": json.dumps(rows).replace('"qty": 1}', '"qty": 1.50}')})
+    assert run(spelled) == Declined("number_spelling")  # inside the decoded text too

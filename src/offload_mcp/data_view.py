@@ -344,6 +344,25 @@ def _decode_string(text: str, path: str, paths: list[str]) -> Any | None:
     return found.value
 
 
+_UNESCAPE = re.compile(r"\\(.)")
+_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\]|\[(-?\d+|'[^']*')\]")
+
+
+def value_at(doc: Any, path: str) -> Any:
+    """The value at a path as decoded_fields spells it (`$.a['b c'][0]`), or None when none is there."""
+    node = doc
+    for m in _SEGMENT.finditer(path, 1):
+        name, quoted, index = m.groups()
+        try:
+            if index is not None:
+                node = node[int(index)] if not index.startswith("'") else node[index[1:-1]]
+            else:
+                node = node[name if name is not None else _UNESCAPE.sub(r"\1", quoted)]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return node
+
+
 def plain_json(value: Any) -> bytes:
     """`value` as JSON bytes, a Python literal's too (tuples as arrays; sets, bytes, complex as text)."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=_as_json)

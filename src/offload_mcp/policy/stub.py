@@ -22,13 +22,12 @@ also accept that object.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import orjson
 
-from ..data_view import DataView, decode_fields, find_data, view_of
+from ..data_view import DataView, decode_fields, find_data, value_at, view_of
 from ..jsonpath_keys import is_plain_key, key_segment
 from .describe import describe_json, describe_text
 from .index import json_index, text_index
@@ -94,31 +93,12 @@ def _example_inside(doc: Any, decoded_path: str) -> str:
     """json_path_example(doc), read inside the first field whose JSON text was decoded when there is one
     (`$.content[0:20]`, not `$.content`: the whole file again)."""
     if decoded_path and isinstance(doc, dict):
-        inner = _at(doc, decoded_path)
+        inner = value_at(doc, decoded_path)
         if isinstance(inner, (dict, list)) and inner:
             example = json_path_example(inner)
             if example != "$.key":
                 return decoded_path + example[1:]
     return json_path_example(doc)
-
-
-_UNESCAPE = re.compile(r"\\(.)")
-_SEGMENT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\['((?:[^'\\]|\\.)*)'\]|\[(\d+)\]")
-
-
-def _at(doc: Any, path: str) -> Any:
-    """The value at a path data_view wrote (`$.a['b c'][0]`), or None."""
-    node = doc
-    for m in _SEGMENT.finditer(path, 1):
-        name, quoted, index = m.groups()
-        try:
-            if index is not None:
-                node = node[int(index)]
-            else:
-                node = node[name if name is not None else _UNESCAPE.sub(r"\1", quoted)]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return node
 
 
 def build_stub(

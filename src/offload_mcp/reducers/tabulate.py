@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from ..data_view import find_data, may_hold_body
+from ..data_view import decode_fields, find_data, may_hold_body, value_at
 from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, marker, never_worse
 from .settings import TabulateSettings
 
@@ -105,9 +105,16 @@ class Tabulate:
         if value is not None:
             if not _spelled_alike(text, value):
                 return Declined("number_spelling")
+            # JSON text in its fields ({"type": "text", "text": "<a document>"}) is written as the document
+            decoded, fields = decode_fields(value)
+            for path in fields:
+                raw = value_at(value, path)
+                if isinstance(raw, str) and not _spelled_alike(raw, value_at(decoded, path)):
+                    return Declined("number_spelling")
             tables = [0]
-            encoded = orjson.dumps(self._table(value, tables)).decode()
-            return self._outcome(text, encoded, tables[0], "")
+            encoded = orjson.dumps(self._table(decoded, tables)).decode()
+            shown = ", ".join(fields[:3]) + (", ..." if len(fields) > 3 else "")
+            return self._outcome(text, encoded, tables[0], f"the JSON text of {shown} decoded, " if fields else "")
         return self._in_place(text)
 
     def _in_place(self, text: str) -> Outcome:

@@ -10,6 +10,9 @@ import re
 import mcp_types as t
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
 from offload_mcp.data_view import data_in_line, decode_fields, find_data
@@ -267,3 +270,54 @@ def test_decode_fields_leaves_the_original_untouched():
     decoded, paths = decode_fields(doc)
     assert paths == ("$.a.b",) and decoded["a"]["b"] == [{"id": 1}, {"id": 2}]
     assert doc["a"]["b"] == inner and decoded["rows"] is doc["rows"]  # rows of a long array are not each tried
+
+
+# ------------------------------------------------------------------ every wrapping, generated
+
+
+_WRAPPINGS = st.fixed_dictionaries(
+    {
+        "seed": st.integers(0, 10_000),
+        "count": st.integers(2, 300),
+        "python": st.booleans(),
+        "indent": st.booleans(),
+        "layers": st.integers(0, 3),
+        "envelope": st.sampled_from(["", "header", "tags", "label"]),
+        "field": st.booleans(),
+    }
+)
+
+
+def _wrap(case: dict) -> tuple[list[dict], str]:
+    _, data = rows(case["seed"], case["count"])
+    if case["python"]:
+        body = repr(data)
+    else:
+        body = orjson.dumps(data, option=orjson.OPT_INDENT_2 if case["indent"] else 0).decode()
+    tag = f"untrusted-data-{case['seed']:08x}"
+    body = {
+        "": body,
+        "header": f"Found {len(data)} rows (page 1):\n{body}",
+        "tags": f"Below is the result of the query.\n\n<{tag}>\n{body}\n</{tag}>\n\nUse it with care.",
+        "label": f"Result: {body}",
+    }[case["envelope"]]
+    if case["field"] and not case["python"]:
+        body = orjson.dumps({"type": "text", "text": body}).decode()
+    for _ in range(case["layers"]):
+        body = orjson.dumps(body).decode()
+    return data, body
+
+
+@given(_WRAPPINGS)
+@settings_(max_examples=150, deadline=None)
+def test_every_wrapping_of_rows_reads_back_as_the_rows(case):
+    """Python literal or JSON, compact or indented, under a header, tags or a label, in a field, inside up to
+    3 JSON strings: find_data reads the rows, linecap keeps them whole, and the same text gives the same view."""
+    data, text = _wrap(case)
+    view = find_data(text)
+    assert view is not None, text[:200]
+    value = view.value["text"] if case["field"] and not case["python"] else view.value
+    assert value == data
+    assert find_data(text) == view
+    out = Linecap(LinecapSettings()).reduce("head\n" * 3 + text + "\ntail" * 3, _ctx())
+    assert text in getattr(out, "text", text)

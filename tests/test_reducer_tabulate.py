@@ -80,3 +80,6 @@ def test_json_text_in_a_field_is_tabulated_as_the_document_it_holds():
     assert note.startswith("[the JSON text of $.text decoded, 1 object list as columns+rows")
     spelled = json.dumps({"type": "text", "text": json.dumps(rows).replace('"qty": 1}', '"qty": 1.50}')})
     assert run(spelled) == Declined("number_spelling")  # inside the decoded text too
+    enveloped = json.dumps({"type": "text", "text": "Found 60 parts:\n" + json.dumps(rows)})
+    kept = run(enveloped)  # the field's line of prose would be lost in the decoded document: not decoded
+    assert isinstance(kept, Declined) or "Found 60 parts:" in kept.text

@@ -12,8 +12,8 @@ Bounded: a Python literal is read only up to PYTHON_MAX_CHARS (ast.literal_eval 
 Python 3.11's parser refuses nesting over 200 levels with a SyntaxError, caught here), a JSON string is
 unwrapped at most MAX_STRING_DEPTH times, an envelope's prose may take at most ENVELOPE_MAX_LINES lines
 and ENVELOPE_MAX_CHARS chars on each side, and only the shell of a document (objects, and arrays of at
-most SHELL_MAX_ITEMS items, down to SHELL_MAX_DEPTH levels) has its string fields decoded: the rows of a
-50,000-row array are not each tried. Pure: the same text gives the same view.
+most SHELL_MAX_ITEMS items, down to SHELL_MAX_DEPTH levels, 2,000 values) has its string fields decoded: the
+rows of a 50,000-row array are not each tried. Pure: the same text gives the same view.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ ENVELOPE_MAX_LINES = 12
 ENVELOPE_MAX_CHARS = 2_000
 SHELL_MAX_DEPTH = 4
 SHELL_MAX_ITEMS = 8
+SHELL_MAX_VALUES = 2_000
+"""Values of a shell looked at, in document order: a map of 100,000 records is no shell to search."""
 FIELD_MIN_CHARS = 2
 _ENVELOPE_MAX_BODY_CHARS = 64_000_000
 """A body inside prose is found by a scan from its first char (json's raw_decode): bounded as a whole text is."""
@@ -70,6 +72,8 @@ class DataView:
     inner: str = ""
     inner_start: int = 0
     inner_end: int = 0
+    prose_fields: tuple[str, ...] = ()
+    """Decoded fields whose document sat between lines of prose: the decoded value leaves that prose out."""
 
     def unwrapped(self, start: int, end: int, *, prose_around: bool) -> DataView:
         """This view of an inner text, seen from the text whose `[start:end]` is the JSON string holding it."""
@@ -84,6 +88,7 @@ class DataView:
             self.inner,
             self.inner_start,
             self.inner_end,
+            self.prose_fields,
         )
 
     @property
@@ -129,12 +134,22 @@ def _find_cached(text: str) -> DataView | None:
     return _find(text, 0)
 
 
-def decode_fields(value: Any) -> tuple[Any, tuple[str, ...]]:
+def decode_fields(value: Any, *, keep_prose: bool = False) -> tuple[Any, tuple[str, ...]]:
     """`value` with the JSON text (or Python literal) of its shell's string fields decoded in place, and
-    the JSONPaths of those fields; `value` itself when none holds a document (it is never mutated)."""
+    the JSONPaths of those fields; `value` itself when none holds a document (it is never mutated).
+    `keep_prose`: for a reducer that shows the decoded value instead of the text, nothing is decoded when
+    a field's document sat between lines of prose (the decoded value would leave the prose out)."""
+    decoded, paths, prose = _decode(value)
+    if keep_prose and prose:
+        return value, ()
+    return decoded, paths
+
+
+def _decode(value: Any) -> tuple[Any, tuple[str, ...], tuple[str, ...]]:
     paths: list[str] = []
-    decoded = _decode_shell(value, "$", 0, paths)
-    return (decoded, tuple(paths)) if paths else (value, ())
+    prose: list[str] = []
+    decoded = _decode_shell(value, "$", 0, paths, prose, [SHELL_MAX_VALUES])
+    return (decoded, tuple(paths), tuple(prose)) if paths else (value, (), ())
 
 
 def _find(text: str, string_depth: int) -> DataView | None:
@@ -174,9 +189,9 @@ def _span(text: str) -> tuple[int, int]:
 
 
 def _view(value: Any, syntax: Syntax, text: str, string_depth: int, span: tuple[int, int] | None = None) -> DataView:
-    value, fields = decode_fields(value)
+    value, fields, prose = _decode(value)
     start, end = span if span is not None else _span(text)
-    return DataView(value, syntax, start, end, string_depth, fields, span is not None, text, start, end)
+    return DataView(value, syntax, start, end, string_depth, fields, span is not None, text, start, end, prose)
 
 
 def python_literal(text: str) -> Any | None:
@@ -298,16 +313,20 @@ def _closer_ends(text: str, start: int, closer: str) -> Iterator[int]:
         yield end + 1
 
 
-def _decode_shell(value: Any, path: str, depth: int, paths: list[str]) -> Any:
+def _decode_shell(value: Any, path: str, depth: int, paths: list[str], prose: list[str], left: list[int]) -> Any:
+    """`value` with its shell's string fields decoded; `left[0]`: how many more values may be looked at."""
     if depth > SHELL_MAX_DEPTH:
         return value
     if isinstance(value, dict):
         out: dict[Any, Any] | None = None
         for key, item in value.items():
+            left[0] -= 1
+            if left[0] < 0:
+                break
             child = key_segment(key) if isinstance(key, str) else f"[{key!r}]"
-            new = _decode_string(item, path + child, paths) if isinstance(item, str) else None
+            new = _decode_string(item, path + child, paths, prose) if isinstance(item, str) else None
             if new is None and isinstance(item, (dict, list)):
-                new = _decode_shell(item, path + child, depth + 1, paths)
+                new = _decode_shell(item, path + child, depth + 1, paths, prose, left)
                 new = None if new is item else new
             if new is not None:
                 if out is None:
@@ -317,9 +336,12 @@ def _decode_shell(value: Any, path: str, depth: int, paths: list[str]) -> Any:
     if isinstance(value, list) and len(value) <= SHELL_MAX_ITEMS:
         items: list[Any] | None = None
         for i, item in enumerate(value):
-            new = _decode_string(item, f"{path}[{i}]", paths) if isinstance(item, str) else None
+            left[0] -= 1
+            if left[0] < 0:
+                break
+            new = _decode_string(item, f"{path}[{i}]", paths, prose) if isinstance(item, str) else None
             if new is None and isinstance(item, (dict, list)):
-                new = _decode_shell(item, f"{path}[{i}]", depth + 1, paths)
+                new = _decode_shell(item, f"{path}[{i}]", depth + 1, paths, prose, left)
                 new = None if new is item else new
             if new is not None:
                 if items is None:
@@ -329,18 +351,19 @@ def _decode_shell(value: Any, path: str, depth: int, paths: list[str]) -> Any:
     return value
 
 
-def _decode_string(text: str, path: str, paths: list[str]) -> Any | None:
-    """The document a string field holds as its whole text (JSON, a JSON string of it, a Python literal), or None."""
+def _decode_string(text: str, path: str, paths: list[str], prose: list[str]) -> Any | None:
+    """The document a string field holds (JSON, a JSON string of it, a Python literal, a body between a
+    few lines of prose), or None."""
     if len(text) < FIELD_MIN_CHARS:
         return None
-    head = text[:64].lstrip()[:1]
-    if head not in ("{", "[", '"', "("):
-        return None
     found = _find(text, 1)
-    if found is None or found.prose_around:
+    if found is None:
         return None
     paths.append(path)
     paths.extend(p.replace("$", path, 1) for p in found.decoded_fields)
+    if found.prose_around:
+        prose.append(path)
+    prose.extend(p.replace("$", path, 1) for p in found.prose_fields)
     return found.value
 
 

@@ -106,7 +106,7 @@ class Tabulate:
             if not _spelled_alike(text, value):
                 return Declined("number_spelling")
             # JSON text in its fields ({"type": "text", "text": "<a document>"}) is written as the document
-            decoded, fields = decode_fields(value)
+            decoded, fields = decode_fields(value, keep_prose=True)
             for path in fields:
                 raw = value_at(value, path)
                 if isinstance(raw, str) and not _spelled_alike(raw, value_at(decoded, path)):

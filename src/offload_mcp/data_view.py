@@ -408,6 +408,8 @@ _INLINE_OPENER = re.compile(r"""[\[{(](?=\s*["'\[{(\d-]|\s*[\]})])|"(?=\s*[\[{])
 def data_in_line(line: str, after: int) -> bool:
     """Whether `line` holds a data document (JSON, a JSON string literal of one, a Python literal) of at
     least INLINE_MIN_CHARS chars that reaches past char `after`: a cap there would cut data."""
+    if not any(opener in line for opener in "[{("):
+        return False  # found by memchr: a line of words or base64 is not searched by the regex
     pos = 0
     for _ in range(_INLINE_TRIES):
         m = _INLINE_OPENER.search(line, pos)

@@ -232,6 +232,10 @@ def holds_data(line: str, limit: int, cap_json: bool = False) -> bool:
     line). Cutting it hides values an agent passes on; the policy offloads a result too long to keep."""
     if not cap_json and data_in_line(line, max(limit - 3, 1)):
         return True
+    # each field holds ": ", counted in C first: most long lines hold too few to be records
+    colons = line.count(": ")
+    if colons < FIELDS_MIN or colons * CHARS_PER_FIELD < len(line):
+        return False
     fields = len(_FIELD_IN_LINE.findall(line))
     return fields >= FIELDS_MIN and fields * CHARS_PER_FIELD >= len(line)
 

@@ -118,18 +118,19 @@ def view_of(value: Any, text: str) -> DataView:
 def find_data(text: str) -> DataView | None:
     """The data document `text` holds (an object or an array), wherever it sits; None when it holds none.
 
-    The answer for a text of up to CACHED_MAX_CHARS is kept for the next few asks: linecap, the stub and
-    recall ask of the same result in turn, and a Python literal costs ~0.5 ms per KB to read. Callers
-    must not change the value they get."""
+    The answers for the last two texts of up to CACHED_MAX_CHARS are kept: linecap, tabulate and the stub
+    ask of the same result in turn, and a Python literal costs ~0.5 ms per KB to read (two, and only up
+    to 1M chars: a parsed document holds several times its text's memory). Callers must not change the
+    value they get."""
     if len(text) <= CACHED_MAX_CHARS:
         return _find_cached(text)
     return _find(text, 0)
 
 
-CACHED_MAX_CHARS = 2_000_000
+CACHED_MAX_CHARS = 1_000_000
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def _find_cached(text: str) -> DataView | None:
     return _find(text, 0)
 

@@ -321,3 +321,15 @@ def test_every_wrapping_of_rows_reads_back_as_the_rows(case):
     assert find_data(text) == view
     out = Linecap(LinecapSettings()).reduce("head\n" * 3 + text + "\ntail" * 3, _ctx())
     assert text in getattr(out, "text", text)
+
+
+async def test_the_json_path_example_inside_decoded_text_goes_down_to_where_the_document_branches(shaper):
+    """A GraphQL answer read as a file (`{content: "{\\"data\\": {\\"repository\\": ...}}"}`): the example read
+    `$.content.data`, the whole document again; it now reads a slice of the records."""
+    key, data = rows(9, 900)
+    text = orjson.dumps({"data": {"repository": {"issues": {"nodes": data}}}}).decode()
+    out, rep = shape(shaper, text, structured={"content": text})
+    example = json_path_of(out.content[0].text)
+    assert example == "$.content.data.repository.issues.nodes[0:20]"
+    err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path=example)
+    assert not err and "20 matches" in answer and orjson.dumps(data[19][key]).decode().strip('"') in answer

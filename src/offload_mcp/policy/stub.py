@@ -94,11 +94,23 @@ def _example_inside(doc: Any, decoded_path: str) -> str:
     (`$.content[0:20]`, not `$.content`: the whole file again)."""
     if decoded_path and isinstance(doc, dict):
         inner = value_at(doc, decoded_path)
+        # through objects of one key (a GraphQL answer's `data.repository.issues`), to where the document
+        # branches: the example reads a slice of what it holds, not the whole document once more
+        for _ in range(_ENVELOPE_DEPTH):
+            if not (isinstance(inner, dict) and len(inner) == 1):
+                break
+            ((key, value),) = inner.items()
+            if not (is_plain_key(key) and isinstance(value, (dict, list)) and value):
+                break
+            decoded_path, inner = f"{decoded_path}.{key}", value
         if isinstance(inner, (dict, list)) and inner:
             example = json_path_example(inner)
             if example != "$.key":
                 return decoded_path + example[1:]
     return json_path_example(doc)
+
+
+_ENVELOPE_DEPTH = 6
 
 
 def build_stub(

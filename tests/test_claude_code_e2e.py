@@ -285,7 +285,9 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
     assert "\n  e33 button Refund (x150: e33, e41, e49, e57, …)\n" in snapshot
     assert "\n  e1221 ORD-2025-00647\n" in snapshot  # the last order's link
     assert_inline(graphql)
-    assert TRM.search(graphql) and "index of 200 items at $.data.repository.issues.nodes" in graphql
+    # read_text_file's structuredContent {content: "<the file>"}: its JSON is read decoded, by the index as
+    # by recall's json_path (issue 38), so the path that pages the issues goes through $.content
+    assert TRM.search(graphql) and "index of 200 items at $.content.data.repository.issues.nodes" in graphql
     assert "I_kwDOLm000123" in graphql, graphql.replace("\\n", "\n")
     assert_inline(document)
     assert len(guide) > 30_000 and TRM.search(document) and "index of the 61 headings in" in document
@@ -538,3 +540,39 @@ def test_stats_counts_against_what_claude_code_alone_shows(tmp_path: Path) -> No
     # and the tokens against Claude Code alone are what the real CLI showed, within the model's message wording
     real = (sum(map(len, alone)) - sum(len(seen(r)) for r in proxied.tool_results)) / 4
     assert data["totals"]["client_tokens_saved"] == pytest.approx(real, abs=400)
+
+
+def test_a_sql_result_on_one_line_and_json_inside_json_reach_the_model(tmp_path: Path) -> None:
+    """Issue 38, classes 1 and 2. A 3K SQL result the server sends as one JSON string literal (Supabase's
+    prose envelope around the rows) reached the model cut at 500 chars: now every row's key is in the
+    tool_result. A 2,000-row document sent as JSON text in a field (`{"type": "text", "text": "<JSON>"}`)
+    was a stub describing `text: str(N chars)` whose json_path read nothing inside: now its shape names the
+    rows' fields, and a row drawn at random comes back through the stub's json_path."""
+    import random
+
+    from test_data_view import rows, supabase
+
+    key, few = rows(3, 40)  # sku
+    sql = supabase(json.dumps(few), 3)
+    assert "\n" not in sql and 2_000 < len(sql) < 25_000
+    doc_key, many = rows(4, 2000)  # part_num
+    wrapped = json.dumps({"type": "text", "text": json.dumps(many)})
+    pick = random.Random(38).randrange(len(many))
+    api, _ = run_claude(
+        tmp_path,
+        {"fx": fixture_entry()},
+        [
+            tool_use("mcp__proxy__echo", text=sql),
+            tool_use("mcp__proxy__echo", text=wrapped),
+            recall_of("echo", json_path=f"$.text[{pick}].{doc_key}"),
+            {"text": "done"},
+        ],
+    )
+    small, stub = results_of(api, "echo")
+    assert_inline(small)
+    assert all(row[key] in small for row in few), small[-600:]
+    assert_inline(stub)
+    assert TRM.search(stub) and "array[2000] of object{part_num, name, status" in stub
+    assert "with the JSON text of $.text decoded" in stub and many[0][doc_key] in stub
+    (found,) = results_of(api, "recall_tool_result")
+    assert "read decoded" in found and found.partition("\n")[2] == json.dumps(many[pick][doc_key])

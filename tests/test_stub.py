@@ -244,8 +244,8 @@ def test_index_python_repr_rows():
     out = stub(body_of(rows), index_chars=3000)
     assert "one line each: order_no; first" in out
     assert (
-        'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", query="<value>")' in out
-    )  # no JSONPath into a repr
+        'more items not shown: recall_tool_result(mem_id="trm_0123456789abcdef", json_path="$[' in out
+    )  # recall's json_path reads a Python literal as the document it is (data_view)
 
 
 def test_index_git_log_text():
@@ -1175,13 +1175,14 @@ def test_a_hostile_document_costs_what_its_length_does(hostile):
 
 def test_a_json_file_read_with_its_text_as_structured_content_is_indexed_by_its_records():
     """server-filesystem answers read_text_file with structuredContent {content: "<the text>"}: the index
-    read that object, found no records, and a JSON file's rows had no index at all. Its paging call is a
-    search, as recall's json_path reads the structuredContent, not the text's JSON."""
+    read that object, found no records, and a JSON file's rows had no index at all. structuredContent's
+    JSON text is read decoded (data_view), by the index as by recall's json_path: its paths go inside it."""
     rows = [{"order_no": f"ORD-2025-{i:05d}", "total": i * 1.5} for i in range(2000)]
     text = orjson.dumps(rows).decode()
     out = stub(body_of(text, structured={"content": text}), index_chars=4000)
-    assert "index of 2,000 items at $, one line each: order_no, total" in out and "\n  ORD-2025-00000 | 0.0\n" in out
-    assert 'query="<value>"' in out.split("\nhead:", 1)[0] and 'json_path="$[' not in out
+    assert "index of 2,000 items at $.content, one line each: order_no, total" in out
+    assert "\n  ORD-2025-00000 | 0.0\n" in out
+    assert 'json_path="$.content[' in out.split("\nhead:", 1)[0]
 
 
 def test_an_envelope_key_jsonpath_cannot_spell_plainly_is_not_walked():

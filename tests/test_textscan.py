@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offload_mcp import text_pieces
+from offload_mcp.data_view import find_data
 from offload_mcp.policy import describe
 from offload_mcp.policy.describe import describe_text, share_above
 from offload_mcp.policy.index import json_records, python_literal, text_index, text_records
@@ -120,9 +121,9 @@ def text_kind_reference(text: str) -> str:
 def describe_reference(text: str) -> str:
     line_count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
     lines = f"{line_count:,} line{'' if line_count == 1 else 's'}"
-    value = describe.parse_json_text(text)
-    if value is not None:
-        return f"{lines}; JSON {describe.describe_json(value)}"
+    view = find_data(text)  # data wherever it sits: data_view's own tests read how it is found
+    if view is not None:
+        return f"{lines}; {describe.describe_view(view)}"
     return f"{lines}; looks like {text_kind_reference(text)}"
 
 

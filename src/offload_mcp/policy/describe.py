@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from ..data_view import DataView, find_data
 from .textscan import DEFINITION, DEFINITIONS_MAX_CHARS, TextScan, first_chars, lstripped_head, not_blank
 
 _SAMPLE_LINES = 200
@@ -165,17 +166,25 @@ def share_above(lines: list[str], test: Callable[[str], object], threshold: floa
     return hits >= need
 
 
-def describe_text(text: str, parsed: Any = _NOT_PARSED, scan: TextScan | None = None) -> str:
-    """`12,034 lines; looks like git log (3,000 commits)`-style summary. `parsed`: parse_json_text(text)
-    when the caller has it already (a 1 MB JSON body is parsed once per stub, not twice: ~7 ms); `scan`:
-    the text's TextScan when the identifier index reads the same text (line count, head, commits once)."""
+def describe_text(text: str, view: Any = _NOT_PARSED, scan: TextScan | None = None) -> str:
+    """`12,034 lines; looks like git log (3,000 commits)`-style summary. `view`: find_data(text) (a
+    DataView or None) when the caller has it already (a 1 MB JSON body is parsed once per stub, not
+    twice: ~7 ms); `scan`: the text's TextScan when the identifier index reads the same text (line
+    count, head, commits once). Data is described wherever it sits (data_view): inside a JSON string,
+    as a Python literal, between lines of prose, in a field as JSON text."""
     scan = scan if scan is not None else TextScan(text)
     lines = scan.line_count()
     head = f"{lines:,} line{'' if lines == 1 else 's'}"
-    value = parse_json_text(text) if parsed is _NOT_PARSED else parsed
-    if value is not None:
-        return f"{head}; JSON {describe_json(value)}"
+    found = find_data(text) if view is _NOT_PARSED else view
+    if isinstance(found, DataView):
+        return f"{head}; {describe_view(found)}"
     return f"{head}; looks like {text_kind(scan)}"
+
+
+def describe_view(view: DataView) -> str:
+    """`JSON array[20] of object{id, name}`, then where it sits when it was unwrapped or decoded."""
+    where = view.where()
+    return f"{view.syntax} {describe_json(view.value)}{f' ({where})' if where else ''}"
 
 
 def text_kind(scan: TextScan) -> str:

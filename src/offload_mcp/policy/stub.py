@@ -27,9 +27,10 @@ from typing import Any, Literal
 
 import orjson
 
+from ..data_view import DataView, decode_fields, find_data, value_at, view_of
 from ..jsonpath_keys import is_plain_key, key_segment
-from .describe import describe_json, describe_text, parse_json_text
-from .index import json_index, python_literal, text_index
+from .describe import describe_json, describe_text
+from .index import json_index, text_index
 from .textscan import TextScan, without_escapes
 
 RecallMode = Literal["window", "structural", "both"]
@@ -88,6 +89,30 @@ def json_path_example(doc: Any) -> str:
     return "$.key"
 
 
+def _example_inside(doc: Any, decoded_path: str) -> str:
+    """json_path_example(doc), read inside the first field whose JSON text was decoded when there is one
+    (`$.content[0:20]`, not `$.content`: the whole file again)."""
+    if decoded_path and isinstance(doc, dict):
+        inner = value_at(doc, decoded_path)
+        # through objects of one key (a GraphQL answer's `data.repository.issues`), to where the document
+        # branches: the example reads a slice of what it holds, not the whole document once more
+        for _ in range(_ENVELOPE_DEPTH):
+            if not (isinstance(inner, dict) and len(inner) == 1):
+                break
+            ((key, value),) = inner.items()
+            if not (is_plain_key(key) and isinstance(value, (dict, list)) and value):
+                break
+            decoded_path, inner = f"{decoded_path}.{key}", value
+        if isinstance(inner, (dict, list)) and inner:
+            example = json_path_example(inner)
+            if example != "$.key":
+                return decoded_path + example[1:]
+    return json_path_example(doc)
+
+
+_ENVELOPE_DEPTH = 6
+
+
 def build_stub(
     *,
     trm_id: str,
@@ -115,23 +140,36 @@ def build_stub(
         header += f" in {len(texts)} text blocks"
     if reason:
         header += f"; {reason}"
-    parsed = [parse_json_text(text) for text in texts[1 if text_json else 0 : 3]]  # once: describe and index share it
+    # The data each text holds, wherever it sits (data_view), read once: describe and the index share it
+    views: list[DataView | None] = [find_data(text) for text in texts[1 if text_json else 0 : 3]]
     if text_json and texts:
-        parsed.insert(0, text_json[0])
+        views.insert(0, view_of(text_json[0], texts[0]))
+    parsed = [view.value if view is not None else None for view in views]
     # and what both read of the text (lines, head, commits), as a terminal shows it: no colour escapes
     scans = [TextScan(without_escapes(text)) for text in texts[:3]]
     index_lines = []
     for i, text in enumerate(texts[:3]):
         label = f"block {i + 1}: " if len(texts) > 1 else ""
-        index_lines.append(f"shape: {label}{describe_text(text, parsed[i], scans[i])}")
+        index_lines.append(f"shape: {label}{describe_text(text, views[i], scans[i])}")
     if len(texts) > 3:
         index_lines.append(f"shape: +{len(texts) - 3} more text blocks")
-    if structured is not None and (not texts or _structured_differs(texts, structured, parsed[0])):
-        index_lines.append(f"structuredContent: {describe_json(structured)}")
+    # structuredContent's string fields that hold JSON text (server-filesystem's `{content: "<the file>"}`)
+    # are read decoded, as recall's json_path reads them
+    structured_doc, decoded = decode_fields(structured) if structured is not None else (None, ())
+    if structured is not None and (not texts or _structured_differs(texts, structured_doc, parsed[0])):
+        shown = ", ".join(decoded[:3]) + (", ..." if len(decoded) > 3 else "")
+        index_lines.append(
+            f"structuredContent: {describe_json(structured_doc)}"
+            + (f" (with the JSON text of {shown} decoded)" if decoded else "")
+        )
     preview_source = scans[0].text if texts else (orjson.dumps(structured).decode() if structured is not None else "")
-    doc = structured if structured is not None else (parsed[0] if parsed else None)
+    doc = structured_doc if structured is not None else (parsed[0] if parsed else None)
+    if structured is not None:
+        inner = decoded[0] if decoded else ""
+    else:
+        inner = views[0].decoded_fields[0] if views and views[0] is not None and views[0].decoded_fields else ""
     has_json = doc is not None
-    hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=json_path_example(doc))
+    hint = recall_hint(trm_id, recall_mode, has_json=has_json, json_example=_example_inside(doc, inner))
     budget = int(budget_tokens * chars_per_token)
     ids = _id_index(scans, doc, index_chars, trm_id, text_doc=parsed[0] if parsed else None)
     if ids:
@@ -167,10 +205,7 @@ def _id_index(scans: list[TextScan], doc: Any, index_chars: int, trm_id: str, *,
     no index at all; its paging call is a search, as recall's json_path reads the structuredContent."""
     if index_chars <= 0:
         return ""
-    json_paths = doc is not None
-    if doc is None and scans:
-        doc = python_literal(scans[0].text)
-    index = json_index(doc, index_chars, trm_id, json_paths=json_paths) if doc is not None else ""
+    index = json_index(doc, index_chars, trm_id) if doc is not None else ""
     if not index and text_doc is not None and text_doc is not doc:
         index = json_index(text_doc, index_chars, trm_id, json_paths=False)
     if not index and scans and text_doc is None:

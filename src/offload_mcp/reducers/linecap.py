@@ -17,6 +17,13 @@ stashed behind one marker per output, so every cut restores byte for byte.
 A whole JSON document is declined (`json_document`): on the corpus the cap's
 biggest target was one-line API records (reservation details, flight lists),
 whose cut fields are exactly what the agent acts on; JSON is smartcrush's job.
+So is any text data_view.find_data reads as one data document (`data_document`:
+JSON inside a string literal, a Python literal, a body inside a prose envelope),
+and a long line is never cut when it is data wherever it sits in it (issue 38):
+a document across the cap (JSON, a JSON string of one, a Python literal), records
+flattened onto one line (`key: value` fields every ~100 chars), or a row of a
+text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator).
+Such a line is kept whole; a result too long to keep is the policy's to offload.
 Records are data, not noise (issue 12, measured): a line an agent reads as a
 record — a `key: value` field (git log `Author:`, YAML `- name: x`), a JSON
 record or `"key": value` member — is never folded and never capped. Before,
@@ -38,7 +45,7 @@ numbers cut and dropped (`[linecap cut lines 12, 40-41 at 500 chars; dropped
 repeat lines 20, 33 (xN); expand for all]`), so the model knows what it lacks.
 Runs last in the pipeline: its marker would make drastic reducers decline.
 When it is inert: `below_min_size`, `already_marked`, `diff_shaped`,
-`json_document`, `no_long_or_repeated_lines`, `marker_no_win`, `kept_verbatim_after_expand`.
+`json_document`, `data_document`, `no_long_or_repeated_lines`, `marker_no_win`, `kept_verbatim_after_expand`.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ from typing import Any
 
 import orjson
 
+from ..data_view import data_in_line, find_data
 from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import LinecapSettings
 
@@ -203,6 +211,52 @@ def cap_line(line: str, limit: int) -> str:
     return f"{head}...[+{len(line) - len(head)} chars]"
 
 
+_FIELD_IN_LINE = re.compile(r"\w: +[^\s;]++(?!;)")
+"""A `key: value` field anywhere in a line (`Simulation ID: WSA-ENLIL/39019/1`, `Arrival: 2025-05-27`);
+not a CSS declaration (`flex: 2;`), whose value ends at a semicolon."""
+FIELDS_MIN = 4
+CHARS_PER_FIELD = 100
+"""A line of records flattened onto one line holds a field every ~50 chars; prose a colon far less often."""
+TABLE_SAMPLE_LINES = 50
+TABLE_MIN_LINES = 3
+TABLE_SHARE = 0.9
+_TABLE_SEPARATORS = ("\t", "|", ",", ";")
+_NUMBERED = re.compile(r"^ *\d+→|^ +\d+\t")
+"""A line number (Claude Code's Read `    37→`, `cat -n`'s padded `     1\t`): no column of a table (a TSV
+row's first cell is a number before a tab too, unpadded)."""
+
+
+def holds_data(line: str, limit: int, cap_json: bool = False) -> bool:
+    """A long line that is data wherever it sits in it: a document (JSON, a JSON string of one, a
+    Python literal) across the cap, or `key: value` fields packed along it (records flattened onto one
+    line). Cutting it hides values an agent passes on; the policy offloads a result too long to keep."""
+    if not cap_json and data_in_line(line, max(limit - 3, 1)):
+        return True
+    # each field holds ": ", counted in C first: most long lines hold too few to be records
+    colons = line.count(": ")
+    if colons < FIELDS_MIN or colons * CHARS_PER_FIELD < len(line):
+        return False
+    fields = len(_FIELD_IN_LINE.findall(line))
+    return fields >= FIELDS_MIN and fields * CHARS_PER_FIELD >= len(line)
+
+
+def table_rows(lines: list[str]) -> set[int]:
+    """Indices of a CSV, TSV or pipe table's rows: when 90% of the first 50 non-blank lines (3 or more)
+    hold the first one's count (1+) of a separator, as describe's shape line calls a table, every line
+    with that count is a row (a log line that happens to hold commas is not: the text is no table)."""
+    numbered = [(idx, _NUMBERED.sub("", line, 1)) for idx, line in enumerate(lines) if line.strip()]
+    sample = [line for _, line in numbered[:TABLE_SAMPLE_LINES]]
+    if len(sample) < TABLE_MIN_LINES:
+        return set()
+    for sep in _TABLE_SEPARATORS:
+        count = sample[0].count(sep)
+        if count < 1:
+            continue
+        if sum(1 for line in sample if line.count(sep) == count) >= TABLE_SHARE * len(sample):
+            return {idx for idx, line in numbered if line.count(sep) == count}
+    return set()
+
+
 class Linecap:
     name = "linecap"
 
@@ -217,9 +271,10 @@ class Linecap:
             return gate
         if is_diff_shaped(text):
             return Declined("diff_shaped")
-        if not s.cap_json_documents and is_json_document(text):
-            return Declined("json_document")
+        if not s.cap_json_documents and (view := find_data(text)) is not None:
+            return Declined("data_document" if view.decoded else "json_document")
         lines = text.split("\n")
+        rows: set[int] | None = None  # the table rows, found when a long line first asks
         counts = self._duplicate_counts(lines, s.collapse_indented_duplicates) if s.collapse_duplicate_lines else {}
         limit = s.max_line_chars
         out: list[str] = []
@@ -240,6 +295,8 @@ class Linecap:
                 and len(line) > limit
                 and not never_truncate(line)
                 and not is_record_line(line, not s.cap_json_documents)
+                and not holds_data(line, limit, s.cap_json_documents)
+                and idx not in (rows := table_rows(lines) if rows is None else rows)
             ):
                 shown = cap_line(line, limit)
                 capped.append(idx + 1)

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..data_view import may_hold_body
 from .base import MARKER_RE, Acted, Declined, ReduceContext, Reducer, cg_hash, marker, trailer
 from .collapse import Collapse
 from .dedup import Dedup
@@ -147,7 +148,8 @@ class Pipeline:
         may decline, leaving linecap the raw line, which is no shorter but may not read as a
         record), so the bound holds whether extract acts or not: a 1 MB coloured or CRLF log is
         decided in ~3 ms where its reducers took 20-90. An OSC escape may hold a line break: no
-        bound. tabulate re-encodes JSON below its `max_chars` only: such a document gets no bound,
+        bound. tabulate re-encodes JSON below its `max_chars` only (a whole document, one in a JSON
+        string, one after lines of prose): such a text gets no bound,
         nor does a noisy text whose cleaned head is JSON. smartcrush and collapse can cut anything:
         no bound.
         Stops scanning once the bound passes `enough` (a 1 MB log needs its
@@ -171,8 +173,10 @@ class Pipeline:
                 json_records = not reducer.settings.cap_json_documents
             elif isinstance(reducer, Tabulate):
                 ceiling = reducer.settings.max_chars
-                if text.lstrip()[:1] in ("{", "[") and not (ceiling and len(text) >= ceiling):
-                    return None  # a JSON document may re-encode much smaller
+                if not (ceiling and len(text) >= ceiling) and (
+                    text.lstrip()[:1] in ("{", "[", '"') or may_hold_body(text)
+                ):
+                    return None  # a JSON document (or one in a JSON string, or after prose) may re-encode much smaller
                 json_head = True
             else:
                 return None

@@ -27,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from ..data_view import decode_fields, find_data, may_hold_body, value_at
 from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, marker, never_worse
 from .settings import TabulateSettings
 
@@ -91,20 +92,53 @@ class Tabulate:
         if self.settings.max_chars and len(text) >= self.settings.max_chars:
             return Declined("above_max_chars")
         head = text.lstrip()[:1]
-        if head not in ("{", "["):
+        if head not in ("{", "[", '"') and not may_hold_body(text):
             return Declined("not_json_document")
         if (gate := common_decline(text, ctx)) is not None:
             return gate
-        try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
+        value: Any = None
+        if head in ("{", "["):
+            try:
+                value = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                value = None
+        if value is not None:
+            if not _spelled_alike(text, value):
+                return Declined("number_spelling")
+            # JSON text in its fields ({"type": "text", "text": "<a document>"}) is written as the document
+            decoded, fields = decode_fields(value, keep_prose=True)
+            for path in fields:
+                raw = value_at(value, path)
+                if isinstance(raw, str) and not _spelled_alike(raw, value_at(decoded, path)):
+                    return Declined("number_spelling")
+            tables = [0]
+            encoded = orjson.dumps(self._table(decoded, tables)).decode()
+            shown = ", ".join(fields[:3]) + (", ..." if len(fields) > 3 else "")
+            return self._outcome(text, encoded, tables[0], f"the JSON text of {shown} decoded, " if fields else "")
+        return self._in_place(text)
+
+    def _in_place(self, text: str) -> Outcome:
+        """A JSON body inside a JSON string literal or between lines of prose (data_view), re-encoded where it
+        sits: the prose stays, the string's escapes go (the model reads the document, not `\\"` per quote)."""
+        view = find_data(text)
+        if view is None or view.syntax != "JSON" or view.decoded_fields or not (view.string_depth or view.prose_around):
             return Declined("not_json_document")
-        if not _spelled_alike(text, value):
+        if view.string_depth and text.strip()[:1] != '"':
+            return Declined("not_json_document")  # prose outside the string too: no one text to rewrite in place
+        body = view.inner[view.inner_start : view.inner_end]
+        if not _spelled_alike(body, view.value):
             return Declined("number_spelling")
         tables = [0]
-        encoded = orjson.dumps(self._table(value, tables)).decode()
+        encoded = orjson.dumps(self._table(view.value, tables)).decode()
+        rewritten = view.inner[: view.inner_start] + encoded + view.inner[view.inner_end :]
+        if not view.string_depth:
+            rewritten = text[: view.start] + encoded + text[view.end :]
+        where = "decoded from its JSON string, " if view.string_depth else ""
+        return self._outcome(text, rewritten, tables[0], where)
+
+    @staticmethod
+    def _outcome(text: str, encoded: str, count: int, where: str) -> Outcome:
         hash_ = cg_hash(text)
-        count = tables[0]
         what = f"{count} object list{'s' if count != 1 else ''} as columns+rows, " if count else ""
-        note = f"[{what}compact, all values kept; as sent: context_guru_expand {marker(hash_)}]"
+        note = f"[{where}{what}compact, all values kept; as sent: context_guru_expand {marker(hash_)}]"
         return never_worse(text, f"{encoded}\n{note}", hash_)

@@ -52,6 +52,7 @@ import mcp_types as types
 import orjson
 
 from .. import text_pieces
+from ..data_view import decode_fields, find_data, plain_json
 from ..echo import ECHO_CHARS, echoed
 from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
@@ -173,23 +174,44 @@ class _Body:
         return bisect_right(self.line_starts, pos)
 
     def json_doc(self) -> tuple[Any, str]:
-        """(document, where it came from) for json_path; raises _BadInput when the result has no JSON it can parse."""
+        """(document, where it came from) for json_path; raises _BadInput when the result has no data it can read.
+
+        The document is read wherever it sits (data_view): a text that is a JSON string of JSON, a Python
+        literal, a body between lines of prose, JSON text in a field (server-filesystem's `{content: "<the
+        file>"}`) are read decoded, and the source says so: a match there is a value of the decoded
+        document, not a slice of the stored bytes (offset, lines and query read those)."""
         if self._json is None:
             structured = self.result.get("structuredContent")
             if structured is not None:
-                self._json = (structured, "structuredContent")
+                doc, decoded = decode_fields(structured)
+                fields = ", ".join(decoded[:3]) + (", ..." if len(decoded) > 3 else "")
+                self._json = (
+                    doc,
+                    f"structuredContent (read decoded: the JSON text of {fields})" if decoded else "structuredContent",
+                )
             else:
                 too_deep = None
                 for i, block in enumerate(self.result.get("content") or []):
                     text = block.get("text") if block.get("type") == "text" else None
-                    if text and text.lstrip()[:1] in ("{", "["):
+                    if not text:
+                        continue
+                    view = find_data(text)
+                    if view is not None:
+                        where = view.where()
+                        decoded_from = f"{view.syntax} {where}".strip() if view.decoded else ""
+                        self._json = (
+                            view.value,
+                            f"text block {i + 1} (read decoded: {decoded_from})"
+                            if decoded_from
+                            else f"text block {i + 1}",
+                        )
+                        break
+                    if too_deep is None and text.lstrip()[:1] in ("{", "["):
                         try:
-                            self._json = (orjson.loads(text), f"text block {i + 1}")
-                            break
+                            orjson.loads(text)
                         except orjson.JSONDecodeError as err:
-                            if too_deep is None and str(err).startswith("depth limit exceeded"):
+                            if str(err).startswith("depth limit exceeded"):
                                 too_deep = i + 1
-                            continue
                 if self._json is None and too_deep is not None:
                     # It is JSON, just not parseable here: "holds no JSON" would send the model elsewhere.
                     raise _BadInput(
@@ -205,7 +227,7 @@ class _Body:
     def json_bytes(self) -> bytes:
         """The json_path document as JSON bytes (what the evaluating worker reads)."""
         if self._json_bytes is None:
-            self._json_bytes = orjson.dumps(self.json_doc()[0])
+            self._json_bytes = plain_json(self.json_doc()[0])
         return self._json_bytes
 
 
@@ -611,7 +633,7 @@ def _in_structured(body: _Body, mem_id: str, query: str, settings: Any) -> str:
     count = (compact if exact else compact.lower()).count(needle)
     if not count:
         return ""
-    path = _holder_of(structured, needle, exact) or "$"
+    path = _holder_of(body.json_doc()[0], needle, exact) or "$"
     if len(path) > _JSON_PATH_MAX_LEN:
         path = "$"  # a path through keys this long is refused by json_path itself: the whole document instead
     return (

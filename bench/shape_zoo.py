@@ -138,6 +138,14 @@ class Variant:
         return str(getattr(self, name))
 
 
+SIZE_BUCKETS = ("10-99", "100-999", "1K-9.9K", "10K-50K")
+
+
+def _label_order(label: str) -> tuple[int, str]:
+    """Size buckets by size, every other label by name."""
+    return (SIZE_BUCKETS.index(label), "") if label in SIZE_BUCKETS else (len(SIZE_BUCKETS), label)
+
+
 def _size_bucket(rows: int) -> str:
     for limit, label in ((100, "10-99"), (1_000, "100-999"), (10_000, "1K-9.9K")):
         if rows < limit:
@@ -598,7 +606,8 @@ def score(
         "client_alone": report.client_alone,
         "overall": overall.row(),
         "by_class": {
-            name: {label: t.row() for label, t in sorted(groups.items())} for name, groups in by_class.items()
+            name: {label: t.row() for label, t in sorted(groups.items(), key=lambda kv: _label_order(kv[0]))}
+            for name, groups in by_class.items()
         },
     }
 

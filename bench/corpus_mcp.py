@@ -18,7 +18,17 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
 - `finance`: daily price series, quotes (with structuredContent), options;
 - `sheets`, `notion`, `playwright`: a Sheets API-shaped spreadsheet, a
   Notion API-shaped database, Playwright MCP-shaped page snapshots whose
-  `[ref=eN]` handles the next click names (bench/corpus_servers.py).
+  `[ref=eN]` handles the next click names (bench/corpus_servers.py);
+- `warehouse-*` (issue 38): real SQL servers over a warehouse of thousands of
+  rows (corpus_servers.warehouse_tables) in a PostgreSQL started in a temp
+  folder (tests/pg.py) and in SQLite: PyPI `postgres-mcp` (Python-repr rows),
+  npm `@modelcontextprotocol/server-postgres` (indented JSON), PyPI
+  `mcp-alchemy` (row blocks); server-filesystem reads of a JSON and a CSV
+  export; the same results re-encoded by `corpus_servers.py wrap` (the
+  Supabase envelope as a JSON string literal, a JSON string, double-encoded,
+  a `{"type": "text"}` field, a prose line then JSON); mcp-server-git's log
+  of this repository's 545 commits. These servers install into bench/out/ on
+  first use (`ensure_sql_servers`; postgres-mcp needs a Python 3.12+).
 
 Each session is a trajectory whose later calls use values an agent would read
 out of earlier results (an order number from the middle of a result set, the
@@ -30,7 +40,8 @@ Records use the shared corpus format (`source`, `server`, `tool` as
 `structured` when the server sent structuredContent, `traj`, `step`,
 `is_error`, `chars`). Deterministic: fixed seeds, fixed dates, temporary
 paths rewritten to `/srv/corpus`, so two runs write the same bytes (gzip
-mtime 0). Needs node (the npm servers in node_modules) and mcp-server-git.
+mtime 0). Needs node (the npm servers in node_modules), mcp-server-git and
+PostgreSQL's binaries (initdb, pg_ctl).
 """
 
 from __future__ import annotations

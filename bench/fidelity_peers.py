@@ -12,6 +12,9 @@ later call of the trajectory used that came from an earlier output), as
 plain text and as Claude Code would show it. Peers must be installed
 (bench/run_all.py installs them into bench/out/ on first use); a missing one
 is skipped and named. headroom is left out: its runner reports sizes, not texts.
+A peer that fails on a record is scored on the error the model would see
+(`MCP error CODE: message`), and the run goes on (`drive_peer`). A shape zoo
+written by bench/shape_zoo.py --out is a corpus like any other here.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ beside the repository; absent there, those cases skip. Deterministic, not timed.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from offload_mcp.config import OffloadSettings
+from offload_mcp.fidelity import FidelityReport
 from offload_mcp.replay import Record, ReplayReport, read_records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,15 +106,16 @@ def test_the_model_sees_at_least_the_needed_facts_it_saw_when_the_gate_was_set(c
     assert gate_problems(replay(load(), OffloadSettings(), client="claude-code"), floor) == []
 
 
-def test_the_gate_stops_a_reducer_that_hides_more() -> None:
-    """A line cap of 120 chars cuts rows the defaults keep: the gate must name linecap."""
-    settings = OffloadSettings()
-    harsher = settings.model_copy(
-        update={
-            "reducers": settings.reducers.model_copy(
-                update={"linecap": settings.reducers.linecap.model_copy(update={"max_line_chars": 120})}
-            )
-        }
-    )
-    problems = gate_problems(replay(_zoo(), harsher, client="claude-code"), ZOO_FLOOR)
-    assert any(p.startswith("linecap hides") for p in problems), problems
+def test_the_gate_names_each_way_a_replay_falls_short() -> None:
+    floor = Floor(needed=10, visible=9, hidden_by_reducer={"linecap": 2})
+    worse = ReplayReport(file="c.jsonl", unrecoverable=[{"line": 4, "problem": "changed without a marker"}])
+    worse.fidelity = FidelityReport(needed=10, visible=8, by_reducer=Counter({"linecap": 3, "tabulate": 1}))
+    problems = gate_problems(worse, floor)
+    assert [p.split(":")[0].split(" ")[0] for p in problems] == ["unrecoverable", "visible", "linecap", "tabulate"]
+    assert "tabulate hides 1 needed facts (allowed 0)" in problems
+    other_corpus = ReplayReport(file="c.jsonl")
+    other_corpus.fidelity = FidelityReport(needed=11, visible=11)
+    assert gate_problems(other_corpus, floor)[0].startswith("needed facts 11, expected 10")
+    as_good = ReplayReport(file="c.jsonl")
+    as_good.fidelity = FidelityReport(needed=10, visible=10, by_reducer=Counter({"linecap": 2}))
+    assert gate_problems(as_good, floor) == []

@@ -27,7 +27,9 @@ later call whose arguments carry one to three values read out of that result
 - `rows`: log-uniform from 10 to 50,000, then cut to `--max-chars` of output
   (so the total size stays sane); `size` buckets them;
 - `columns`: every field of the entity, or a projection (the key and two fields);
-- `anomalies`: none, or one to three rows with an `error` field or a failing status.
+- `anomalies`, `anomaly_kind`: none, or one to three rows that stand out: an
+  `error` field, a failing status, or a number a thousand times the rest
+  (a git log: a revert that broke the build).
 
 The later call's values are picked by a rule that knows nothing of any index:
 a row (an anomalous one half the time when there are some, since agents go
@@ -87,6 +89,7 @@ CLASSES = (
     "columns",
     "size",
     "anomalies",
+    "anomaly_kind",
     "pick",
     "entity",
 )
@@ -125,6 +128,7 @@ class Variant:
     pick: str = ""
     rows_drawn: int = 0
     """The row count drawn before `--max-chars` cut it to `rows`."""
+    anomaly_kind: str = "none"
 
     @property
     def size(self) -> str:
@@ -206,6 +210,7 @@ STATUSES = {
     "jobs": ("success", "success", "success", "skipped"),
 }
 FAILING = {
+    "prices": "halted",
     "orders": "payment_failed",
     "products": "sync_error",
     "users": "bounced",
@@ -255,10 +260,23 @@ def _row(rng: random.Random, entity: str, keys: str, n: int, when: datetime) -> 
     return row
 
 
-def _make_anomalous(rng: random.Random, row: dict[str, Any], entity: str) -> None:
-    if "status" in row and rng.random() < 0.5:
+ANOMALY_KINDS = ("error_field", "failing_status", "outlier")
+
+
+def _make_anomalous(rng: random.Random, row: dict[str, Any], entity: str, kind: str) -> str:
+    """Make a row stand out as `kind`; returns the kind it got (an outlier needs a number, else an error field)."""
+    if kind == "failing_status":
         row["status"] = FAILING[entity]
+        return kind
+    if kind == "outlier":
+        key = next(iter(row))
+        numbers = [k for k, v in row.items() if k != key and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if numbers:
+            value = row[numbers[0]]
+            row[numbers[0]] = round(value * 1000 + 1, 2) if isinstance(value, float) else value * 1000 + 1
+            return kind
     row["error"] = rng.choice(ERRORS)
+    return "error_field"
 
 
 # ---- rendering ------------------------------------------------------------------------------
@@ -430,12 +448,14 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
     count = max(MIN_ROWS, min(wanted, int(max_chars / per_row)))
     rows = make(count)
     anomalous = sorted(rng.sample(range(count), anomalies)) if anomalies else []
+    anomaly_kind = "none"
     if layout == "git_log":
         for i in anomalous:
             rows[i]["message"] = "Revert " + rows[i]["message"].split(" ", 1)[1] + " - broke the build"
-    else:
-        for i in anomalous:
-            _make_anomalous(rng, rows[i], entity)
+            anomaly_kind = "revert"
+    elif anomalous:
+        drawn = rng.choice(ANOMALY_KINDS)
+        anomaly_kind = [_make_anomalous(rng, rows[i], entity, drawn) for i in anomalous][0]
     render_rng = random.Random(f"{seed}:{index}:render")
     body = render_git_log(rows) if layout == "git_log" else render_rows(layout, rows, render_rng)
     if envelope_pos == "inner":
@@ -451,7 +471,19 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
     picks = [_pick(rng, rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
     kinds = [_field_kind(k, v) for k, v in picks]
     variant = Variant(
-        entity, layout, wrap, envelope, envelope_pos, channel, keys, count, anomalies, columns, kinds[0], wanted
+        entity,
+        layout,
+        wrap,
+        envelope,
+        envelope_pos,
+        channel,
+        keys,
+        count,
+        anomalies,
+        columns,
+        kinds[0],
+        wanted,
+        anomaly_kind,
     )
     traj = f"zoo-{seed}-{index:06d}"
     tool = {"git_log": "git.git_log", "csv": "files.read_file", "tsv": "files.read_file"}.get(layout, "db.query")

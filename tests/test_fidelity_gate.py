@@ -56,7 +56,7 @@ ZOO_SEED = 38
 ZOO_SESSIONS = 200
 ZOO_MAX_CHARS = 60_000
 """A small zoo: every class drawn, results up to 60K chars (past Claude Code's inline limit), ~1 s to replay."""
-ZOO_FLOOR = Floor(needed=296, visible=106, hidden_by_reducer={"linecap": 41})
+ZOO_FLOOR = Floor(needed=285, visible=91, hidden_by_reducer={"linecap": 67, "collapse": 1})
 
 
 def _shared(name: str) -> list[Record]:

@@ -49,6 +49,7 @@ def test_every_class_is_drawn_independently() -> None:
         ("keys", (*shape_zoo.KEYS, "date", "sha")),
         ("columns", ("all", "few")),
         ("anomalies", ("none", "1-3")),
+        ("anomaly_kind", ("none", "revert", *shape_zoo.ANOMALY_KINDS)),
     ):
         seen = Counter(v.label(name) for v, _ in drawn)
         assert set(seen) == set(values), (name, seen)
@@ -80,7 +81,10 @@ def test_the_encodings_decode_to_the_rows() -> None:
             text = outer["text"] if variant.wrap == "text_field" else outer["result"]
         rows = json.loads(text) if variant.layout == "json" else ast.literal_eval(text)
         assert isinstance(rows, list) and len(rows) == variant.rows
-        assert sum("error" in r for r in rows) == variant.anomalies
+        if variant.anomaly_kind == "error_field":
+            assert sum("error" in r for r in rows) == variant.anomalies
+        if variant.anomaly_kind == "failing_status":
+            assert sum(r.get("status") in shape_zoo.FAILING.values() for r in rows) == variant.anomalies
         checked[variant.wrap] += 1
     assert len(checked) >= 4, checked
 

@@ -468,6 +468,7 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
     elif channel == "structured_rows":
         structured = {"rows": rows}
         output = json.dumps(rows, ensure_ascii=False)
+        wrap, envelope = "none", "none"  # the rows' plain JSON beside them: the draws did not apply
     picks = [_pick(rng, rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
     kinds = [_field_kind(k, v) for k, v in picks]
     variant = Variant(

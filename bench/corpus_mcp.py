@@ -18,7 +18,17 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
 - `finance`: daily price series, quotes (with structuredContent), options;
 - `sheets`, `notion`, `playwright`: a Sheets API-shaped spreadsheet, a
   Notion API-shaped database, Playwright MCP-shaped page snapshots whose
-  `[ref=eN]` handles the next click names (bench/corpus_servers.py).
+  `[ref=eN]` handles the next click names (bench/corpus_servers.py);
+- `warehouse-*` (issue 38): real SQL servers over a warehouse of thousands of
+  rows (corpus_servers.warehouse_tables) in a PostgreSQL started in a temp
+  folder (tests/pg.py) and in SQLite: PyPI `postgres-mcp` (Python-repr rows),
+  npm `@modelcontextprotocol/server-postgres` (indented JSON), PyPI
+  `mcp-alchemy` (row blocks); server-filesystem reads of a JSON and a CSV
+  export; the same results re-encoded by `corpus_servers.py wrap` (the
+  Supabase envelope as a JSON string literal, a JSON string, double-encoded,
+  a `{"type": "text"}` field, a prose line then JSON); mcp-server-git's log
+  of this repository's 545 commits. These servers install into bench/out/ on
+  first use (`ensure_sql_servers`; postgres-mcp needs a Python 3.12+).
 
 Each session is a trajectory whose later calls use values an agent would read
 out of earlier results (an order number from the middle of a result set, the
@@ -30,7 +40,8 @@ Records use the shared corpus format (`source`, `server`, `tool` as
 `structured` when the server sent structuredContent, `traj`, `step`,
 `is_error`, `chars`). Deterministic: fixed seeds, fixed dates, temporary
 paths rewritten to `/srv/corpus`, so two runs write the same bytes (gzip
-mtime 0). Needs node (the npm servers in node_modules) and mcp-server-git.
+mtime 0). Needs node (the npm servers in node_modules), mcp-server-git and
+PostgreSQL's binaries (initdb, pg_ctl).
 """
 
 from __future__ import annotations
@@ -208,10 +219,27 @@ class Servers:
     repo: Path
     real_repo: Path | None
     memory_file: Path
+    pg_url: str = ""
+    warehouse_sqlite: Path | None = None
+    exports: Path | None = None
+    long_repo: Path | None = None
 
     def command(self, name: str) -> tuple[list[str], dict[str, str]]:
         py = sys.executable
         bin_dir = ROOT / "node_modules" / ".bin"
+        if name.startswith("wrap-"):  # wrap-STYLE-of-SERVER: SERVER's results re-encoded by a wrapping server
+            style, _, inner = name[len("wrap-") :].partition("-of-")
+            command, env = self.command(inner)
+            return [py, str(HERE / "corpus_servers.py"), "wrap", style, *command], env
+        if name == "postgres-mcp":
+            return [str(SQL_SERVERS.postgres_mcp), "--access-mode=unrestricted"], {"DATABASE_URI": self.pg_url}
+        if name == "server-postgres":
+            return ["node", str(SQL_SERVERS.server_postgres), self.pg_url], {"TZ": "UTC"}
+        if name == "alchemy":
+            db_url = f"sqlite:///{self.warehouse_sqlite}"
+            return [str(SQL_SERVERS.alchemy)], {"DB_URL": db_url, "EXECUTE_QUERY_MAX_CHARS": str(ALCHEMY_MAX_CHARS)}
+        if name == "filesystem-exports":
+            return [str(bin_dir / "mcp-server-filesystem"), str(self.exports)], {}
         if name in ("sqlite", "postgres"):
             return [py, str(HERE / "corpus_servers.py"), name, str(self.db)], {}
         if name in ("github", "finance", "sheets", "notion"):
@@ -697,6 +725,397 @@ def office_sessions() -> list[tuple[str, Session]]:
     return out
 
 
+# ---- real SQL servers over a warehouse of thousands of rows, and the same results re-encoded (issue 38) ----
+
+OUT_DIR = HERE / "out"
+ALCHEMY_MAX_CHARS = 120_000
+"""mcp-alchemy cuts a result at EXECUTE_QUERY_MAX_CHARS (4,000 by default); raised so a listing is whole."""
+
+
+@dataclass(frozen=True)
+class SqlServers:
+    """Where the real SQL servers are installed: bench-only virtualenvs and an npm prefix under bench/out/."""
+
+    postgres_mcp: Path = OUT_DIR / "venv-postgres-mcp" / "bin" / "postgres-mcp"
+    alchemy: Path = OUT_DIR / "venv-mcp-alchemy" / "bin" / "mcp-alchemy"
+    server_postgres: Path = (
+        OUT_DIR / "npm" / "node_modules" / "@modelcontextprotocol" / "server-postgres" / "dist" / "index.js"
+    )
+
+
+SQL_SERVERS = SqlServers()
+POSTGRES_MCP_DEPS = [
+    # postgres-mcp 0.3.0 pins pglast==7.2.0, which the registry no longer has for this platform; 7.2x
+    # keeps its API. So the package goes in without deps and these after it.
+    "attrs>=25.3.0",
+    "humanize>=4.8.0",
+    "instructor>=1.7.9",
+    "mcp[cli]>=1.5.0,<2",
+    "pglast>=7.20,<8",
+    "psycopg-pool>=3.2.6",
+    "psycopg[binary]>=3.2.6",
+]
+
+
+def _python_at_least(minor: int) -> str | None:
+    """A Python 3.`minor`+ interpreter: $OFFLOAD_BENCH_PYTHON312, one on PATH, or a pyenv version."""
+    candidates = [os.environ.get("OFFLOAD_BENCH_PYTHON312", "")]
+    candidates += [shutil.which(f"python3.{m}") or "" for m in range(minor, 15)]
+    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.1[2-9]*/bin/python"))
+    for candidate in candidates:
+        if not candidate or not Path(candidate).exists():
+            continue
+        done = subprocess.run(
+            [candidate, "-c", f"import sys; print(sys.version_info >= (3, {minor}))"], capture_output=True, text=True
+        )
+        if done.stdout.strip() == "True":
+            return candidate
+    return None
+
+
+def ensure_sql_servers() -> None:
+    """Install postgres-mcp (PyPI, needs Python 3.12+), mcp-alchemy (PyPI) and @modelcontextprotocol/server-postgres
+    (npm) under bench/out/ on first use; a clear error when one cannot be."""
+
+    def run(*command: str) -> None:
+        done = subprocess.run(list(command), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+
+    if not SQL_SERVERS.postgres_mcp.exists():
+        python = _python_at_least(12)
+        if python is None:
+            raise RuntimeError("postgres-mcp needs Python 3.12+: set OFFLOAD_BENCH_PYTHON312 to one")
+        venv = OUT_DIR / "venv-postgres-mcp"
+        run(python, "-m", "venv", str(venv))
+        run(str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "postgres-mcp==0.3.0")
+        run(str(venv / "bin" / "pip"), "install", "-q", *POSTGRES_MCP_DEPS)
+    if not SQL_SERVERS.alchemy.exists():
+        venv = OUT_DIR / "venv-mcp-alchemy"
+        run(sys.executable, "-m", "venv", str(venv))
+        run(str(venv / "bin" / "pip"), "install", "-q", "mcp-alchemy==2026.10.15.202659")
+    if not SQL_SERVERS.server_postgres.exists():
+        prefix = OUT_DIR / "npm"
+        prefix.mkdir(parents=True, exist_ok=True)
+        (prefix / "package.json").write_text('{"private": true}\n')  # so npm installs here, not in the repo's package
+        run(
+            "npm",
+            "install",
+            "--prefix",
+            str(prefix),
+            "--no-audit",
+            "--no-fund",
+            "@modelcontextprotocol/server-postgres@0.6.2",
+        )
+
+
+def write_exports(folder: Path) -> None:
+    """The warehouse's jobs as a JSON file and its prices as CSV, for server-filesystem to read."""
+    from corpus_servers import warehouse_tables
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = warehouse_tables()
+    columns, rows = tables["jobs"]
+    (folder / "jobs.json").write_text(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2) + "\n")
+    columns, rows = tables["prices"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    (folder / "prices.csv").write_text(buffer.getvalue())
+
+
+def _repr_rows(text: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows of a Python-repr result (postgres-mcp), the named string columns only, in order."""
+    pattern = r"\{[^{}]*?" + r"[^{}]*?".join(rf"'{c}': '(?P<{c}>[^']*)'" for c in columns)
+    return [m.groupdict() for m in re.finditer(pattern, text)]
+
+
+def _unwrap(text: str) -> Any:
+    """Decode a wrapped result (JSON string literals, a prose line, a text field, an envelope) to its rows."""
+    value: Any = text
+    for _ in range(4):
+        if isinstance(value, str):
+            start = min((i for i in (value.find("["), value.find("{")) if i != -1), default=-1)
+            if start == -1:
+                break
+            body = value[start:]
+            end = max(body.rfind("]"), body.rfind("}"))
+            try:
+                value = json.loads(value) if value.startswith('"') else json.loads(body[: end + 1])
+            except json.JSONDecodeError:
+                break
+        elif isinstance(value, dict) and "text" in value:
+            value = value["text"]
+        else:
+            break
+    return value
+
+
+def warehouse_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+
+    async def pgmcp_jobs(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(db, "postgres-mcp", "execute_sql", {"sql": "SELECT * FROM jobs ORDER BY id"})
+            failed = [
+                r for r in _repr_rows(text, ("job_id", "pipeline", "runner", "status")) if r["status"] == "failed"
+            ]
+            job = _pick(failed, 0.5)
+            text, _ = await rec.call(
+                db, "postgres-mcp", "execute_sql", {"sql": f"SELECT * FROM jobs WHERE job_id = '{job['job_id']}'"}
+            )
+            started = _repr_rows(text, ("started_at",))[0]["started_at"]
+            await rec.call(
+                db,
+                "postgres-mcp",
+                "execute_sql",
+                {
+                    "sql": f"SELECT id, job_id, status FROM jobs WHERE runner = '{job['runner']}' "
+                    f"AND started_at < '{started}' ORDER BY started_at DESC LIMIT 5"
+                },
+            )
+
+        await with_server(servers, "postgres-mcp", body)
+
+    out.append(("warehouse-pgmcp-failed-jobs", pgmcp_jobs))
+
+    async def pgmcp_orders(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(
+                db,
+                "postgres-mcp",
+                "execute_sql",
+                {
+                    "sql": "SELECT order_no, customer_email, status, total, created_at FROM orders "
+                    "WHERE status = 'refunded' ORDER BY created_at"
+                },
+            )
+            order = _pick(_repr_rows(text, ("order_no", "customer_email")), 0.63)
+            await rec.call(
+                db,
+                "postgres-mcp",
+                "execute_sql",
+                {"sql": f"SELECT * FROM orders WHERE order_no = '{order['order_no']}'"},
+            )
+            await rec.call(
+                db,
+                "postgres-mcp",
+                "execute_sql",
+                {"sql": f"SELECT order_no, total FROM orders WHERE customer_email = '{order['customer_email']}'"},
+            )
+
+        await with_server(servers, "postgres-mcp", body)
+
+    out.append(("warehouse-pgmcp-refunds", pgmcp_orders))
+
+    async def pg_prices(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(db, "server-postgres", "query", {"sql": "SELECT * FROM prices ORDER BY day"})
+            rows = json.loads(text)
+            low = min(rows, key=lambda r: (float(r["close"]), r["day"]))
+            await rec.call(
+                db,
+                "server-postgres",
+                "query",
+                {"sql": f"SELECT day, close, volume FROM prices WHERE day >= '{low['day']}' ORDER BY day LIMIT 5"},
+            )
+
+        await with_server(servers, "server-postgres", body)
+
+    out.append(("warehouse-pg-lowest-close", pg_prices))
+
+    async def pg_parts(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(
+                db,
+                "server-postgres",
+                "query",
+                {"sql": "SELECT part_num, sku, name, color, stock FROM parts ORDER BY sku"},
+            )
+            part = _pick([r for r in json.loads(text) if r["stock"] < 300], 0.41)
+            await rec.call(
+                db, "server-postgres", "query", {"sql": f"SELECT * FROM parts WHERE part_num = '{part['part_num']}'"}
+            )
+
+        await with_server(servers, "server-postgres", body)
+
+    out.append(("warehouse-pg-parts", pg_parts))
+
+    async def alchemy_jobs(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(
+                db,
+                "alchemy",
+                "execute_query",
+                {
+                    "query": "SELECT id, job_id, pipeline, runner, status FROM jobs WHERE pipeline = 'deploy' ORDER BY id"
+                },
+            )
+            job_id = _pick(re.findall(r"^job_id: (\S+)$", text, flags=re.M), 0.7)
+            await rec.call(db, "alchemy", "execute_query", {"query": f"SELECT * FROM jobs WHERE job_id = '{job_id}'"})
+
+        await with_server(servers, "alchemy", body)
+
+    out.append(("warehouse-alchemy-deploys", alchemy_jobs))
+
+    async def supabase_small(rec: Recorder, servers: Servers) -> None:
+        async def body(db: Any) -> None:
+            server = "wrap-supabase-of-server-postgres"
+            text, _ = await rec.call(
+                db,
+                server,
+                "query",
+                {
+                    "sql": "SELECT customer_email, count(*) AS orders FROM orders GROUP BY customer_email "
+                    "ORDER BY orders DESC, customer_email LIMIT 25"
+                },
+            )
+            email = _pick(_unwrap(text), 0.52)["customer_email"]
+            text, _ = await rec.call(
+                db,
+                server,
+                "query",
+                {"sql": f"SELECT order_no, status, total, tracking FROM orders WHERE customer_email = '{email}'"},
+            )
+            order = _pick(_unwrap(text), 0.5)
+            await rec.call(db, server, "query", {"sql": f"SELECT * FROM orders WHERE order_no = '{order['order_no']}'"})
+
+        await with_server(servers, "wrap-supabase-of-server-postgres", body)
+
+    out.append(("warehouse-supabase-customer", supabase_small))
+
+    for style, inner, sql, key, frac in [
+        (
+            "supabase",
+            "server-postgres",
+            "SELECT id, order_no, status, total FROM orders WHERE total > 3200 ORDER BY total DESC",
+            "order_no",
+            0.55,
+        ),
+        (
+            "string",
+            "server-postgres",
+            "SELECT part_num, sku, name, stock FROM parts WHERE color = 'tan' ORDER BY sku",
+            "part_num",
+            0.6,
+        ),
+        (
+            "double",
+            "server-postgres",
+            "SELECT id, job_id, runner, status FROM jobs WHERE pipeline = 'lint' ORDER BY id",
+            "job_id",
+            0.3,
+        ),
+        (
+            "text_field",
+            "server-postgres",
+            "SELECT order_no, customer_email, total FROM orders WHERE status = 'cancelled' ORDER BY id LIMIT 200",
+            "order_no",
+            0.75,
+        ),
+        (
+            "prose_json",
+            "server-postgres",
+            "SELECT id, order_no, customer_email, total FROM orders WHERE status = 'paid' AND total > 2500 ORDER BY id",
+            "customer_email",
+            0.45,
+        ),
+    ]:
+
+        async def wrapped(
+            rec: Recorder,
+            servers: Servers,
+            style: str = style,
+            inner: str = inner,
+            sql: str = sql,
+            key: str = key,
+            frac: float = frac,
+        ) -> None:
+            server = f"wrap-{style}-of-{inner}"
+
+            async def body(db: Any) -> None:
+                text, _ = await rec.call(db, server, "query", {"sql": sql})
+                value = _pick(_unwrap(text), frac)[key]
+                table = "jobs" if key == "job_id" else "parts" if key == "part_num" else "orders"
+                await rec.call(db, server, "query", {"sql": f"SELECT * FROM {table} WHERE {key} = '{value}'"})
+
+            await with_server(servers, server, body)
+
+        out.append((f"warehouse-{style.replace('_', '-')}-{inner}", wrapped))
+
+    async def textfield_repr(rec: Recorder, servers: Servers) -> None:
+        server = "wrap-text_field-of-postgres-mcp"
+
+        async def body(db: Any) -> None:
+            text, _ = await rec.call(
+                db,
+                server,
+                "execute_sql",
+                {"sql": "SELECT order_no, status, tracking FROM orders WHERE status = 'shipped' ORDER BY id LIMIT 300"},
+            )
+            inner = json.loads(text)["text"]
+            order = _pick(_repr_rows(inner, ("order_no", "status", "tracking")), 0.35)
+            await rec.call(
+                db, server, "execute_sql", {"sql": f"SELECT * FROM orders WHERE tracking = '{order['tracking']}'"}
+            )
+
+        await with_server(servers, server, body)
+
+    out.append(("warehouse-textfield-postgres-mcp", textfield_repr))
+
+    async def files_jobs(rec: Recorder, servers: Servers) -> None:
+        root = f"{servers.exports}"
+        failed: list[dict[str, Any]] = []
+
+        async def read(fs: Any) -> None:
+            text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": f"{root}/jobs.json"})
+            failed.extend(r for r in json.loads(text) if r["status"] == "failed")
+
+        async def query(db: Any) -> None:
+            job = _pick(failed, 0.75)
+            await rec.call(
+                db, "server-postgres", "query", {"sql": f"SELECT * FROM jobs WHERE job_id = '{job['job_id']}'"}
+            )
+
+        await with_server(servers, "filesystem-exports", read)
+        await with_server(servers, "server-postgres", query)
+
+    out.append(("warehouse-files-jobs-json", files_jobs))
+
+    async def files_prices(rec: Recorder, servers: Servers) -> None:
+        root = f"{servers.exports}"
+        found: list[str] = []
+
+        async def read(fs: Any) -> None:
+            text, _ = await rec.call(fs, "filesystem", "read_text_file", {"path": f"{root}/prices.csv"})
+            rows = list(csv.DictReader(io.StringIO(text)))
+            found.append(max(rows, key=lambda r: (int(r["volume"]), r["day"]))["day"])
+
+        async def query(db: Any) -> None:
+            await rec.call(db, "postgres-mcp", "execute_sql", {"sql": f"SELECT * FROM prices WHERE day = '{found[0]}'"})
+
+        await with_server(servers, "filesystem-exports", read)
+        await with_server(servers, "postgres-mcp", query)
+
+    out.append(("warehouse-files-prices-csv", files_prices))
+
+    async def long_log(rec: Recorder, servers: Servers) -> None:
+        if servers.long_repo is None:
+            return
+        repo = str(servers.long_repo)
+
+        async def body(g: Any) -> None:
+            text, _ = await rec.call(g, "git", "git_log", {"repo_path": repo, "max_count": 600})
+            shas = re.findall(r"Commit: '?([0-9a-f]{40})", text)
+            await rec.call(g, "git", "git_show", {"repo_path": repo, "revision": _pick(shas, 0.8)})
+
+        await with_server(servers, "git", body)
+
+    out.append(("warehouse-git-long-log", long_log))
+    return out
+
+
 def all_sessions() -> list[tuple[str, Session]]:
     return [
         *sql_sessions(),
@@ -706,6 +1125,7 @@ def all_sessions() -> list[tuple[str, Session]]:
         *filesystem_sessions(),
         *git_sessions(),
         *office_sessions(),
+        *warehouse_sessions(),
     ]
 
 
@@ -713,11 +1133,15 @@ REAL_REPO_COMMIT = "8a9bb35"
 """This project's own history at a fixed commit: a real `git log` of real messages (skipped if unavailable)."""
 
 
-def _real_repo(work: Path) -> Path | None:
-    target = work / "offload-mcp-history"
+LONG_HISTORY_COMMIT = "948b2eccb3a9793527b84bbd1eab9f6e66fb3004"
+"""This project's history at 545 commits: a long real `git log` (issue 38's class 7)."""
+
+
+def _real_repo(work: Path, commit: str = REAL_REPO_COMMIT, name: str = "offload-mcp-history") -> Path | None:
+    target = work / name
     try:
         full = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", f"{REAL_REPO_COMMIT}^{{commit}}"],
+            ["git", "-C", str(ROOT), "rev-parse", f"{commit}^{{commit}}"],
             capture_output=True,
             text=True,
             check=True,
@@ -728,6 +1152,28 @@ def _real_repo(work: Path) -> Path | None:
         print(f"real history skipped: {err}", file=sys.stderr)
         return None
     return target
+
+
+def _start_warehouse(servers: Servers) -> Any:
+    """Install the real SQL servers if needed, start PostgreSQL in a temp folder (tests/pg.py), load the warehouse
+    into it and into SQLite, write its exports; returns the PostgreSQL server (the caller destroys it)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from corpus_servers import load_warehouse_postgres, load_warehouse_sqlite
+    from pg import start_server
+
+    ensure_sql_servers()
+    pg = start_server()
+    try:
+        servers.pg_url = pg.url()
+        load_warehouse_postgres(servers.pg_url)
+        servers.warehouse_sqlite = servers.work / "warehouse.sqlite"
+        load_warehouse_sqlite(str(servers.warehouse_sqlite))
+        servers.exports = servers.work / "exports"
+        write_exports(servers.exports)
+    except BaseException:
+        pg.destroy()
+        raise
+    return pg
 
 
 async def build(out: Path, only: list[str] | None) -> int:
@@ -743,11 +1189,20 @@ async def build(out: Path, only: list[str] | None) -> int:
             build_db(str(db))
         real = _real_repo(work) if "git-real" in names else None
         servers = Servers(work=work, db=db, repo=root, real_repo=real, memory_file=work / "memory.jsonl")
+        pg = None
+        if "warehouse-" in names:
+            pg = _start_warehouse(servers)
+            if "git-long" in names:
+                servers.long_repo = _real_repo(work, LONG_HISTORY_COMMIT, "offload-mcp-long-history")
         rec = Recorder(root=work)
-        for name, session in chosen:
-            rec.start(name)
-            print(f"session {name}", file=sys.stderr, flush=True)
-            await session(rec, servers)
+        try:
+            for name, session in chosen:
+                rec.start(name)
+                print(f"session {name}", file=sys.stderr, flush=True)
+                await session(rec, servers)
+        finally:
+            if pg is not None:
+                pg.destroy()
         data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rec.records).encode()
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:

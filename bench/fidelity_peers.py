@@ -12,6 +12,9 @@ later call of the trajectory used that came from an earlier output), as
 plain text and as Claude Code would show it. Peers must be installed
 (bench/run_all.py installs them into bench/out/ on first use); a missing one
 is skipped and named. headroom is left out: its runner reports sizes, not texts.
+A peer that fails on a record is scored on the error the model would see
+(`MCP error CODE: message`), and the run goes on (`drive_peer`). A shape zoo
+written by bench/shape_zoo.py --out is a corpus like any other here.
 """
 
 from __future__ import annotations
@@ -20,10 +23,13 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "peers"))
@@ -40,11 +46,50 @@ FASTMCP_LIMIT = 100_000
 PAYLOAD_SERVER = str(HERE / "peers" / "payload_server.py")
 
 
-async def _drive(command: list[str], n: int, call: Any, env: dict[str, str] | None = None) -> list[str]:
-    out = []
-    async with open_session(command, env=env) as session:
-        for i in range(n):
-            out.append(await call(session, i))
+MAX_PEER_DEATHS = 3
+"""A peer that dies on this many records in a row without answering one is broken, not failing on a record."""
+
+PeerCall = Callable[[Any, int], Awaitable[str]]
+
+
+def peer_error_text(err: BaseException) -> str:
+    """What the model sees when a tool call fails: Claude Code shows an MCP error as `MCP error CODE: message`."""
+    if isinstance(err, MCPError):
+        return f"MCP error {err.code}: {err.message}"
+    return f"Error: {err}"
+
+
+async def drive_peer(command: list[str], n: int, call: PeerCall, env: dict[str, str] | None = None) -> list[str]:
+    """Each record's text as the peer returned it, records 0..n-1 in order.
+
+    A peer that fails on one record (mcp-compressor's shrinkfit raises "could not fit response
+    and truncation instructions in budget" on some large results) does not end the run: the
+    error is what the model sees for that record, and the next record goes on. A peer that
+    dies is started again for the next record; one that dies MAX_PEER_DEATHS times in a row
+    before answering anything raises, naming the last error.
+    """
+    out: list[str] = []
+    deaths = 0
+    last_error = ""
+    while len(out) < n:
+        try:
+            async with open_session(command, env=env) as session:
+                while len(out) < n:
+                    try:
+                        out.append(await call(session, len(out)))
+                    except Exception as err:
+                        last_error = peer_error_text(err)
+                        out.append(last_error)
+                        if not isinstance(err, MCPError) or err.code == CONNECTION_CLOSED:
+                            break  # the peer or its session is gone: start it again for the next record
+                    deaths = 0
+                else:
+                    return out
+        except Exception as err:  # the peer could not start, or its session failed closing
+            last_error = peer_error_text(err)
+        deaths += 1
+        if deaths >= MAX_PEER_DEATHS:
+            raise RuntimeError(f"peer {command[0]} failed {deaths} times in a row; last: {last_error}")
     return out
 
 
@@ -66,7 +111,9 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
             str(FASTMCP_LIMIT),
             *downstream,
         ]
-        shown[f"FastMCP ResponseLimiting {FASTMCP_LIMIT // 1000} KB"] = anyio.run(_drive, command, len(records), call_f)
+        shown[f"FastMCP ResponseLimiting {FASTMCP_LIMIT // 1000} KB"] = anyio.run(
+            drive_peer, command, len(records), call_f
+        )
     else:
         print(f"fastmcp skipped: {fastmcp.missing_reason}", file=sys.stderr)
     compressor = ensure("compressor", install=False)
@@ -81,7 +128,7 @@ def peer_texts(records: list[Record], work: Path) -> dict[str, list[str]]:
             )
 
         command = [str(compressor.bin / "mcp-compressor"), "--shrinkfit", "-n", "payload", "--", *downstream]
-        shown["mcp-compressor --shrinkfit"] = anyio.run(_drive, command, len(records), call_c, env)
+        shown["mcp-compressor --shrinkfit"] = anyio.run(drive_peer, command, len(records), call_c, env)
     else:
         print(f"compressor skipped: {compressor.missing_reason}", file=sys.stderr)
     return shown

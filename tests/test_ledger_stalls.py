@@ -309,3 +309,48 @@ async def test_a_proxy_without_a_ledger_cuts_what_the_client_would_reject(tmp_pa
         assert "no ledger is open to store it" in text_of(result)
         assert (result.meta or {})[UNSTORED_META_KEY]["reason"] == "no_ledger"
         assert text_of(result).startswith(hostile_server.varied_text(200_000, 9)[:50_000])  # its first part
+
+
+# ---- the deadline itself, on a SQLite ledger whose connection another thread holds ------------------
+
+
+def test_a_held_ledger_costs_a_call_its_deadline_then_nothing_and_loses_no_event(tmp_path: Path) -> None:
+    from offload_mcp.store import LedgerEvent, LedgerUnavailable, LedgerWriteError
+
+    settings = OffloadSettings.model_validate({"ledger": {"busy_timeout_s": 0.2}})
+    ledger = Ledger.open(settings.ledger, tmp_path / "l.db", deadlines=True)
+    shaper = make_shaper(settings, ledger)
+    kept = shaper.shape_with_report(call(1), big_result(1))[1].trm_id
+    assert kept and ledger.read_deadline_s == 0.5 + 0.5
+    hold = ledger.sqlite._lock  # what a database that never answers looks like from here: a call that never returns
+    hold.acquire()
+    try:
+        for n in range(5):
+            ledger.record_later(LedgerEvent("decision", session_id="s", server="fx", tool="t", verdict=f"v{n}"))
+        started = time.monotonic()
+        with pytest.raises(LedgerUnavailable, match="no answer from the database within 1s"):
+            ledger.get_body(kept)
+        assert 0.9 < time.monotonic() - started < SLOWEST_S
+        assert ledger.stalled() is not None
+        started = time.monotonic()
+        with pytest.raises(LedgerUnavailable, match="stalled"):
+            ledger.get_body(kept)  # no second wait: the first call is still past its deadline
+        with pytest.raises(LedgerWriteError, match="stalled"):
+            ledger.record_event(LedgerEvent("decision", tool="refused"))  # not acknowledged: the caller hears why
+        out, report = shaper.shape_with_report(call(2), big_result(2))
+        assert report.reason == "ledger_error" and "stalled" in (report.warning or "")
+        assert out.content[0].text == big_result(2).content[0].text  # within the client's limit: whole
+        assert ledger.reachable() == (False, ledger.reachable()[1]) and "stalled" in ledger.reachable()[1]
+        assert time.monotonic() - started < 0.5
+        with pytest.raises(LedgerUnavailable, match="stalled"):
+            ledger.call_counts()  # hot-tool learning lists without learned tools (catalog/hotset.py)
+    finally:
+        hold.release()
+    deadline = time.monotonic() + 10
+    while ledger.stalled() is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ledger.stalled() is None and ledger.reachable() == (True, "ok")
+    verdicts = [e["verdict"] for e in ledger.events(kinds=["decision"]) if e["tool"] == "t"]
+    assert verdicts == [f"v{n}" for n in range(5)]  # each queued event once: none lost, none written twice
+    assert ledger.get_body(kept) == dump_result(big_result(1))
+    ledger.close()

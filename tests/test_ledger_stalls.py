@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -123,8 +123,14 @@ async def timed(probe: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
 class Probes:
     """Answer times of the requests that must not wait on the database, by kind."""
 
-    def __init__(self, base: str, url: str, other: ClientSession) -> None:
-        self.base, self.url, self.other = base, url, other
+    def __init__(
+        self,
+        base: str,
+        other: ClientSession,
+        fresh_session: Callable[[], AbstractAsyncContextManager[ClientSession]],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base, self.other, self.fresh_session, self.headers = base, other, fresh_session, headers
         self.times: dict[str, list[float]] = {}
         self.health: list[dict[str, Any]] = []
 
@@ -145,14 +151,14 @@ class Probes:
         assert text_of(echoed) == "still here"
         self.note("echo", took)
         # A new session's first listing is the one that reads call counts (hot-tool learning).
-        async with session(self.url) as fresh:
+        async with self.fresh_session() as fresh:
             took, listed = await timed(fresh.list_tools)
             assert listed.tools
             self.note("new session tools/list", took)
 
     async def run_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
-        async with httpx2.AsyncClient() as http:
+        async with httpx2.AsyncClient(headers=self.headers) as http:
             while time.monotonic() < end:
                 await self.round(http)
                 await anyio.sleep(0.2)
@@ -184,7 +190,7 @@ async def test_a_frozen_then_locked_postgresql_never_stops_the_proxy(
                 assert_cut_with_a_note(result, 200_000)
 
             # 1. Every process of the server stopped: nothing answers, nothing refuses.
-            frozen_probes = Probes(base, proxy.url, other)
+            frozen_probes = Probes(base, other, lambda: session(proxy.url))
             with frozen(postgres):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(frozen_probes.run_for, 8.0)
@@ -199,7 +205,7 @@ async def test_a_frozen_then_locked_postgresql_never_stops_the_proxy(
             assert all(h == {**h, "status": "degraded", "ledger": "unreachable"} for h in frozen_probes.health)
 
             # 2. The tables locked by another session: the server answers, our statements wait on the lock.
-            locked_probes = Probes(base, proxy.url, other)
+            locked_probes = Probes(base, other, lambda: session(proxy.url))
             with locked(pg_url, "events, bodies"):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(locked_probes.run_for, 5.0)
@@ -226,6 +232,50 @@ async def test_a_frozen_then_locked_postgresql_never_stops_the_proxy(
                 assert await recall_whole(worker, trm_id, max_chars=100_000) == chunks_text(200_000, seed)
             async with httpx2.AsyncClient() as http:
                 assert (await http.get(base + "/healthz", timeout=10)).json()["ledger"] == "ok"
+
+
+async def test_two_stateless_replicas_behind_nginx_stay_up_while_their_shared_postgresql_is_frozen(
+    postgres: Any, pg_url: str, tmp_path: Path
+) -> None:
+    from cluster import host_port, load_balancer, replicas  # load_balancer skips where nginx is not installed
+    from test_replicas import ALICE, deployment_config, handshake
+
+    config = deployment_config(tmp_path, pg_url, busy_timeout_s=BUSY_S)
+    auth = {"Authorization": f"Bearer {ALICE}"}
+    with (
+        replicas(2, ["-c", str(config)]) as procs,
+        load_balancer(tmp_path / "lb", [host_port(p.url) for p in procs]) as lb,
+        anyio.fail_after(120),
+    ):
+        base = lb.url.rsplit("/mcp", 1)[0]
+        async with handshake(lb.url, ALICE) as worker, handshake(lb.url, ALICE) as other:
+            stored = text_of(await worker.call_tool("chunks", {"size": 200_000, "seed": 11}))
+            acknowledged = TRM.search(stored).group(0)  # type: ignore[union-attr]
+            probes = Probes(base, other, lambda: handshake(lb.url, ALICE), auth)
+            with frozen(postgres):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(probes.run_for, 6.0)
+                    await anyio.sleep(0.5)
+                    for seed in (12, 13):  # one on each replica, round-robin
+                        took, result = await timed(
+                            lambda seed=seed: worker.call_tool("chunks", {"size": 200_000, "seed": seed})
+                        )
+                        assert took < BUSY_S + 2.0, took
+                        assert_cut_with_a_note(result, 200_000)
+            probes.assert_fast()
+            assert all(h["status"] == "degraded" and h["ledger"] == "unreachable" for h in probes.health)
+            # Back: each replica recovers by itself and reads what either stored.
+            deadline = time.monotonic() + 30
+            while True:
+                shown = text_of(await worker.call_tool("chunks", {"size": 200_000, "seed": 14}))
+                found = TRM.search(shown)
+                if found or time.monotonic() > deadline:
+                    break
+                await anyio.sleep(0.5)
+            assert found, shown[-300:]
+            for trm_id, seed in ((acknowledged, 11), (found.group(0), 14)):
+                for _ in procs:  # through the balancer: each read may land on either replica
+                    assert await recall_whole(worker, trm_id, max_chars=100_000) == chunks_text(200_000, seed)
 
 
 # ---- D5: a ledger that cannot take a body ---------------------------------------------------------

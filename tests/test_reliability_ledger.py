@@ -57,7 +57,9 @@ def varied_text(size: int, seed: int = 0) -> str:
     return "".join(out)[:size]
 
 
-def big_result(seed: int = 0, size: int = 200_000) -> types.CallToolResult:
+def big_result(seed: int = 0, size: int = 90_000) -> types.CallToolResult:
+    """Offloaded by the gate, yet within what the client accepts (client_max_result_chars), so a ledger
+    that cannot take it passes it through whole; a larger one is cut (test_ledger_stalls.py)."""
     return types.CallToolResult(content=[types.TextContent(text=varied_text(size, seed))])
 
 
@@ -109,8 +111,8 @@ async def test_a_read_only_ledger_file_behind_the_real_proxy(tmp_path: Path) -> 
     Ledger.open(path=path).close()
     path.chmod(0o400)
     async with proxy_session(["--ledger", str(path), "--", *fixture_cmd()]) as s:
-        result = await s.call_tool("make_text", {"size": 200_000})
-        assert text_of(result) == make_text(200_000)
+        result = await s.call_tool("make_text", {"size": 90_000})
+        assert text_of(result) == make_text(90_000)
 
 
 async def test_a_ledger_that_cannot_be_opened_is_named_with_its_reason_by_recall_and_expand(tmp_path: Path) -> None:
@@ -118,7 +120,7 @@ async def test_a_ledger_that_cannot_be_opened_is_named_with_its_reason_by_recall
     path = tmp_path / "l.db"
     path.write_bytes(os.urandom(64 * 1024))
     async with proxy_session(["--ledger", str(path), "--", *fixture_cmd()]) as s:
-        assert text_of(await s.call_tool("make_text", {"size": 200_000})) == make_text(200_000)
+        assert text_of(await s.call_tool("make_text", {"size": 90_000})) == make_text(90_000)
         for tool, args in (
             ("recall_tool_result", {"mem_id": "trm_0123456789abcdef"}),
             ("context_guru_expand", {"marker": "<<cg:0123456789abcdef>>"}),
@@ -137,7 +139,7 @@ def test_a_full_disk_passes_results_through_and_recovers(tmp_path: Path, caplog:
     ledger.sqlite.cap_file_size(2 * 4096)  # the "disk" has two pages left
     with caplog.at_level(logging.WARNING):
         for seed in range(3):
-            original = big_result(seed, 400_000)
+            original = big_result(seed)
             out, report = shaper.shape_with_report(call(seed), original)
             assert_untouched(out, original)
             assert report.reason == "ledger_error" and "full" in (report.warning or "")
@@ -254,8 +256,8 @@ async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_throu
                 holder = sqlite3.connect(path, isolation_level=None)
                 holder.execute("BEGIN EXCLUSIVE")
                 try:
-                    locked = await s.call_tool("chunks", {"size": 200_000, "seed": 1})
-                    assert [b.text for b in locked.content] == hostile_server.chunk_blocks(200_000, 1)  # untouched
+                    locked = await s.call_tool("chunks", {"size": 90_000, "seed": 1})
+                    assert [b.text for b in locked.content] == hostile_server.chunk_blocks(90_000, 1)  # untouched
                 finally:
                     holder.execute("ROLLBACK")
                     holder.close()

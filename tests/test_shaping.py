@@ -13,6 +13,8 @@ from offload_mcp.shaping import CallInfo, ResultShaper, build_shaper, dump_resul
 from offload_mcp.store import Ledger
 
 BIG = "".join(f"row {i}: value={i * 7} status=ok\n" for i in range(6000))  # ~170K chars, over the client limit
+FITS = BIG[:90_000]
+"""Offloaded, yet within the client limit: when the ledger fails it passes through whole (a larger one is cut)."""
 STATUS = "\n".join(f"line {i} of status output with some words" for i in range(60))
 CALL = CallInfo("git", "git_log", "git_log", {"max_count": 3000}, session_id="s1")
 
@@ -154,7 +156,7 @@ def test_locked_ledger_passes_the_result_through_and_names_the_cause(tmp_path, c
     shaper = build_shaper(no_reducers(ledger={"busy_timeout_s": 0.1}), tmp_path / "l.db")
     blocker = sqlite3.connect(shaper.ledger.path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
-    original = result(BIG)
+    original = result(FITS)
     with caplog.at_level(logging.WARNING):
         out, rep = shaper.shape_with_report(CALL, original)
     blocker.execute("ROLLBACK")
@@ -167,7 +169,7 @@ def test_locked_ledger_passes_the_result_through_and_names_the_cause(tmp_path, c
 def test_full_disk_passes_the_result_through(shaper):
     shaper.shape(CALL, result("warm up"))
     shaper.ledger.sqlite.cap_file_size(0)
-    original = result(BIG + "x" * 300_000)
+    original = result(FITS)
     out, rep = shaper.shape_with_report(CALL, original)
     assert out is original and rep.reason == "ledger_error" and "full" in rep.warning
 
@@ -190,7 +192,7 @@ def test_failed_commit_leaves_no_dedup_history(tmp_path):
 
 def test_no_ledger_means_no_stub(tmp_path):
     shaper = ResultShaper(no_reducers(), None)
-    original = result(BIG)
+    original = result(FITS)
     out, rep = shaper.shape_with_report(CALL, original)
     assert out is original and rep.reason == "no_ledger"
 
@@ -201,7 +203,7 @@ def test_unopenable_ledger_gives_a_pass_through_shaper(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         shaper = build_shaper(no_reducers(), blocker / "x" / "ledger.db")
     assert shaper.ledger is None and "cannot create ledger" in caplog.text
-    original = result(BIG)
+    original = result(FITS)
     assert shaper.shape(CALL, original) is original
 
 
@@ -301,7 +303,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, build_shaper
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 shaper = build_shaper(OffloadSettings.model_validate({"reducers": {"pipeline": []}}), sys.argv[1])
-original = t.CallToolResult(content=[t.TextContent(text="row\\n" * 50_000)])
+original = t.CallToolResult(content=[t.TextContent(text="row\\n" * 20_000)])
 out, rep = shaper.shape_with_report(CallInfo("git", "git_log", "git_log", {}), original)
 print(out is original, rep.verdict, rep.reason, sep="|")
 """

@@ -18,8 +18,12 @@ arrival, in a worker thread (SQLite is synchronous). Order:
 4. only after that commit: the stub or the reduced text goes to the client,
    and the pipeline's session memory (dedup history) is updated.
 
-When the ledger cannot be written the original result goes back unmodified
-and a warning names the cause: never a stub or marker without its body.
+When the ledger cannot be written (or does not answer within its deadline) the
+original result goes back unmodified and a warning names the cause: never a stub
+or marker without its body. A result larger than the client accepts
+(`client_max_result_chars`) is cut to it instead (`cut_unstored`), with a note in
+the text and in `_meta` that the rest was not stored and the call can be repeated:
+sent whole, the client would reject it and it would be lost.
 `mode: observe` computes everything, records what would have happened, and
 returns the result unchanged. Results of the proxy's own tools are never
 reduced or offloaded.
@@ -595,12 +599,14 @@ class ResultShaper:
         if needs_ledger and not may_block:
             return None  # the commit (SQLite, PostgreSQL) must not run on the caller's event loop
         if needs_ledger and self.ledger is None:
-            return result, self._fall_back(
-                report, "no_ledger", "no ledger is open, so nothing can be stored for recall"
-            )
+            self._fall_back(report, "no_ledger", "no ledger is open, so nothing can be stored for recall")
+            return self._unstored(call, result, body, report), report
         committed = self._record(call, report, bodies=bodies, stash=commit_stash, required=needs_ledger)
         if needs_ledger and not committed:
-            return result, report
+            out = self._unstored(call, result, body, report)
+            if self.ledger is not None and self.ledger.writable:
+                self.ledger.record_later(report.record(call).ledger_event())  # stats hear why, once it answers
+            return out, report
         self._remember(runs, ctx, offloaded=report.verdict == "offload")
         return out, report
 
@@ -794,6 +800,24 @@ class ResultShaper:
             self._warned_no_ledger = True
         return report
 
+    def _unstored(
+        self, call: CallInfo, result: types.CallToolResult, body: dict[str, Any], report: ShapeReport
+    ) -> types.CallToolResult:
+        """A result whose body the ledger could not take: unmodified when the client accepts its size, else
+        cut to `client_max_result_chars` with a note (text and `_meta`) that the rest was not stored and
+        the call can be repeated: sent whole, the client would reject it and the result would be lost."""
+        limit = self.settings.policy.client_max_result_chars
+        if not limit or report.chars_in <= limit:
+            return result
+        out = cut_unstored(result, body, limit, report.reason, output_schema=call.output_schema is not None)
+        report.chars_out = sent_chars(dump_result(out))
+        report.tokens_out = report.chars_out / self.settings.policy.chars_per_token
+        report.warning = f"{report.warning}; cut to {report.chars_out} of {report.chars_in} characters"
+        log.warning(
+            "result of %s cut to %d of %d characters: %s", call.tool, report.chars_out, report.chars_in, report.reason
+        )
+        return out
+
     def _remember(self, runs: list[PipelineResult], ctx: ReduceContext, *, offloaded: bool) -> None:
         """Tell the pipeline what the model now has in its context (dedup history), after the commit."""
         if self.pipeline is None or offloaded:
@@ -819,6 +843,59 @@ def _ledger_problem_for_client(
     return ledger_for_client(str(err), where)
 
 
+UNSTORED_META_KEY = "offload-mcp/unstored"
+"""`_meta` key of a result cut because the ledger could not store its body: why, and how much was shown."""
+
+_UNSTORED_WHY = {
+    "ledger_error": "the ledger could not store it",
+    "no_ledger": "no ledger is open to store it",
+}
+
+
+def cut_unstored(
+    result: types.CallToolResult, body: dict[str, Any], limit: int, reason: str, *, output_schema: bool = False
+) -> types.CallToolResult:
+    """`result` bounded to `limit` sent characters: its first text (at a line end when one is near), a note
+    saying the rest is lost unless the call is repeated, and `_meta[UNSTORED_META_KEY]`. Other content
+    blocks stay; structuredContent goes (it cannot be cut and stay valid), and when the tool declares an
+    outputSchema the result becomes an error, which validating clients accept without it."""
+    total = sent_chars(body)
+    why = _UNSTORED_WHY.get(reason, "the ledger could not store it")
+    meta = {UNSTORED_META_KEY: {"reason": reason, "chars": total, "shown": 0}}
+    kept_meta = dict(result.meta or {}) if _json_chars(body.get("_meta")) <= _META_KEEP_CHARS else {}
+
+    def note(shown: int) -> str:
+        return (
+            f"\n\n[offload-mcp: cut to the first {shown:,} of {total:,} characters: the full result is larger "
+            f"than the client accepts ({limit:,}) and {why}, so it cannot be recalled. "
+            "Repeat the call, with narrower arguments if it has them, to see the rest.]"
+        )
+
+    overhead = len(note(total)) + _json_chars({**kept_meta, **meta}) + 16
+    budget = max(0, limit - overhead)
+    blocks: list[Any] = []
+    shown = 0
+    for block in result.content:
+        if not isinstance(block, types.TextContent):
+            blocks.append(block)
+            continue
+        room = budget - shown
+        if room <= 0:
+            continue
+        text = block.text
+        if len(text) > room:
+            line_end = text.rfind("\n", 0, room)
+            text = text[: line_end + 1] if line_end >= room // 2 else text[:room]
+        shown += len(text)
+        blocks.append(block.model_copy(update={"text": text}))
+    meta[UNSTORED_META_KEY]["shown"] = shown
+    blocks.append(types.TextContent(text=note(shown).lstrip("\n")))
+    update: dict[str, Any] = {"content": blocks, "structured_content": None, "meta": {**kept_meta, **meta}}
+    if output_schema:
+        update["is_error"] = True
+    return result.model_copy(update=update)
+
+
 def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] | None = None) -> ResultShaper:
     """The shaper the server uses: opens the ledger (path override from `--ledger`).
 
@@ -827,7 +904,7 @@ def build_shaper(settings: OffloadSettings, ledger_path: str | os.PathLike[str] 
     """
     ledger: Ledger | None = None
     try:
-        ledger = Ledger.open(settings.ledger, ledger_path)
+        ledger = Ledger.open(settings.ledger, ledger_path, deadlines=True)
     except LedgerUnavailable as err:
         log.warning("%s; results will pass through unmodified", err)
         shaper = ResultShaper(settings, None)

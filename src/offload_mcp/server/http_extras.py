@@ -26,20 +26,26 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LEDGER_PROBE_TIMEOUT_S = 2.0
-"""A probe slower than this counts as unreachable: a health check must answer while the ledger hangs."""
+LEDGER_PROBE_DEADLINE_S = 0.5
+"""A probe slower than this counts as unreachable: a health check must answer while the ledger hangs
+(and a load balancer's probe timeout is often 1 s)."""
+LEDGER_PROBE_TIMEOUT_S = LEDGER_PROBE_DEADLINE_S + 0.25
+"""The wait for the probe's worker thread itself, should the host be too loaded to start it."""
 
 
 async def ledger_health(ledger: Ledger | None) -> str:
     """`ok`, `unreachable` (the error goes to the log, not to an unauthenticated caller) or `none`.
 
-    The ledger's `reachable()` is a trivial query against its backend.
+    The ledger's `reachable()` is a trivial query against its backend; while the database is stalled
+    (a call is past its deadline) it is unreachable at once, without another query queued behind it.
     """
     if ledger is None:
         return "none"
     try:
         with anyio.fail_after(LEDGER_PROBE_TIMEOUT_S):
-            ok, why = await anyio.to_thread.run_sync(ledger.reachable, abandon_on_cancel=True)
+            ok, why = await anyio.to_thread.run_sync(
+                lambda: ledger.reachable(LEDGER_PROBE_DEADLINE_S), abandon_on_cancel=True
+            )
     except Exception as err:
         ok, why = False, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
     if not ok:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -228,7 +229,11 @@ def build_server(state: ProxyState) -> Server[Any]:
             return await call_next(ctx)
         await view.wait_for_first_listing()  # before the listing is computed: it must include who joined
         session_id = upstream.session_id(ctx)
-        presentation = view.presentation(None if is_anonymous(session_id) else session_id)
+        # Off the loop: a session's first listing reads call counts from the ledger (hot-tool learning),
+        # and a stalled database must not hold the other sessions' requests meanwhile.
+        presentation = await anyio.to_thread.run_sync(
+            view.presentation, None if is_anonymous(session_id) else session_id
+        )
         with view.presenting(presentation):
             result = await call_next(ctx)
         if presentation.wire_extras and isinstance(result, dict):

@@ -7,7 +7,9 @@ that id (damaged bytes are `LedgerCorrupt`, never a wrong result). Reducer cuts 
 keyed by their `cg` hash and checked against it the same way. `commit()` writes bodies, stash
 entries and events in one transaction; the shaper shows a stub or marker only after it returns.
 Any failure raises `LedgerWriteError` naming the cause, and the shaper passes the result through
-unmodified.
+unmodified. Opened with `deadlines` (a serving proxy), every backend call runs in the ledger's own
+worker threads and its caller waits at most `busy_timeout_s` + 0.5 s (store/deadline.py): a stopped
+or locked database costs a call that long, and nothing at all while it stays stalled.
 
 This class holds what every backend shares: encoding, the queue of deferred events and its
 flush thread, the session-scope checks, recency and retention (`retention`). The backend
@@ -22,15 +24,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, TypeVar
 
 import orjson
 
 from . import codec, retention
+from .deadline import DeadlineRunner
 from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
-from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow
+from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow, Stored
 from .location import default_ledger_path, resolve
 from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, is_body_of, is_original_of, trm_id_for
 from .settings import LedgerSettings
@@ -38,25 +42,46 @@ from .sqlite import SqliteBackend
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+
 _FLUSH_INTERVAL_S = 0.25
 _MAX_PENDING_EVENTS = 10_000
 OWNED_SCOPES = ("session", "principal")
 """Ledger scopes under which reading a body or stash checks its owner (a session, or a principal)."""
 _TOUCH_EVERY_S = 60.0
 """Minute granularity is plenty for LRU and keeps paging through one body from writing on every page."""
+_DEADLINE_SLACK_S = 0.5
+"""Beyond `busy_timeout_s`: the statement itself, once the lock or connection it waited for is there."""
+_MIN_WAIT_S = 0.5
+"""The least a call waits (PostgreSQL's pool waits this long for a connection even at busy_timeout_s 0)."""
+_WRITE_BYTES_PER_S = 5 * 2**20
+"""A large write's deadline grows by its stored bytes at this (slow disk, loaded host) rate."""
+CALL_COUNTS_DEADLINE_S = 0.5
+"""Hot-tool learning reads call counts while a tools/list waits: it gives up sooner than other reads
+(the list then goes out without learned tools) so a locked events table never holds a listing."""
+"""A large write's deadline grows by its stored bytes at this (slow disk, loaded host) rate."""
 
 
 class Ledger:
     """Thread-safe ledger over one backend; offers BodyStore, StashStore, EventLog, CallHistory and
     LedgerWriter. Open with `Ledger.open(settings, path_or_url)`."""
 
-    def __init__(self, backend: LedgerBackend, settings: LedgerSettings) -> None:
+    def __init__(self, backend: LedgerBackend, settings: LedgerSettings, *, deadlines: bool = False) -> None:
         self.backend = backend
         self.settings = settings
+        # A serving proxy never lets a caller wait on the database past a deadline (store/deadline.py);
+        # one-off commands (stats, replay, migrate) read as long as the database takes.
+        self._runner = (
+            DeadlineRunner(settings.pool_size + 2, "ledger-io", stall_after_s=self.read_deadline_s)
+            if deadlines
+            else None
+        )
         # Events that guard no body (a kept result's decision) are written in batches off the call
         # path: the per-call commit was ~0.4 ms of a ~0.5 ms shape. Any commit drains them first, in
         # its own transaction, so event order still follows call order.
         self._pending: list[tuple[LedgerEvent, float]] = []
+        self._writing: list[list[tuple[LedgerEvent, float]]] = []
+        """Queued events a commit has taken and not yet written (or given back)."""
         self._pending_lock = threading.Lock()
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -72,6 +97,7 @@ class Ledger:
         *,
         read_only: bool = False,
         connect_now: bool = False,
+        deadlines: bool = False,
     ) -> Ledger:
         """Open (creating if needed) the ledger at the first of `path` (a file or a `postgresql://`
         URL), OFFLOAD_MCP_LEDGER, `settings.url`, `settings.path`, the XDG default.
@@ -81,6 +107,9 @@ class Ledger:
         the ledger cannot be opened at all. A PostgreSQL ledger connects in the background (a
         proxy's start never waits on it) unless `connect_now`, for one-off commands: an unreachable
         server is then this LedgerUnavailable, at once and with its reason.
+
+        `deadlines`, for a serving proxy: every call waits on the database at most `busy_timeout_s`
+        plus a little (`read_deadline_s`, `write_deadline_s`) and fails at once while it is stalled.
         """
         settings = settings or LedgerSettings()
         target = resolve(settings, path)
@@ -94,7 +123,7 @@ class Ledger:
         else:
             assert target.path is not None
             backend = SqliteBackend.open(target.path, settings, read_only=read_only)
-        ledger = cls(backend, settings)
+        ledger = cls(backend, settings, deadlines=deadlines)
         if backend.writable and settings.max_age_days is not None:
             try:
                 ledger.evict()
@@ -127,13 +156,56 @@ class Ledger:
     def scope(self) -> Scope:
         return self.settings.scope
 
-    def reachable(self) -> tuple[bool, str]:
-        """Whether the ledger answers now, and why not (for health checks)."""
-        return self.backend.reachable()
+    def reachable(self, deadline_s: float | None = None) -> tuple[bool, str]:
+        """Whether the ledger answers now (within `deadline_s`, default `read_deadline_s`), and why not
+        (for health checks: a stalled database is unreachable at once)."""
+        try:
+            return self._read(self.backend.reachable, "health check", deadline_s)
+        except LedgerUnavailable as err:
+            return False, str(err)
 
     def integrity(self) -> str:
         """ "ok" when the storage is sound, else what is wrong (SQLite's integrity check)."""
         return self.backend.integrity()
+
+    @property
+    def read_deadline_s(self) -> float:
+        """How long a read waits on the database before it fails (with `deadlines`)."""
+        return max(self.settings.busy_timeout_s, _MIN_WAIT_S) + _DEADLINE_SLACK_S
+
+    def write_deadline_s(self, stored_bytes: int = 0) -> float:
+        """How long a write of `stored_bytes` waits on the database before it fails (with `deadlines`)."""
+        return self.read_deadline_s + stored_bytes / _WRITE_BYTES_PER_S
+
+    def stalled(self) -> str | None:
+        """Why the database counts as stalled now (a call is past its deadline), or None."""
+        if self._runner is None:
+            return None
+        late = self._runner.stalled_for()
+        return None if late is None else f"ledger {self.location}: no answer for {late:.1f}s"
+
+    def _read(self, fn: Callable[[], _T], what: str, deadline_s: float | None = None) -> _T:
+        if self._runner is None:
+            return fn()
+        return self._runner.run(
+            fn,
+            deadline_s=self.read_deadline_s if deadline_s is None else deadline_s,
+            error=LedgerUnavailable,
+            what=f"ledger {self.location}: {what}",
+        )
+
+    def _write(
+        self, fn: Callable[[], _T], what: str, stored_bytes: int = 0, on_abandoned: Callable[[], None] | None = None
+    ) -> _T:
+        if self._runner is None:
+            return fn()
+        return self._runner.run(
+            fn,
+            deadline_s=self.write_deadline_s(stored_bytes),
+            error=LedgerWriteError,
+            what=f"ledger {self.location}: {what}",
+            on_abandoned=on_abandoned,
+        )
 
     @property
     def sqlite(self) -> SqliteBackend:
@@ -148,6 +220,8 @@ class Ledger:
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join(timeout=5)
         self.flush_quietly()
+        if self._runner is not None:
+            self._runner.close()
         self.backend.close()
 
     # ---------------------------------------------------------------- deferred events
@@ -196,7 +270,17 @@ class Ledger:
     def _take_pending(self) -> list[tuple[LedgerEvent, float]]:
         with self._pending_lock:
             taken, self._pending = self._pending, []
+            self._writing.append(taken)
         return taken
+
+    def _settled(self, taken: list[tuple[LedgerEvent, float]]) -> None:
+        with self._pending_lock:
+            self._writing = [batch for batch in self._writing if batch is not taken]
+
+    def _unwritten(self) -> list[tuple[LedgerEvent, float]]:
+        """Events queued or being written: what a read that does not flush first adds from memory."""
+        with self._pending_lock:
+            return [*self._pending, *(item for batch in self._writing for item in batch)]
 
     def _requeue(self, taken: list[tuple[LedgerEvent, float]]) -> None:
         with self._pending_lock:
@@ -255,11 +339,25 @@ class Ledger:
             else sorted({b.session_id for b in bodies} | {e.session_id for e in events if e.session_id})
         )
         owner_rows = [(h, owner) for h in stash for owner in owners]
-        try:
-            self.backend.write(CommitRows(body_rows, stash_rows, call_rows, owner_rows, event_rows))
-        except LedgerError:
+        rows = CommitRows(body_rows, stash_rows, call_rows, owner_rows, event_rows)
+
+        def write() -> None:
+            # The queued events go back to the queue only when this write fails, which its caller may no
+            # longer be waiting to hear (a write past its deadline can still commit them).
+            try:
+                self.backend.write(rows)
+            except LedgerError:
+                self._requeue(queued)
+                raise
+            finally:
+                self._settled(queued)
+
+        def abandoned() -> None:
             self._requeue(queued)
-            raise
+            self._settled(queued)
+
+        stored = sum(r.stored_bytes for r in body_rows) + sum(len(r.original) for r in stash_rows)
+        self._write(write, "commit", stored, on_abandoned=abandoned)
         if (body_rows or stash_rows) and self.settings.max_total_bytes is not None:
             try:
                 self.evict()
@@ -300,16 +398,7 @@ class Ledger:
     def get_body_json(self, trm_id: str, *, session_id: str | None = None) -> bytes:
         """The stored CallToolResult JSON bytes; raises UnknownId / Evicted (LedgerUnavailable when unreachable,
         LedgerCorrupt when the stored bytes cannot be read back or are not the body the id names)."""
-        stored = self.backend.read_body(trm_id)
-        if stored is None:
-            self._raise_missing(trm_id)
-        if (
-            self.scope in OWNED_SCOPES
-            and session_id is not None
-            and not self.backend.seen_by("body", trm_id, session_id)
-        ):
-            raise UnknownId(trm_id, f"{trm_id} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
-        self._touch("body", trm_id)
+        stored = self._read(lambda: self._owned("body", trm_id, session_id), f"reading {trm_id}")
         raw = self._unpacked(trm_id, stored.data, stored.codec)
         if not is_body_of(trm_id, raw):
             raise LedgerCorrupt(f"ledger {self.location}: the stored body of {trm_id} does not match its id (damaged)")
@@ -324,10 +413,13 @@ class Ledger:
         return body
 
     def body_info(self, trm_id: str) -> BodyInfo:
-        info = self.backend.body_info(trm_id)
-        if info is None:
-            self._raise_missing(trm_id)
-        return info
+        def read() -> BodyInfo:
+            info = self.backend.body_info(trm_id)
+            if info is None:
+                self._raise_missing(trm_id)
+            return info
+
+        return self._read(read, f"reading {trm_id}")
 
     def get_stash(self, cg_hash: str, *, session_id: str | None = None) -> str:
         """The original text a `<<cg:HASH>>` marker replaced; raises UnknownId / Evicted.
@@ -335,18 +427,7 @@ class Ledger:
         With scope `session` (or `principal`) and a `session_id` (the caller's ownership key), only an
         owner that was shown the marker may read it.
         """
-        stored = self.backend.read_stash(cg_hash)
-        if stored is None:
-            self._raise_missing(cg_hash)
-        if (
-            self.scope in OWNED_SCOPES
-            and session_id is not None
-            and not self.backend.seen_by("stash", cg_hash, session_id)
-        ):
-            raise UnknownId(
-                cg_hash, f"<<cg:{cg_hash}>> belongs to another {self.scope} (ledger scope is `{self.scope}`)"
-            )
-        self._touch("stash", cg_hash)
+        stored = self._read(lambda: self._owned("stash", cg_hash, session_id), f"reading <<cg:{cg_hash}>>")
         raw = self._unpacked(f"<<cg:{cg_hash}>>", stored.data, stored.codec)
         if not is_original_of(cg_hash, raw):
             raise LedgerCorrupt(
@@ -368,12 +449,12 @@ class Ledger:
             ) from None
 
     def has_body(self, trm_id: str) -> bool:
-        return self.backend.read_body(trm_id) is not None
+        return self._read(lambda: self.backend.read_body(trm_id), f"reading {trm_id}") is not None
 
     def events(self, since: float | None = None, kinds: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Recorded events, oldest first, as dicts (`detail` decoded)."""
         self.flush_quietly()
-        rows = self.backend.events(since or 0.0, list(kinds or []))
+        rows = self._read(lambda: self.backend.events(since or 0.0, list(kinds or [])), "reading events")
         cols = (
             "id",
             "at",
@@ -394,14 +475,25 @@ class Ledger:
             yield item
 
     def call_counts(self, since: float | None = None) -> dict[tuple[str, str], int]:
-        """How often each (server, downstream tool) was called since a time: for hot-tool learning."""
-        self.flush_quietly()
-        return self.backend.call_counts(since or 0.0)
+        """How often each (server, downstream tool) was called since a time: for hot-tool learning.
+
+        With `deadlines` the queued events are counted from memory instead of flushed first (a write
+        would wait on a locked events table) and the read waits at most CALL_COUNTS_DEADLINE_S."""
+        since = since or 0.0
+        if self._runner is None:
+            self.flush_quietly()
+            return self.backend.call_counts(since)
+        deadline = min(CALL_COUNTS_DEADLINE_S, self.read_deadline_s)
+        counts = Counter(self._read(lambda: self.backend.call_counts(since), "reading call counts", deadline))
+        for event, at in self._unwritten():
+            if event.kind == "decision" and at >= since:
+                counts[(event.server, event.tool)] += 1
+        return dict(counts)
 
     def counts(self) -> dict[str, int]:
         """Row counts and stored bytes, for stats and health."""
         self.flush_quietly()
-        return self.backend.counts().as_dict()
+        return self._read(lambda: self.backend.counts().as_dict(), "reading counts")
 
     # ---------------------------------------------------------------- retention
 
@@ -409,15 +501,27 @@ class Ledger:
         """Apply max_age_days and max_total_bytes (least recently used first); return evicted ids."""
         if self.settings.max_age_days is None and self.settings.max_total_bytes is None:
             return []
-        return retention.evict(self.backend, self.settings, time.time() if now is None else now)
+        at = time.time() if now is None else now
+        return self._write(lambda: retention.evict(self.backend, self.settings, at), "retention")
 
     def set_last_used(self, id_: str, at: float) -> None:
         """Set when a body (`trm_` id) or stash entry (hash) was last used: ages entries for
         retention tests and maintenance; reads only ever move it forward."""
         kind: EntryKind = "body" if id_.startswith("trm_") else "stash"
-        self.backend.set_last_used(kind, id_, at)
+        self._write(lambda: self.backend.set_last_used(kind, id_, at), f"setting the last use of {id_}")
 
     # ---------------------------------------------------------------- internals
+
+    def _owned(self, kind: EntryKind, id_: str, session_id: str | None) -> Stored:
+        """The stored entry, checked against the caller's scope and touched; raises UnknownId / Evicted."""
+        stored = self.backend.read_body(id_) if kind == "body" else self.backend.read_stash(id_)
+        if stored is None:
+            self._raise_missing(id_)
+        if self.scope in OWNED_SCOPES and session_id is not None and not self.backend.seen_by(kind, id_, session_id):
+            shown = id_ if kind == "body" else f"<<cg:{id_}>>"
+            raise UnknownId(id_, f"{shown} belongs to another {self.scope} (ledger scope is `{self.scope}`)")
+        self._touch(kind, id_)
+        return stored
 
     def _raise_missing(self, id_: str) -> NoReturn:
         tomb = self.backend.tombstone_of(id_)

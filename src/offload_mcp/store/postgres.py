@@ -9,7 +9,10 @@ so two such transactions never deadlock). Retention and tombstones are shared by
 
 When it is unreachable: every write raises LedgerWriteError and every read LedgerUnavailable with
 the cause, so the shaper passes results through untouched and recall says why; nothing waits
-longer than `busy_timeout_s` for a connection. The pool checks a connection before handing it
+longer than `busy_timeout_s` for a connection, and the server itself ends any statement that waits
+on a lock longer than that (`lock_timeout`) or runs past the ledger's deadline (`statement_timeout`),
+so a `LOCK TABLE` elsewhere hands the connection back instead of holding it. A server that does not
+answer at all (stopped, partitioned) is bounded by the ledger's deadline (store/deadline.py). The pool checks a connection before handing it
 out and keeps reconnecting in the background, so the replica recovers by itself when the server
 returns; the schema is (re)checked on first use if it could not be at start.
 """
@@ -66,6 +69,9 @@ class PostgresBackend(SqlReads):
         if connect_now:
             self._connect_once(connect_timeout)
         self.settings = settings
+        # A serving proxy's statements end a little after its deadline; a one-off command (stats over a
+        # large ledger, migrate) runs its statements as long as they take.
+        self._bounded_statements = not connect_now
         self.writable = True
         self._schema_lock = threading.Lock()
         self._schema_ready = False
@@ -74,6 +80,7 @@ class PostgresBackend(SqlReads):
             min_size=1,
             max_size=settings.pool_size,
             kwargs={"autocommit": True, "connect_timeout": connect_timeout},
+            configure=self._configure,
             check=ConnectionPool.check_connection,
             timeout=self._wait,
             reconnect_timeout=5.0,  # then start over on the next request: recovery does not wait out a long backoff
@@ -105,6 +112,22 @@ class PostgresBackend(SqlReads):
             backend.close()
             raise
         return backend
+
+    @property
+    def _lock_timeout_ms(self) -> int:
+        # 0 would mean "wait forever" to PostgreSQL, where busy_timeout_s 0 means "do not wait".
+        return max(1, int(self.settings.busy_timeout_s * 1000))
+
+    def _statement_timeout_ms(self, stored_bytes: int = 0) -> int:
+        """The server ends a statement a little after the ledger's own deadline (store/ledger.py) for it."""
+        wait = max(self.settings.busy_timeout_s, 0.5) + 1.0 + stored_bytes / (5 * 2**20)
+        return int(wait * 1000)
+
+    def _configure(self, conn: Any) -> None:
+        """Every pooled connection: bounded lock waits and statements, whoever reads or writes through it."""
+        conn.execute(f"SET lock_timeout = {self._lock_timeout_ms}")
+        if self._bounded_statements:
+            conn.execute(f"SET statement_timeout = {self._statement_timeout_ms()}")
 
     def _connect_once(self, timeout: int) -> None:
         try:
@@ -147,7 +170,10 @@ class PostgresBackend(SqlReads):
         bodies = sorted(rows.bodies, key=lambda b: b.id)  # one lock order for every writer: no deadlocks
         stash = sorted(rows.stash, key=lambda s: s.hash)
         revived = sorted({b.id for b in bodies} | {s.hash for s in stash})
+        stored = sum(b.stored_bytes for b in bodies) + sum(len(s.original) for s in stash)
         with self._transaction() as conn:
+            if stored and self._bounded_statements:
+                conn.execute(f"SET LOCAL statement_timeout = {self._statement_timeout_ms(stored)}")
             cur = conn.cursor()
             if bodies:
                 cur.executemany(_pg(INSERT_BODY), [b.values() for b in bodies])
@@ -283,7 +309,7 @@ class _Checkout:
             if self.transaction:
                 self._txn = conn.transaction()
                 self._txn.__enter__()
-                conn.execute(f"SET LOCAL lock_timeout = '{int(self.backend.settings.busy_timeout_s * 1000)}ms'")
+                conn.execute(f"SET LOCAL lock_timeout = {self.backend._lock_timeout_ms}")
             return conn
         except psycopg.Error as err:
             self._unwind(type(err), err)

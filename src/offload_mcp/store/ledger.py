@@ -33,6 +33,7 @@ from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, Ledg
 from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow
 from .location import default_ledger_path, resolve
 from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, is_body_of, is_original_of, trm_id_for
+from .search import INDEX_BUDGET_S, Indexer, SearchPage, SearchRefused
 from .settings import LedgerSettings
 from .sqlite import SqliteBackend
 
@@ -61,6 +62,7 @@ class Ledger:
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
         self._closed = False
+        self._indexer = Indexer(self)
 
     # ---------------------------------------------------------------- opening
 
@@ -137,6 +139,7 @@ class Ledger:
 
     def close(self) -> None:
         self._closed = True
+        self._indexer.close()
         self._wake.set()
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join(timeout=5)
@@ -253,6 +256,8 @@ class Ledger:
         except LedgerError:
             self._requeue(queued)
             raise
+        if (body_rows or stash_rows) and getattr(self.backend, "searchable", False):
+            self._indexer.wake()
         if (body_rows or stash_rows) and self.settings.max_total_bytes is not None:
             try:
                 self.evict()
@@ -395,6 +400,41 @@ class Ledger:
         """Row counts and stored bytes, for stats and health."""
         self.flush_quietly()
         return self.backend.counts().as_dict()
+
+    # ---------------------------------------------------------------- search (store/search.py)
+
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]:
+        """Index entries stored but not yet indexed (see store/search.py); returns (indexed now, still queued)."""
+        if not getattr(self.backend, "searchable", False) or not self.writable:
+            return 0, self.search_queued()
+        index: Any = self.backend
+        done, left = index.index_queued(budget_s, max_entries)
+        return int(done), int(left)
+
+    def search_queued(self) -> int:
+        """Entries stored but not yet indexed (0 when the backend has no search index)."""
+        if not getattr(self.backend, "searchable", False):
+            return 0
+        index: Any = self.backend
+        return int(index.search_queued())
+
+    def search(self, terms: list[str], *, owner: str | None, limit: int) -> SearchPage:
+        """The best `limit` stored bodies and originals holding `terms` that `owner` (the caller's ownership
+        key) may read, after indexing what is queued for up to INDEX_BUDGET_S. Every term first; when no
+        entry holds them all, any of them (the page says which). Raises SearchRefused."""
+        if not getattr(self.backend, "searchable", False):
+            raise SearchRefused(
+                f"ledger {self.location} has no search index"
+                + ("" if self.writable else " (it is read-only, and was last written by a version without search)")
+            )
+        index: Any = self.backend
+        queued = self.index_queued(INDEX_BUDGET_S)[1] if self.writable else self.search_queued()
+        scoped = owner if self.scope in OWNED_SCOPES else None
+        hits = index.search(terms, every_term=True, owner=scoped, limit=limit)
+        every = True
+        if not hits and len(terms) > 1:
+            hits, every = index.search(terms, every_term=False, owner=scoped, limit=limit), False
+        return SearchPage(list(hits), queued, every)
 
     # ---------------------------------------------------------------- retention
 

@@ -1,0 +1,169 @@
+"""The search index in a SQLite ledger: FTS5 with the trigram tokenizer, in the ledger file itself.
+
+Tables (added beside the others; a ledger written before them gets them at open, with every body and
+stash entry it already holds queued): `search_queue` (entries stored but not yet indexed, written in
+the offload's own transaction), `search_docs` (each indexed entry's id and kind, keyed by the FTS
+rowid), `search_fts` (contentless: the index only, the text stays compressed in `bodies`/`stash`).
+
+Contentless rows cannot be deleted on this SQLite (3.40, no `contentless_delete`), so an evicted
+entry's index rows stay behind: a search joins them to the live `bodies` and `stash` rows, so they
+are never answered; storing the same content again (same id) finds them valid again.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from . import codec
+from .interfaces import CommitRows
+from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, fts_string
+from .text_view import text_view
+
+if TYPE_CHECKING:
+    from .sqlite import SqliteBackend
+
+log = logging.getLogger(__name__)
+
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS search_queue (ref TEXT PRIMARY KEY, kind TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS search_docs (id INTEGER PRIMARY KEY, ref TEXT NOT NULL UNIQUE, kind TEXT NOT NULL)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(text, content='', tokenize='trigram')",
+)
+_PROGRESS_STEPS = 20_000
+"""SQLite VM steps between checks of a search's deadline (~1 ms of work)."""
+
+
+def search_ready(conn: sqlite3.Connection) -> bool:
+    """Whether this ledger file has the search tables."""
+    try:
+        row = conn.execute("SELECT count(*) FROM sqlite_master WHERE name IN ('search_queue', 'search_fts')").fetchone()
+    except sqlite3.Error:
+        return False
+    return bool(row and row[0] == 2)
+
+
+def ensure_search_schema(conn: sqlite3.Connection) -> None:
+    """Create the search tables if missing, queueing every entry already stored, in one transaction.
+    A SQLite without FTS5's trigram tokenizer leaves the ledger without search (logged once)."""
+    if search_ready(conn):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not search_ready(conn):  # another process may have created them while this one waited
+            for sql in _TABLES:
+                conn.execute(sql)
+            conn.execute("INSERT OR IGNORE INTO search_queue (ref, kind) SELECT id, 'body' FROM bodies ORDER BY id")
+            conn.execute("INSERT OR IGNORE INTO search_queue (ref, kind) SELECT hash, 'stash' FROM stash ORDER BY hash")
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as err:
+        conn.execute("ROLLBACK")
+        if "trigram" in str(err) or "fts5" in str(err):
+            log.warning(
+                "SQLite %s has no FTS5 trigram tokenizer: this ledger cannot be searched", sqlite3.sqlite_version
+            )
+            return
+        raise
+
+
+def queue(conn: sqlite3.Connection, rows: CommitRows) -> None:
+    """Queue this commit's bodies and stash entries for indexing (inside the commit's transaction);
+    an entry indexed before (the same content stored again) is not queued again."""
+    entries = [(b.id, "body") for b in rows.bodies] + [(s.hash, "stash") for s in rows.stash]
+    conn.executemany(
+        "INSERT OR IGNORE INTO search_queue (ref, kind) SELECT ?1, ?2 WHERE NOT EXISTS (SELECT 1 FROM search_docs WHERE ref = ?1)",
+        entries,
+    )
+
+
+def index_queued(backend: SqliteBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
+    """Index queued entries, one per transaction, until the queue is empty, `max_entries` are done,
+    or `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
+    deadline = time.monotonic() + budget_s
+    done = 0
+    while True:
+        with backend._write() as conn:
+            row = conn.execute("SELECT rowid, ref, kind FROM search_queue ORDER BY rowid LIMIT 1").fetchone()
+            if row is None:
+                return done, 0
+            rowid, ref, kind = row
+            if conn.execute("SELECT 1 FROM search_docs WHERE ref = ?", (ref,)).fetchone() is None:
+                text = _entry_text(conn, ref, kind)
+                if text is not None:
+                    doc = conn.execute("INSERT INTO search_docs (ref, kind) VALUES (?, ?)", (ref, kind)).lastrowid
+                    conn.execute("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", (doc, text))
+            conn.execute("DELETE FROM search_queue WHERE rowid = ?", (rowid,))
+        done += 1
+        if (max_entries is not None and done >= max_entries) or time.monotonic() >= deadline:
+            break
+    return done, queued(backend)
+
+
+def queued(backend: SqliteBackend) -> int:
+    row = backend._one("SELECT count(*) FROM search_queue", ())
+    return int(row[0]) if row else 0
+
+
+def _entry_text(conn: sqlite3.Connection, ref: str, kind: str) -> str | None:
+    """The text an entry is searched as; None when it is gone or cannot be read (it is not indexed;
+    recall reports the damage when asked for it)."""
+    if kind == "body":
+        row = conn.execute("SELECT body, codec FROM bodies WHERE id = ?", (ref,)).fetchone()
+    else:
+        row = conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (ref,)).fetchone()
+    if row is None:
+        return None
+    try:
+        raw = codec.decompress(bytes(row[0]), row[1])
+        text = text_view(orjson.loads(raw)) if kind == "body" else raw.decode("utf-8", "surrogatepass")
+    except (codec.Undecompressable, orjson.JSONDecodeError, UnicodeDecodeError) as err:
+        log.warning("search index: %s cannot be read (%s); it is not indexed", ref, err)
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: SQLite takes UTF-8 only
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def search(
+    backend: SqliteBackend, terms: list[str], *, every_term: bool, owner: str | None, limit: int
+) -> list[SearchHit]:
+    """The best `limit` live entries holding every term (or any, `every_term=False`), that `owner` may
+    read (None: any), best first."""
+    match = (" AND " if every_term else " OR ").join(fts_string(t) for t in terms)
+    sql = (
+        "SELECT d.ref, d.kind, coalesce(b.tool, ''), coalesce(b.created_at, s.created_at)"
+        " FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
+        " LEFT JOIN bodies b ON d.kind = 'body' AND b.id = d.ref"
+        " LEFT JOIN stash s ON d.kind = 'stash' AND s.hash = d.ref"
+        " WHERE search_fts MATCH ? AND (b.id IS NOT NULL OR s.hash IS NOT NULL)"
+    )
+    params: list[Any] = [match]
+    if owner is not None:
+        sql += (
+            " AND CASE d.kind WHEN 'body' THEN EXISTS (SELECT 1 FROM calls c WHERE c.trm_id = d.ref AND c.session_id = ?)"
+            " ELSE EXISTS (SELECT 1 FROM stash_owners o WHERE o.hash = d.ref AND o.session_id = ?) END"
+        )
+        params += [owner, owner]
+    sql += " ORDER BY bm25(search_fts), d.ref LIMIT ?"
+    params.append(limit)
+    deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
+    with backend._reading() as conn:
+        conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
+        try:
+            rows = conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as err:
+            if "interrupted" in str(err):
+                raise SearchRefused(
+                    f"the search took longer than {SEARCH_TIME_LIMIT_S:g} s (its terms occur in too many stored "
+                    "results); search for something more distinctive"
+                ) from None
+            raise
+        finally:
+            conn.set_progress_handler(None, 0)
+    return [SearchHit(ref, kind, tool, float(at)) for ref, kind, tool, at in rows]

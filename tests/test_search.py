@@ -41,6 +41,14 @@ def body(text: str, session: str = "s1", tool: str = "listing") -> BodyRecord:
     )
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def ledger_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger's location: a SQLite file, or a schema in the PostgreSQL the tests start (tests/pg.py)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(tmp_path / "l.db")
+
+
 def tool_env(ledger: Ledger, owner: str | None = None, session: str = "s1") -> ToolEnv:
     settings = OffloadSettings.model_validate({})
     return ToolEnv(settings=settings, ledger=ledger, session_id=session, session=SessionMemory(), owner=owner)
@@ -62,8 +70,8 @@ IDENTIFIERS = {
 }
 
 
-async def test_identifiers_are_found_inside_longer_tokens_with_their_lines(tmp_path: Path) -> None:
-    ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
+async def test_identifiers_are_found_inside_longer_tokens_with_their_lines(tmp_path: Path, ledger_at: str) -> None:
+    ledger = Ledger.open(LedgerSettings(), ledger_at)
     ids = {}
     for name, (_, line) in IDENTIFIERS.items():
         record = body(f"{FILLER}\n{line}\n{FILLER}", tool=f"tool_{name.replace(' ', '_')}")
@@ -84,8 +92,8 @@ async def test_identifiers_are_found_inside_longer_tokens_with_their_lines(tmp_p
     ledger.close()
 
 
-async def test_user_text_is_never_query_syntax(tmp_path: Path) -> None:
-    ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
+async def test_user_text_is_never_query_syntax(tmp_path: Path, ledger_at: str) -> None:
+    ledger = Ledger.open(LedgerSettings(), ledger_at)
     record = body('a line with "quotes" and NEAR(x y) and col:umn * star - minus OR and AND\n' + FILLER)
     ledger.commit(bodies=[record])
     env = tool_env(ledger)
@@ -108,8 +116,8 @@ async def test_user_text_is_never_query_syntax(tmp_path: Path) -> None:
     ledger.close()
 
 
-async def test_the_terms_all_first_then_any_and_short_terms_are_named(tmp_path: Path) -> None:
-    ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
+async def test_the_terms_all_first_then_any_and_short_terms_are_named(tmp_path: Path, ledger_at: str) -> None:
+    ledger = Ledger.open(LedgerSettings(), ledger_at)
     both, one = body("alpha-widget and beta-gadget\n" + FILLER), body("only alpha-widget here\n" + FILLER)
     ledger.commit(bodies=[both, one])
     env = tool_env(ledger)
@@ -123,8 +131,8 @@ async def test_the_terms_all_first_then_any_and_short_terms_are_named(tmp_path: 
     ledger.close()
 
 
-async def test_a_reduced_results_original_is_found_by_its_marker(tmp_path: Path) -> None:
-    ledger = Ledger.open(LedgerSettings(scope="session"), tmp_path / "l.db")
+async def test_a_reduced_results_original_is_found_by_its_marker(ledger_at: str) -> None:
+    ledger = Ledger.open(LedgerSettings(scope="session"), ledger_at)
     original = "kept apart: the build id BLD-2026-0042 was here\n" + FILLER
     from offload_mcp.reducers.base import cg_hash
 
@@ -163,6 +171,25 @@ async def test_a_ledger_written_before_the_index_is_queued_and_said_incomplete(
     ledger.close()
 
 
+async def test_a_postgresql_ledger_from_before_the_index_is_migrated_and_queued(postgres: object, pg_url: str) -> None:
+    ledger = Ledger.open(LedgerSettings(), pg_url)
+    records = [body(f"old result {i} holds OLDVALUE-{i}\n{FILLER}") for i in range(3)]
+    ledger.commit(bodies=records)
+    ledger.close()
+    schema = pg_url.rsplit("%3D", 1)[1]
+    for sql in (  # as schema version 1 left it
+        f"DROP TABLE {schema}.search_queue, {schema}.search_docs",
+        f"UPDATE {schema}.offload_meta SET value = '1' WHERE key = 'schema_version'",
+    ):
+        postgres.execute(sql)  # type: ignore[attr-defined]
+    ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
+    ledger._indexer.close()
+    assert ledger.search_queued() == 3
+    error, text = await search(tool_env(ledger), "OLDVALUE-2")
+    assert HIT.findall(text) == [records[2].trm_id] and "not yet indexed" not in text, text
+    ledger.close()
+
+
 async def test_a_query_too_broad_to_answer_in_time_ends_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,13 +212,13 @@ def big_listing(owner: str, value: str) -> str:
     return "\n".join(rows)
 
 
-async def test_a_search_finds_the_callers_result_and_never_another_principals(tmp_path: Path) -> None:
+async def test_a_search_finds_the_callers_result_and_never_another_principals(tmp_path: Path, ledger_at: str) -> None:
     config = write_config(
         tmp_path,
         {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
         {"server": {"auth_tokens": {"alice": ALICE, "bob": BOB}}, "ledger": {"scope": "principal"}},
     )
-    with running_proxy(["-c", str(config), "--ledger", str(tmp_path / "l.db")]) as proxy:
+    with running_proxy(["-c", str(config), "--ledger", ledger_at]) as proxy:
         (alice_stub,) = await session_call(proxy.url, ALICE, ("echo", {"text": big_listing("alice", "LAPTOP-14-M3")}))
         (bob_stub,) = await session_call(proxy.url, BOB, ("echo", {"text": big_listing("bob", "LAPTOP-14-M3")}))
         alice_id = TRM.search(text_of(alice_stub)).group(0)  # type: ignore[union-attr]

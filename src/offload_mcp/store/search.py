@@ -21,7 +21,11 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import orjson
+
+from . import codec
 from .errors import LedgerError
+from .text_view import text_view
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -85,6 +89,24 @@ def search_terms(query: str) -> tuple[list[str], list[str]]:
 def fts_string(term: str) -> str:
     """`term` as one FTS5 string: double quotes around it, inner ones doubled, so no user text is syntax."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def entry_text(data: bytes, codec_name: str, kind: str) -> str | None:
+    """The text a stored entry is searched as (a body's text view, a stash entry's original), from its
+    stored bytes; None when they cannot be read (the entry is not indexed; recall reports the damage
+    when asked for it). Lone surrogates and NULs, which neither SQLite's nor PostgreSQL's text takes,
+    are replaced."""
+    try:
+        raw = codec.decompress(data, codec_name)
+        text = text_view(orjson.loads(raw)) if kind == "body" else raw.decode("utf-8", "surrogatepass")
+    except (codec.Undecompressable, orjson.JSONDecodeError, UnicodeDecodeError) as err:
+        log.warning("search index: a stored %s cannot be read (%s); it is not indexed", kind, err)
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text.replace("\x00", " ")
 
 
 class Indexer:

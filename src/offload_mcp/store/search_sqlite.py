@@ -17,12 +17,8 @@ import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from . import codec
 from .interfaces import CommitRows
-from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, fts_string
-from .text_view import text_view
+from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, entry_text, fts_string
 
 if TYPE_CHECKING:
     from .sqlite import SqliteBackend
@@ -109,25 +105,11 @@ def queued(backend: SqliteBackend) -> int:
 
 
 def _entry_text(conn: sqlite3.Connection, ref: str, kind: str) -> str | None:
-    """The text an entry is searched as; None when it is gone or cannot be read (it is not indexed;
-    recall reports the damage when asked for it)."""
     if kind == "body":
         row = conn.execute("SELECT body, codec FROM bodies WHERE id = ?", (ref,)).fetchone()
     else:
         row = conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (ref,)).fetchone()
-    if row is None:
-        return None
-    try:
-        raw = codec.decompress(bytes(row[0]), row[1])
-        text = text_view(orjson.loads(raw)) if kind == "body" else raw.decode("utf-8", "surrogatepass")
-    except (codec.Undecompressable, orjson.JSONDecodeError, UnicodeDecodeError) as err:
-        log.warning("search index: %s cannot be read (%s); it is not indexed", ref, err)
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: SQLite takes UTF-8 only
-        text = text.encode("utf-8", "replace").decode("utf-8")
-    return text
+    return None if row is None else entry_text(bytes(row[0]), row[1], kind)
 
 
 def search(

@@ -243,3 +243,22 @@ async def test_a_search_finds_the_callers_result_and_never_another_principals(tm
         # A value only Alice's result holds is not there for Bob, and the answer does not hint at it.
         (found,) = await session_call(proxy.url, BOB, ("recall_tool_result", {"query": "alice"}))
         assert "no stored result you may read holds it" in text_of(found), text_of(found)
+
+
+async def test_stats_count_searches_hits_and_the_hop_a_later_recall_of_a_hit_saved(tmp_path: Path) -> None:
+    from offload_mcp.stats import report_from_ledger
+
+    ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
+    wanted, other = body("the invoice INV-2026-881 is here\n" + FILLER), body("nothing to see\n" + FILLER)
+    ledger.commit(bodies=[wanted, other])
+    env = tool_env(ledger, session="s1")
+    assert HIT.findall((await search(env, "INV-2026-881"))[1]) == [wanted.trm_id]
+    await search(env, "ab")  # refused: too short
+    assert not (await recall.handle({"mem_id": other.trm_id}, env)).is_error  # not a hit: no hop saved
+    for _ in range(2):  # counted once
+        assert not (await recall.handle({"mem_id": wanted.trm_id, "query": "INV-2026-881"}, env)).is_error
+    # Another session's recall of the same id is not this search's doing.
+    assert not (await recall.handle({"mem_id": wanted.trm_id}, tool_env(ledger, session="s2"))).is_error
+    found = report_from_ledger(ledger).result_search
+    assert (found.searches, found.failed, found.hits, found.hops_saved) == (2, 1, 1, 1)
+    ledger.close()

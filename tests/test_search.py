@@ -159,8 +159,11 @@ async def test_a_ledger_written_before_the_index_is_queued_and_said_incomplete(
             conn.execute(f"DROP TABLE {table}")
     monkeypatch.setattr(search_module, "INDEX_BUDGET_S", 0.0)
     monkeypatch.setattr("offload_mcp.store.ledger.INDEX_BUDGET_S", 0.0)
+    woken: list[object] = []
+    monkeypatch.setattr(search_module.Indexer, "wake", lambda self: woken.append(self))
     ledger = Ledger.open(LedgerSettings(), path)
-    ledger._indexer.close()  # only searches index here, one entry each with no budget
+    assert woken == [ledger._indexer]  # opening a ledger with queued entries starts indexing them
+    # Here only searches index, one entry each with no budget.
     assert ledger.search_queued() == 3
     env = tool_env(ledger)
     error, text = await search(env, "OLDVALUE-2")

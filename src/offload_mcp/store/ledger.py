@@ -97,6 +97,14 @@ class Ledger:
             assert target.path is not None
             backend = SqliteBackend.open(target.path, settings, read_only=read_only)
         ledger = cls(backend, settings)
+        if isinstance(backend, SqliteBackend) and backend.writable and backend.searchable:
+            # Entries queued before this process (a ledger from before the index, a process that exited
+            # mid-queue) are indexed in the background from now on, not only when a search asks.
+            try:
+                if backend.search_queued():
+                    ledger._indexer.wake()
+            except LedgerError as err:
+                log.warning("ledger %s: search queue not read: %s", ledger.location, err)
         if backend.writable and settings.max_age_days is not None:
             try:
                 ledger.evict()

@@ -62,6 +62,13 @@ def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
     assert event["detail"]["decision"]["gate"]["fire"] is True
 
 
+def test_a_stub_without_its_resource_link_when_turned_off(tmp_path):
+    out, rep = build_shaper(no_reducers(policy={"resource_link": False}), tmp_path / "l.db").shape_with_report(
+        CALL, result(BIG)
+    )
+    assert rep.verdict == "offload" and [b.type for b in out.content] == ["text"]
+
+
 def test_gate_fires_between_prefilter_and_client_limit(shaper):
     out, rep = shaper.shape_with_report(CALL, result(BIG[:80_000]))
     assert (rep.verdict, rep.reason) == ("offload", "gate_fired")

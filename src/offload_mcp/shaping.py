@@ -710,8 +710,10 @@ class ResultShaper:
         missing and the call that gets it. `_meta` stays when small."""
         stub = stub or self._stub_text(call, body, record)
         # The link lets a host read the whole body as a resource (offload://result/trm_...) without the model.
-        link = link_for(record.trm_id, body)
-        update: dict[str, Any] = {"content": [types.TextContent(text=stub), link]}
+        content: list[Any] = [types.TextContent(text=stub)]
+        if self.settings.policy.resource_link:
+            content.append(link_for(record.trm_id, body))
+        update: dict[str, Any] = {"content": content}
         if result.structured_content is not None or call.output_schema is not None:
             update["structured_content"] = stub_object(record.trm_id, stub)
             report.structured = "stub"

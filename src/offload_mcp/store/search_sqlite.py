@@ -30,6 +30,8 @@ _TABLES = (
     "CREATE TABLE IF NOT EXISTS search_docs (id INTEGER PRIMARY KEY, ref TEXT NOT NULL UNIQUE, kind TEXT NOT NULL)",
     "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(text, content='', tokenize='trigram')",
 )
+RANK_BY_BM25_OVER = 200
+"""Matches above which a search ranks by bm25 (see `search`)."""
 _PROGRESS_STEPS = 20_000
 """SQLite VM steps between checks of a search's deadline (~1 ms of work)."""
 
@@ -116,29 +118,46 @@ def search(
     backend: SqliteBackend, terms: list[str], *, every_term: bool, owner: str | None, limit: int
 ) -> list[SearchHit]:
     """The best `limit` live entries holding every term (or any, `every_term=False`), that `owner` may
-    read (None: any), best first."""
+    read (None: any), best first.
+
+    Ranked two ways, by how many entries match. Up to RANK_BY_BM25_OVER (a distinctive value, the usual
+    search): the shortest entries first, then by id, read from the matches alone. More: FTS5's bm25,
+    which first counts each term's matches over the whole index (~7 ms at a million entries, where a
+    distinctive value's matches take ~0.3 ms), within the search's time limit."""
     match = (" AND " if every_term else " OR ").join(fts_string(t) for t in terms)
-    sql = (
-        "SELECT d.ref, d.kind, coalesce(b.tool, ''), coalesce(b.created_at, s.created_at)"
-        " FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
-        " LEFT JOIN bodies b ON d.kind = 'body' AND b.id = d.ref"
+    live = (
+        " FROM search_docs d LEFT JOIN bodies b ON d.kind = 'body' AND b.id = d.ref"
         " LEFT JOIN stash s ON d.kind = 'stash' AND s.hash = d.ref"
-        " WHERE search_fts MATCH ? AND (b.id IS NOT NULL OR s.hash IS NOT NULL)"
+        " WHERE (b.id IS NOT NULL OR s.hash IS NOT NULL)"
     )
-    params: list[Any] = [match]
+    scope: list[Any] = []
     if owner is not None:
-        sql += (
+        live += (
             " AND CASE d.kind WHEN 'body' THEN EXISTS (SELECT 1 FROM calls c WHERE c.trm_id = d.ref AND c.session_id = ?)"
             " ELSE EXISTS (SELECT 1 FROM stash_owners o WHERE o.hash = d.ref AND o.session_id = ?) END"
         )
-        params += [owner, owner]
-    sql += " ORDER BY bm25(search_fts), d.ref LIMIT ?"
-    params.append(limit)
+        scope = [owner, owner]
+    columns = "SELECT d.ref, d.kind, coalesce(b.tool, ''), coalesce(b.created_at, s.created_at)"
     deadline = time.monotonic() + SEARCH_TIME_LIMIT_S
     with backend._reading() as conn:
         conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
         try:
-            rows = conn.execute(sql, params).fetchall()
+            found = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rowid FROM search_fts WHERE search_fts MATCH ? LIMIT ?", (match, RANK_BY_BM25_OVER + 1)
+                )
+            ]
+            if len(found) <= RANK_BY_BM25_OVER:
+                marks = ",".join("?" * len(found))
+                sql = f"{columns}{live} AND d.id IN ({marks}) ORDER BY coalesce(b.chars, s.chars), d.ref LIMIT ?"
+                rows = conn.execute(sql, [*scope, *found, limit]).fetchall() if found else []
+            else:
+                sql = (
+                    f"{columns}{live.replace(' FROM search_docs d', ' FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid', 1)}"
+                    " AND search_fts MATCH ? ORDER BY bm25(search_fts), d.ref LIMIT ?"
+                )
+                rows = conn.execute(sql, [*scope, match, limit]).fetchall()
         except sqlite3.OperationalError as err:
             if "interrupted" in str(err):
                 raise SearchRefused(

@@ -5,7 +5,7 @@ grows, and what indexing adds to an offload, side by side in one run.
     python bench/bench_search.py --sizes 1000 100000 --pg 0
 
 Ledgers are filled by direct inserts of small synthetic bodies (an order line with a random id, ~150
-chars), each indexed as the ledger indexes it (SQLite: FTS5 trigram rows; PostgreSQL: search_docs
+chars), each indexed as the ledger indexes it (SQLite: FTS5 trigram and token rows; PostgreSQL: search_docs
 rows under the pg_trgm index); then the same number of searches runs against each, through the real
 handler (`offload_mcp.tools.recall.handle`), for the random id of a random body: the index lookup,
 reading the hit's body and rendering its lines. Prints p50/p99 per ledger and the largest/smallest
@@ -94,9 +94,13 @@ def fill_sqlite(path: Path, entries: int, seed: int) -> list[str]:
         conn.executemany(
             "INSERT INTO search_fts (rowid, text) VALUES (?, ?)", [(first + i, t) for i, t in enumerate(texts)]
         )
+        conn.executemany(
+            "INSERT INTO search_tokens (rowid, text) VALUES (?, ?)", [(first + i, t) for i, t in enumerate(texts)]
+        )
         conn.execute("COMMIT")
         keys += batch_keys
     conn.execute("INSERT INTO search_fts (search_fts) VALUES ('optimize')")
+    conn.execute("INSERT INTO search_tokens (search_tokens) VALUES ('optimize')")
     conn.close()
     return keys
 

@@ -93,6 +93,20 @@ def queue(conn: sqlite3.Connection, rows: CommitRows) -> None:
     )
 
 
+def queue_unindexed(conn: sqlite3.Connection) -> None:
+    """Queue every stored entry the index lacks (rows merged in from another copy of the file)."""
+    if not search_ready(conn):
+        return
+    conn.execute(
+        "INSERT OR IGNORE INTO search_queue (ref, kind)"
+        " SELECT id, 'body' FROM bodies WHERE id NOT IN (SELECT ref FROM search_docs) ORDER BY id"
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO search_queue (ref, kind)"
+        " SELECT hash, 'stash' FROM stash WHERE hash NOT IN (SELECT ref FROM search_docs) ORDER BY hash"
+    )
+
+
 def index_queued(backend: SqliteBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until the queue is empty, `max_entries` are done,
     or `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""

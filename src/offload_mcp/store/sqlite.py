@@ -263,6 +263,7 @@ class SqliteBackend(SqlReads):
             else:
                 _set_up(new)
                 copied = _merge(old, new)
+                search_sqlite.queue_unindexed(new)
                 how = f"another process recreated it; merged {copied} rows from this process's open copy"
         except sqlite3.Error as err:
             new.close()

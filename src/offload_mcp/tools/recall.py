@@ -22,6 +22,9 @@ slice itself, byte for byte, so paging with the `next` offsets reassembles
 the body exactly. Answers are capped at `recall.max_chars`. `recall.mode`
 (window / structural / both) restricts the styles offered.
 
+Search: a `query` without `mem_id` searches every stored result the caller may
+read and lists the ids holding it, with their matching lines (tools/search_answer.py).
+
 Markers too: `mem_id` may be a `<<cg:HASH>>` marker (or its hash); the
 styles then read the stashed original it stands for, so one vocabulary
 serves both handles (context_guru_expand passes its styles here).

@@ -265,3 +265,32 @@ async def test_stats_count_searches_hits_and_the_hop_a_later_recall_of_a_hit_sav
     found = report_from_ledger(ledger).result_search
     assert (found.searches, found.failed, found.hits, found.hops_saved) == (2, 1, 1, 1)
     ledger.close()
+
+
+def test_ledger_index_finishes_the_queue_of_a_ledger_from_before_the_index(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import OFFLOAD_MCP, proxy_env
+
+    path = tmp_path / "old.db"
+    ledger = Ledger.open(LedgerSettings(), path)
+    records = [body(f"old result {i} holds OLDVALUE-{i}\n{FILLER}") for i in range(4)]
+    ledger.commit(bodies=records)
+    ledger.close()
+    with sqlite3.connect(path) as conn:  # as a version without search left it
+        for table in ("search_fts", "search_tokens", "search_docs", "search_queue"):
+            conn.execute(f"DROP TABLE {table}")
+    done = subprocess.run(
+        [OFFLOAD_MCP, "ledger", "index", str(path)], capture_output=True, text=True, env=proxy_env(), timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.endswith("; 0 still queued\n"), done.stdout + done.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM search_docs").fetchone() == (4,)
+    missing = subprocess.run(
+        [OFFLOAD_MCP, "ledger", "index", "postgresql://nobody@127.0.0.1:1/nowhere"],
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=120,
+    )
+    assert missing.returncode == 1 and "offload-mcp ledger index:" in missing.stderr, missing.stderr

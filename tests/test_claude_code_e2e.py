@@ -576,3 +576,37 @@ def test_a_sql_result_on_one_line_and_json_inside_json_reach_the_model(tmp_path:
     assert "with the JSON text of $.text decoded" in stub and many[0][doc_key] in stub
     (found,) = results_of(api, "recall_tool_result")
     assert "read decoded" in found and found.partition("\n")[2] == json.dumps(many[pick][doc_key])
+
+
+def test_after_five_offloaded_results_one_search_finds_the_value_and_the_next_recall_returns_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 42: the model knows a value, not which of five stubs holds it; one search names the result
+    and its line, and the recall it names brings the line back."""
+
+    def listing(seed: int) -> str:
+        rows = [f"batch {seed} order {i:05d} sku GEN-{(i * seed) % 97:03d}-X qty {i % 5}" for i in range(3000)]
+        if seed == 3:
+            rows[2345] = f"batch {seed} order 02345 sku LAPTOP-14-M3 qty 7"
+        return "\n".join(rows)
+
+    def recall_the_hit(results: list[dict[str, Any]]) -> Step:
+        found = seen(results[-1])
+        hit = re.search(r"^1\. (trm_[0-9a-f]{16}) .*\n   L(\d+): ", found, re.M)
+        assert hit, f"the search's tool_result as the model received it:\n{found}"
+        return tool_use("mcp__proxy__recall_tool_result", mem_id=hit.group(1), lines=hit.group(2))
+
+    hostile = {"hostile": {"command": PYTHON, "args": [HOSTILE]}}
+    steps: list[Step | Callable[[list[dict[str, Any]]], Step]] = [
+        tool_use("mcp__proxy__echo", text=listing(seed)) for seed in range(1, 6)
+    ]
+    steps += [tool_use("mcp__proxy__recall_tool_result", query="LAPTOP-14-M3"), recall_the_hit, {"text": "done"}]
+    api, _ = run_claude(tmp_path, hostile, steps)
+    stubs = results_of(api, "echo")
+    ids = [TRM.findall(stub)[0] if TRM.findall(stub) else "" for stub in stubs]
+    assert len(stubs) == 5 and all(ids), "\n---\n".join(s[:600] for s in stubs)
+    found, recalled = results_of(api, "recall_tool_result")
+    assert re.findall(r"^\d+\. (trm_[0-9a-f]{16})", found, re.M) == [ids[2]], f"the model received:\n{found}"
+    assert "L2346: batch 3 order 02345 sku LAPTOP-14-M3 qty 7" in found, f"the model received:\n{found}"
+    assert recalled.endswith("batch 3 order 02345 sku LAPTOP-14-M3 qty 7\n"), f"the model received:\n{recalled}"
+    print("a stub as the model received it:\n" + stubs[0])

@@ -32,7 +32,8 @@ async def test_a_small_result_is_answered_and_counted_in_line_and_a_large_one_st
         size = 200_000
         assert size > INLINE_MAX_CHARS
         big = await state.dispatch.call_tool(make_text, {"size": size}, session_id="s1", owner="s1")
-        (stub,) = big.content
+        stub, link = big.content  # the stub text, then its resource_link (server/stored_resources.py)
+        assert link.type == "resource_link"
         decisions = list(state.ledger.events(kinds=["decision"])) if state.ledger else []
         assert [(d["tool"], d["verdict"]) for d in decisions] == [("echo", "keep"), ("make_text", "offload")]
         trm_id = decisions[1]["ref_id"]

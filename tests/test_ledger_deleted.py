@@ -80,6 +80,9 @@ def test_two_handles_on_a_deleted_file_merge_what_they_hold(tmp_path: Path) -> N
         "from a, later",
     ]
     assert fresh.get_stash(cg_hash("cut a")) == "cut a"
+    # Every entry is searchable in the file that survived (merged rows are queued for its index).
+    page = fresh.search(["from"], owner=None, limit=5)
+    assert {hit.ref for hit in page.hits} == {ra.trm_id, rb.trm_id, rc.trm_id} and page.queued == 0
     fresh.close()
 
 

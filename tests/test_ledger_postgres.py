@@ -29,6 +29,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from offload_mcp.store.location import redact, resolve, scrub
+from offload_mcp.store.schema import POSTGRES_SCHEMA_VERSION
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
@@ -123,7 +124,7 @@ async def test_the_real_proxy_offloads_into_postgresql_and_another_process_reads
 def test_schema_is_versioned_and_a_newer_one_is_refused(postgres: object, pg_url: str) -> None:
     ledger = Ledger.open(LedgerSettings(), pg_url)
     backend = ledger.backend
-    assert backend.schema_version() == 1  # type: ignore[attr-defined]
+    assert backend.schema_version() == POSTGRES_SCHEMA_VERSION  # type: ignore[attr-defined]
     ledger.close()
     schema = pg_url.rsplit("%3D", 1)[1]
     postgres.execute(f"UPDATE {schema}.offload_meta SET value = '99' WHERE key = 'schema_version'")  # type: ignore[attr-defined]

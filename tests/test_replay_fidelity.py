@@ -438,3 +438,23 @@ def test_a_function_named_after_a_source_read_is_in_view_of_the_stub(tmp_path: P
     assert len(module) > 30_000 and seen[0]["verdict"] == "offload"
     assert "definitions in" in seen[0]["seen"] and "handler_165" in seen[0]["seen"]
     assert report.fidelity is not None and (report.fidelity.needed, report.fidelity.visible) == (1, 1)
+
+
+def test_replay_counts_the_facts_behind_a_stub_one_search_for_the_fact_finds(tmp_path: Path) -> None:
+    """Issue 42: the upper bound of what search adds. Two large listings are offloaded; a later call uses
+    an order id from the middle of the second one, which its stub does not show."""
+
+    def listing(prefix: str) -> str:
+        return "\n".join(f"{prefix}-{i:06d} status shipped total {i * 3 % 997}.50 eur" for i in range(6000))
+
+    rows = [
+        {"tool": "list_a", "call": '{"page": 1}', "output": listing("INV"), "traj": "t1", "step": 0},
+        {"tool": "list_b", "call": '{"page": 2}', "output": listing("ORD"), "traj": "t1", "step": 1},
+        {"tool": "get_order", "call": '{"order": "ORD-003217"}', "output": "ok", "traj": "t1", "step": 2},
+    ]
+    corpus = _write(tmp_path, rows)
+    report = replay(read_records(corpus), OffloadSettings(), client="claude-code")
+    f = report.fidelity.as_dict()  # type: ignore[union-attr]
+    assert (f["needed"], f["behind_stub"]) == (1, 1), f
+    assert report.search_reach == {"behind_stub": 1, "found": 1, "found_first": 1}
+    assert report.as_dict()["search_reach"] == report.search_reach

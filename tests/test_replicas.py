@@ -193,6 +193,30 @@ async def test_a_tenants_ids_are_refused_to_another_tenant_on_every_replica(
             assert not (await alice.call_tool("recall_tool_result", {"mem_id": f"<<cg:{hash_}>>"})).is_error
 
 
+async def test_a_search_on_any_replica_finds_the_callers_result_and_never_another_tenants(
+    deployment: Deployment,
+) -> None:
+    def listing(owner: str) -> str:
+        rows = [f"{owner} order {i:05d} sku GEN-{i % 97:03d}-X qty {i % 5}" for i in range(3000)]
+        rows[2021] = f"{owner} order 02021 sku REPLICA-SKU-77 qty 9"
+        return "\n".join(rows)
+
+    first, second, _ = deployment.urls
+    async with era("modern", first, ALICE) as alice:
+        alice_id = TRM.search(text_of(await alice.call_tool("echo", {"text": listing("alice")}))).group(0)  # type: ignore[union-attr]
+    async with era("modern", second, BOB) as bob:
+        bob_id = TRM.search(text_of(await bob.call_tool("echo", {"text": listing("bob")}))).group(0)  # type: ignore[union-attr]
+    for url in [*deployment.urls, deployment.lb2.url, deployment.lb3.url]:
+        for token, own, other, line in [
+            (ALICE, alice_id, bob_id, "L2022: alice order 02021 sku REPLICA-SKU-77 qty 9"),
+            (BOB, bob_id, alice_id, "L2022: bob order 02021 sku REPLICA-SKU-77 qty 9"),
+        ]:
+            async with era("modern", url, token) as client:
+                found = text_of(await client.call_tool("recall_tool_result", {"query": "replica-sku-77"}))
+            assert re.findall(r"^\d+\. (trm_[0-9a-f]{16})", found, re.M) == [own], (url, found)
+            assert line in found and other not in found, (url, found)
+
+
 def test_healthz_reports_the_shared_ledger(deployment: Deployment) -> None:
     for url in [*deployment.urls, deployment.lb2.url]:
         health = httpx2.get(base(url) + "/healthz", headers={"Authorization": f"Bearer {BOB}"}, timeout=10).json()

@@ -41,7 +41,15 @@ def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
     out, rep = shaper.shape_with_report(CALL, original)
     assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
     assert rep.trm_id and rep.trm_id in out.content[0].text
-    assert len(out.content) == 1 and rep.chars_out == len(out.content[0].text) < 1000
+    stub, link = out.content  # the stub, and the link a host reads the whole body by (server/stored_resources.py)
+    assert rep.chars_out == len(stub.text) < 1000
+    assert (link.type, link.uri, link.name, link.mime_type, link.size) == (
+        "resource_link",
+        f"offload://result/{rep.trm_id}",
+        rep.trm_id,
+        "text/plain",
+        len(BIG.encode()),
+    )
     assert shaper.ledger.get_body(rep.trm_id) == dump_result(original)
     info = shaper.ledger.body_info(rep.trm_id)
     assert (info.server, info.tool, info.arguments, info.session_id, info.chars) == (
@@ -54,6 +62,13 @@ def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
     (event,) = list(shaper.ledger.events(kinds=["decision"]))
     assert (event["verdict"], event["reason"], event["ref_id"]) == ("offload", "over_client_limit", rep.trm_id)
     assert event["detail"]["decision"]["gate"]["fire"] is True
+
+
+def test_a_stub_without_its_resource_link_when_turned_off(tmp_path):
+    out, rep = build_shaper(no_reducers(policy={"resource_link": False}), tmp_path / "l.db").shape_with_report(
+        CALL, result(BIG)
+    )
+    assert rep.verdict == "offload" and [b.type for b in out.content] == ["text"]
 
 
 def test_gate_fires_between_prefilter_and_client_limit(shaper):

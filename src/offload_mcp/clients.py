@@ -142,6 +142,21 @@ def text_of(body: dict[str, Any]) -> str:
     )
 
 
+def _text_and_links(body: dict[str, Any]) -> str:
+    """Claude Code's text of a result: its text blocks, and each `resource_link` as the line it shows
+    the model for one (`[Resource link: NAME] URI`, as seen in tests/test_claude_code_e2e.py), in order."""
+    parts = []
+    for block in body.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type", "text")
+        if kind == "text":
+            parts.append(block.get("text", ""))
+        elif kind == "resource_link":
+            parts.append(f"[Resource link: {block.get('name', '')}] {block.get('uri', '')}")
+    return "\n".join(parts)
+
+
 @dataclass(frozen=True)
 class PlainClient:
     """Shows the text blocks, whatever their size."""
@@ -181,7 +196,7 @@ class ClaudeCodeClient:
 
     def channel(self, body: dict[str, Any]) -> str:
         structured = body.get("structuredContent")
-        return orjson.dumps(structured).decode() if structured is not None else text_of(body)
+        return orjson.dumps(structured).decode() if structured is not None else _text_and_links(body)
 
     def fate(self, chars: int, declared_max_chars: int | None) -> str:
         """What happens to a result whose channel has `chars` characters (the module docstring's rules, in order)."""

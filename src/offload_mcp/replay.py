@@ -167,6 +167,8 @@ class ReplayReport:
     fidelity: FidelityReport | None = None
     client_alone: dict[str, Any] | None = None
     client_limits: dict[str, Any] | None = None
+    search_reach: dict[str, int] | None = None
+    """Needed facts behind a stub, and how many one search with the fact's own text finds (`_search_reach`)."""
 
     def as_dict(self) -> dict[str, Any]:
         cpt = self.chars_per_token
@@ -203,6 +205,7 @@ class ReplayReport:
             "fidelity": self.fidelity.as_dict() if self.fidelity is not None else None,
             "client_alone": self.client_alone,
             "client_limits": self.client_limits,
+            "search_reach": self.search_reach,
         }
 
 
@@ -333,6 +336,7 @@ def replay(
                 if progress is not None:
                     progress(index + 1)
             report.fidelity = measure(observed, _reducer_blame(shaper, records, shaped_all))
+            report.search_reach = _search_reach(ledger, observed, shaped_all, report.fidelity)
             if viewer.name != "plain":
                 report.client_alone = _client_alone(records, viewer, cpt)
                 report.client_limits = _client_limits(viewer, declared, observed, cpt)
@@ -347,6 +351,37 @@ def replay(
     if dump is not None:
         _write_dump(dump, records, shaped_all, observed, report.fidelity)
     return report
+
+
+def _search_reach(ledger: Any, observed: list[Observed], shaped: list[Any], fidelity: Any) -> dict[str, int]:
+    """For each needed fact behind a stub: would one search with the fact's own text, among the stored
+    results of its trajectory, have named the result that holds it (in the hits one answer shows, or
+    first)? An upper bound of what search adds: the agent must think of searching for the value, and
+    the ledger searched here holds the trajectory's later results too."""
+    from .fidelity import _loss
+    from .store.search import MIN_TERM_CHARS
+    from .tools.search_answer import HITS
+
+    reach = {"behind_stub": 0, "found": 0, "found_first": 0}
+    behind = [
+        (index, token)
+        for index, tokens in sorted(fidelity.hidden_at.items())
+        for token in tokens
+        if _loss(observed[index], token) == "behind_stub"
+    ]
+    if not behind or not getattr(ledger.backend, "searchable", False):
+        return reach
+    ledger.index_queued(budget_s=float("inf"))
+    for index, token in behind:
+        reach["behind_stub"] += 1
+        if len(token) < MIN_TERM_CHARS:
+            continue
+        # The trajectory is the session that stored its results (replay's owner key).
+        hits = ledger.backend.search([token], every_term=True, owner=observed[index].traj, limit=HITS)
+        ids = [hit.ref for hit in hits]
+        reach["found"] += shaped[index].trm_id in ids
+        reach["found_first"] += ids[:1] == [shaped[index].trm_id]
+    return reach
 
 
 def _all_channels(body: dict[str, Any]) -> str:

@@ -54,6 +54,7 @@ from .record import DecisionEvent, Mode, ShapeVerdict
 from .reducers.base import ReduceContext, SessionMemory, is_anonymous
 from .reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from .reducers.settings import ReducerSettings
+from .server.stored_resources import link_for
 from .store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
 from .tool_names import ALWAYS_LISTED
 
@@ -750,7 +751,11 @@ class ResultShaper:
         object with the same text, so a client that shows only that channel still sees the id, what is
         missing and the call that gets it. `_meta` stays when small."""
         stub = stub or self._stub_text(call, body, record)
-        update: dict[str, Any] = {"content": [types.TextContent(text=stub)]}
+        # The link lets a host read the whole body as a resource (offload://result/trm_...) without the model.
+        content: list[Any] = [types.TextContent(text=stub)]
+        if self.settings.policy.resource_link:
+            content.append(link_for(record.trm_id, body))
+        update: dict[str, Any] = {"content": content}
         if result.structured_content is not None or call.output_schema is not None:
             update["structured_content"] = stub_object(record.trm_id, stub)
             report.structured = "stub"

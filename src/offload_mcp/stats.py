@@ -46,7 +46,7 @@ from .policy.settings import PolicySettings
 from .record import DecisionEvent
 from .store import Ledger
 
-CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke")
+CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke", "search")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
 MIN_SAMPLES_FOR_SUGGESTION = 5
 
@@ -119,6 +119,19 @@ class PriorCheck:
 
 
 @dataclass
+class ResultSearchUse:
+    """Searches across stored results (recall_tool_result with a query and no mem_id)."""
+
+    searches: int = 0
+    failed: int = 0
+    hits: int = 0
+    """Ids the searches named (each search counts its own)."""
+    hops_saved: int = 0
+    """Later recalls, in the same session, of an id a search named: each is a hop the model would
+    otherwise have spent guessing which result held the value (counted once per session and id)."""
+
+
+@dataclass
 class StatsReport:
     since: float | None
     model: str
@@ -153,6 +166,8 @@ class StatsReport:
     def client(self) -> str:
         """The one client every result was counted against, or the clients joined by `+`."""
         return "+".join(self.clients) or "plain"
+
+    result_search: ResultSearchUse = field(default_factory=lambda: ResultSearchUse())
 
     @property
     def observe_mode(self) -> bool:
@@ -238,6 +253,9 @@ def aggregate(
     recall_calls = expand_calls = failed_recalls = failed_expands = 0
     recall_usd_by_row: defaultdict[tuple[str, str], float] = defaultdict(float)
     search_events: Counter[str] = Counter()
+    result_search = ResultSearchUse()
+    found_by_search: set[tuple[str, str]] = set()
+    """(session, id) a search named, until a recall of it counts the hop saved."""
 
     for index, event in enumerate(calls):
         kind = event.get("kind")
@@ -301,9 +319,20 @@ def aggregate(
                 row.client_usd_saved += client_usd
         elif kind in ("tool_search", "invoke"):
             search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
+        elif kind == "search":
+            session = str(event.get("session_id") or "")
+            hits = [_search_ref(h) for h in (event.get("detail") or {}).get("hits") or []]
+            result_search.searches += 1
+            result_search.failed += str(event.get("verdict") or "ok") != "ok"
+            result_search.hits += len(hits)
+            found_by_search.update((session, h) for h in hits)
         elif kind in ("recall", "expand"):
             ok = str(event.get("verdict") or "ok") == "ok"
             ref = str(event.get("ref_id") or "")
+            searched = (str(event.get("session_id") or ""), _search_ref(ref))
+            if kind == "recall" and ok and searched in found_by_search:
+                result_search.hops_saved += 1
+                found_by_search.discard(searched)
             if kind == "recall":
                 recall_calls += 1
                 failed_recalls += not ok
@@ -416,7 +445,13 @@ def aggregate(
         client_source="--client" if named else "recorded",
         client_alone_fates=dict(sorted(alone_fates.items())),
         client_fates=dict(sorted(client_fates.items())),
+        result_search=result_search,
     )
+
+
+def _search_ref(ref: str) -> str:
+    """An id as searches and recalls both name it: a marker `<<cg:HASH>>` as its hash."""
+    return ref.removeprefix("<<cg:").removesuffix(">>")
 
 
 def report_from_ledger(
@@ -548,6 +583,12 @@ def summary_lines(report: StatsReport) -> list[str]:
         retrievals.append(f"{report.failed_recalls} recall(s), {report.failed_expands} expand(s) failed")
     if retrievals:
         lines.append("; ".join(retrievals))
+    found = report.result_search
+    if found.searches:
+        lines.append(
+            f"{found.searches} search(es) of stored results named {found.hits} hit(s); "
+            f"{found.hops_saved} recall(s) followed a hit"
+        )
     searches = sum(n for key, n in report.search_events.items() if key.startswith("tool_search/"))
     refusals = sum(n for key, n in report.search_events.items() if key.startswith("invoke/"))
     if searches or refusals:

@@ -50,6 +50,17 @@ def add_parser(sub: Any) -> None:
     )
     migrate.add_argument("--merge", action="store_true", help="Copy into a target that already holds data.")
     migrate.set_defaults(func=run_migrate)
+    index = actions.add_parser(
+        "index",
+        help="Index every stored result the search index lacks (a ledger from an older version), now.",
+        description=(
+            "Index every stored body and reducer original still queued for search (docs/search.md). A serving "
+            "proxy does this in the background, and each search indexes for up to a second first; this "
+            "finishes the queue at once. Exit status: 0 done, 1 the ledger could not be indexed."
+        ),
+    )
+    index.add_argument("ledger", metavar="LEDGER", help="The ledger file or postgresql:// URL.")
+    index.set_defaults(func=run_index)
 
 
 def run_migrate(args: argparse.Namespace) -> int:
@@ -70,3 +81,22 @@ def run_migrate(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
     print(report.summary())
     return 0
+
+
+def run_index(args: argparse.Namespace) -> int:
+    from ..store import Ledger, LedgerError
+
+    try:
+        ledger = Ledger.open(None, args.ledger, connect_now=True)
+    except LedgerError as err:
+        print(f"offload-mcp ledger index: {err}", file=sys.stderr)
+        return 1
+    try:
+        done, left = ledger.index_queued(budget_s=float("inf"))
+    except LedgerError as err:
+        print(f"offload-mcp ledger index: {err}", file=sys.stderr)
+        return 1
+    finally:
+        ledger.close()
+    print(f"indexed {done:,} stored result(s) for search; {left:,} still queued")
+    return 0 if not left else 1

@@ -228,6 +228,12 @@ def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
             table.add_row(loss.replace("_", " "), f"{f[loss]:,} ({f[loss + '_pct']}%)")
     if f["by_reducer"]:
         table.add_row("hidden, by reducer", ", ".join(f"{k}: {v:,}" for k, v in f["by_reducer"].items()))
+    reach = d.get("search_reach")
+    if reach and reach["behind_stub"]:
+        table.add_row(
+            "behind a stub, found by one search for the fact",
+            f"{reach['found']:,} of {reach['behind_stub']:,} ({reach['found_first']:,} as the first hit)",
+        )
     alone = d.get("client_alone")
     if alone:
         af = alone["fidelity"]

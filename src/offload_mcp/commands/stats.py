@@ -230,6 +230,12 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
         f"[bold]recalls[/bold]: {report.recall_calls} ({report.failed_recalls} failed), "
         f"[bold]expands[/bold]: {report.expand_calls} ({report.failed_expands} failed)"
     )
+    found = report.result_search
+    if found.searches:
+        console.print(
+            f"[bold]result searches[/bold]: {found.searches} ({found.failed} failed), {found.hits} hits named, "
+            f"{found.hops_saved} hop(s) saved (a later recall of a hit)"
+        )
     if report.search_events:
         console.print(
             "[bold]tool search[/bold] (kind/verdict/reason): "

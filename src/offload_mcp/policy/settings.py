@@ -72,6 +72,10 @@ class PolicySettings(BaseModel):
         ge=0,
         description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: identifiers first, by name or by their values (id, _id, uuid, sku, slug, *_id, orderId, sha, number...), a table's dates and figures, one display name; few-valued fields as value counts; rows that stand out, such as those with an error, whole; git log: sha subject (author), or sha date subject for the first commits of a long one; Playwright page snapshots: the page's URL and title, its controls by kind (search boxes, fields, buttons) and the ref and name of its rows or links; source code: definitions at their line numbers; diffs: files with lines added and removed; CSV, TSV, markdown and space-aligned tables (kubectl, docker ps, pip list, a DataFrame): first column; logs: ERROR lines; listings: paths; markdown documents: headings at their line numbers, beside their URLs; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5 with the first records in full, -> 0 with every record listed at the richest level that fits (policy/index); on the shared dev corpus 2 -> 1; tokens cut 91.7% -> 89.5% and 7.08% -> 7.06%.",
     )
+    resource_link: bool = Field(
+        default=True,
+        description="Each stub also carries a resource_link to its stored body (offload://result/trm_..., read with resources/read: docs/search.md), so a host can read the whole result without the model. Claude Code shows the model one line for it (~60 chars): replay --client claude-code on bench/data/corpus/mcp_servers.jsonl.gz tokens cut 89.33% -> 89.28%. false leaves the stub's text alone.",
+    )
     recall_input_tokens: int = Field(
         default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate."
     )

@@ -40,6 +40,7 @@ from ..relay.rounds import call_in_rounds
 from ..shaping import build_shaper
 from ..store import Ledger
 from ..tools.own import load_own_tools
+from . import stored_resources
 from .catalog_view import STATUS_TOOL, CatalogView
 from .dispatch import CallDispatcher
 from .identity import is_anonymous, is_modern, stream_lifespan
@@ -167,9 +168,13 @@ def build_server(state: ProxyState) -> Server[Any]:
     async def list_templates(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=routing.list_resource_templates())
+        templates = [*routing.list_resource_templates(), stored_resources.TEMPLATE]
+        return types.ListResourceTemplatesResult(resource_templates=templates)
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if stored_resources.is_stored_uri(uri):
+            return await stored_resources.read(state.ledger, uri, upstream.owner(ctx, upstream.session_id(ctx)))
         await view.settle()
         return await routing.read_resource(params)
 

@@ -37,6 +37,7 @@ from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, Ledg
 from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow, Stored
 from .location import default_ledger_path, resolve
 from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, is_body_of, is_original_of, trm_id_for
+from .search import INDEX_BUDGET_S, SEARCH_TIME_LIMIT_S, Indexer, SearchPage, SearchRefused
 from .settings import LedgerSettings
 from .sqlite import SqliteBackend
 
@@ -86,6 +87,7 @@ class Ledger:
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None
         self._closed = False
+        self._indexer = Indexer(self)
 
     # ---------------------------------------------------------------- opening
 
@@ -124,6 +126,14 @@ class Ledger:
             assert target.path is not None
             backend = SqliteBackend.open(target.path, settings, read_only=read_only)
         ledger = cls(backend, settings, deadlines=deadlines)
+        if isinstance(backend, SqliteBackend) and backend.writable and backend.searchable:
+            # Entries queued before this process (a ledger from before the index, a process that exited
+            # mid-queue) are indexed in the background from now on, not only when a search asks.
+            try:
+                if backend.search_queued():
+                    ledger._indexer.wake()
+            except LedgerError as err:
+                log.warning("ledger %s: search queue not read: %s", ledger.location, err)
         if backend.writable and settings.max_age_days is not None:
             try:
                 ledger.evict()
@@ -216,6 +226,7 @@ class Ledger:
 
     def close(self) -> None:
         self._closed = True
+        self._indexer.close()
         self._wake.set()
         if self._flusher is not None and self._flusher is not threading.current_thread():
             self._flusher.join(timeout=5)
@@ -358,6 +369,8 @@ class Ledger:
 
         stored = sum(r.stored_bytes for r in body_rows) + sum(len(r.original) for r in stash_rows)
         self._write(write, "commit", stored, on_abandoned=abandoned)
+        if (body_rows or stash_rows) and getattr(self.backend, "searchable", False):
+            self._indexer.wake()
         if (body_rows or stash_rows) and self.settings.max_total_bytes is not None:
             try:
                 self.evict()
@@ -494,6 +507,46 @@ class Ledger:
         """Row counts and stored bytes, for stats and health."""
         self.flush_quietly()
         return self._read(lambda: self.backend.counts().as_dict(), "reading counts")
+
+    # ---------------------------------------------------------------- search (store/search.py)
+
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]:
+        """Index entries stored but not yet indexed (see store/search.py); returns (indexed now, still queued)."""
+        if not getattr(self.backend, "searchable", False) or not self.writable:
+            return 0, self.search_queued()
+        index: Any = self.backend
+        done, left = index.index_queued(budget_s, max_entries)
+        return int(done), int(left)
+
+    def search_queued(self) -> int:
+        """Entries stored but not yet indexed (0 when the backend has no search index)."""
+        if not getattr(self.backend, "searchable", False):
+            return 0
+        index: Any = self.backend
+        return int(index.search_queued())
+
+    def search(self, terms: list[str], *, owner: str | None, limit: int) -> SearchPage:
+        """The best `limit` stored bodies and originals holding `terms` that `owner` (the caller's ownership
+        key) may read, after indexing what is queued for up to INDEX_BUDGET_S. Every term first; when no
+        entry holds them all, any of them (the page says which). Raises SearchRefused."""
+        if not getattr(self.backend, "searchable", False):
+            raise SearchRefused(
+                "the ledger has no search index"
+                + ("" if self.writable else " (it is read-only, and was last written by a version without search)")
+            )
+        index: Any = self.backend
+        scoped = owner if self.scope in OWNED_SCOPES else None
+
+        def run() -> SearchPage:
+            queued = self.index_queued(INDEX_BUDGET_S)[1] if self.writable else self.search_queued()
+            hits = index.search(terms, every_term=True, owner=scoped, limit=limit)
+            every = True
+            if not hits and len(terms) > 1:
+                hits, every = index.search(terms, every_term=False, owner=scoped, limit=limit), False
+            return SearchPage(list(hits), queued, every)
+
+        # The indexing budget and the query's own time limit come on top of the usual wait for the database.
+        return self._read(run, "searching", deadline_s=self.read_deadline_s + INDEX_BUDGET_S + SEARCH_TIME_LIMIT_S)
 
     # ---------------------------------------------------------------- retention
 

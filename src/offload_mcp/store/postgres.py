@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from . import search_postgres
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .location import redact, scrub
 from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import migrate_postgres
+from .search import SearchHit
 from .settings import LedgerSettings
 
 try:  # optional extra: `pip install "offload-mcp[postgres]"`
@@ -196,6 +198,7 @@ class PostgresBackend(SqlReads):
                 )
             if rows.events:
                 cur.executemany(_pg(INSERT_EVENT), [e.values() for e in rows.events])
+            search_postgres.queue(cur, rows)
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
         removed: list[str] = []
@@ -215,6 +218,7 @@ class PostgresBackend(SqlReads):
                     " ON CONFLICT (id) DO UPDATE SET evicted_at = excluded.evicted_at, reason = excluded.reason",
                     (entry.id, entry.kind, now, reason),
                 )
+                search_postgres.forget(conn, entry.id)
                 removed.append(entry.id)
         return removed
 
@@ -233,6 +237,20 @@ class PostgresBackend(SqlReads):
         table, key = _TABLES[kind]
         with self._transaction() as conn:
             conn.execute(f"UPDATE {table} SET last_used_at = %s WHERE {key} = %s", (at, id_))
+
+    # ---------------------------------------------------------------- search (store/search_postgres.py)
+
+    searchable = True
+    """The schema this code migrates to has the search tables (version 2)."""
+
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]:
+        return search_postgres.index_queued(self, budget_s, max_entries)
+
+    def search_queued(self) -> int:
+        return search_postgres.queued(self)
+
+    def search(self, terms: list[str], *, every_term: bool, owner: str | None, limit: int) -> list[SearchHit]:
+        return search_postgres.search(self, terms, every_term=every_term, owner=owner, limit=limit)
 
     # ---------------------------------------------------------------- reading
 

@@ -24,11 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from . import decision_v1
+from . import decision_v1, search_sqlite
 from .errors import LedgerCorrupt, LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
 from .schema import ensure_sqlite_schema
+from .search import SearchHit
 from .settings import LedgerSettings
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class SqliteBackend(SqlReads):
         self.settings = settings
         self.writable = writable
         self._ident: _Ident | None = _ident(path)
+        self._searchable: bool | None = None
 
     # ---------------------------------------------------------------- opening
 
@@ -122,6 +124,8 @@ class SqliteBackend(SqlReads):
                 "INSERT OR IGNORE INTO stash_owners (hash, session_id) VALUES (?, ?)", list(rows.stash_owners)
             )
             conn.executemany(INSERT_EVENT, [e.values() for e in rows.events])
+            if (rows.bodies or rows.stash) and self.searchable:
+                search_sqlite.queue(conn, rows)
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
         removed: list[str] = []
@@ -159,6 +163,25 @@ class SqliteBackend(SqlReads):
         table, key = _TABLES[kind]
         with self._write() as conn:
             conn.execute(f"UPDATE {table} SET last_used_at = ? WHERE {key} = ?", (at, id_))
+
+    # ---------------------------------------------------------------- search (store/search_sqlite.py)
+
+    @property
+    def searchable(self) -> bool:
+        """Whether this file has the search tables (a writable ledger gets them at open)."""
+        if self._searchable is None:
+            with self._lock:
+                self._searchable = search_sqlite.search_ready(self._conn)
+        return self._searchable
+
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]:
+        return search_sqlite.index_queued(self, budget_s, max_entries)
+
+    def search_queued(self) -> int:
+        return search_sqlite.queued(self)
+
+    def search(self, terms: list[str], *, every_term: bool, owner: str | None, limit: int) -> list[SearchHit]:
+        return search_sqlite.search(self, terms, every_term=every_term, owner=owner, limit=limit)
 
     # ---------------------------------------------------------------- reading
 
@@ -240,6 +263,7 @@ class SqliteBackend(SqlReads):
             else:
                 _set_up(new)
                 copied = _merge(old, new)
+                search_sqlite.queue_unindexed(new)
                 how = f"another process recreated it; merged {copied} rows from this process's open copy"
         except sqlite3.Error as err:
             new.close()
@@ -393,6 +417,7 @@ def _set_up(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     ensure_sqlite_schema(conn)
+    search_sqlite.ensure_search_schema(conn)
 
 
 def _set_up_waiting(conn: sqlite3.Connection, wait_s: float) -> None:

@@ -22,6 +22,9 @@ slice itself, byte for byte, so paging with the `next` offsets reassembles
 the body exactly. Answers are capped at `recall.max_chars`. `recall.mode`
 (window / structural / both) restricts the styles offered.
 
+Search: a `query` without `mem_id` searches every stored result the caller may
+read and lists the ids holding it, with their matching lines (tools/search_answer.py).
+
 Markers too: `mem_id` may be a `<<cg:HASH>>` marker (or its hash); the
 styles then read the stashed original it stands for, so one vocabulary
 serves both handles (context_guru_expand passes its styles here).
@@ -56,6 +59,7 @@ from ..data_view import decode_fields, find_data, plain_json
 from ..echo import ECHO_CHARS, echoed
 from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
+from ..store.text_view import text_blocks, text_view
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger
 
@@ -87,13 +91,21 @@ TOOL = types.Tool(
         "Pick one style: query (substring; case-insensitive unless it has a capital letter) shows the text around each "
         'match with match positions; offset + max_chars a character range; lines a line range like "120-180"; '
         'json_path a JSONPath such as "$.items[3].price" into the result\'s JSON. With no style it returns the start. '
-        "Each answer's first line gives the total size and the exact call for the next part."
+        "Each answer's first line gives the total size and the exact call for the next part. "
+        "Don't know the id? Give query alone (no mem_id) to search every stored result: it lists the ids "
+        "holding the terms, with the matching lines."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "mem_id": {"type": "string", "description": "The trm_ id from the stub, or a <<cg:HASH>> marker."},
-            "query": {"type": "string", "description": "Substring to find; shows a window around each match."},
+            "mem_id": {
+                "type": "string",
+                "description": "The trm_ id from the stub, or a <<cg:HASH>> marker. Leave out to search all results.",
+            },
+            "query": {
+                "type": "string",
+                "description": "Substring to find; shows a window around each match. Without mem_id: search terms.",
+            },
             "offset": {
                 "type": "integer",
                 "minimum": 0,
@@ -107,7 +119,6 @@ TOOL = types.Tool(
             "json_path": {"type": "string", "description": "JSONPath into the result's JSON, e.g. $.items[0:5].name"},
             "lines": {"type": "string", "description": 'Line range, 1-based inclusive: "10-20", "10", or "10-".'},
         },
-        "required": ["mem_id"],
         "additionalProperties": False,
     },
 )
@@ -131,19 +142,8 @@ this bound to 242 MB."""
 class _Body:
     def __init__(self, raw: bytes) -> None:
         self.result: dict[str, Any] = orjson.loads(raw)
-        texts = [b.get("text", "") for b in self.result.get("content") or [] if b.get("type") == "text"]
-        texts += [
-            b["resource"]["text"]
-            for b in self.result.get("content") or []
-            if b.get("type") == "resource" and isinstance(b.get("resource"), dict) and "text" in b["resource"]
-        ]
-        structured = self.result.get("structuredContent")
-        if texts:
-            self.text = "\n".join(texts)
-        elif structured is not None:
-            self.text = orjson.dumps(structured).decode()
-        else:
-            self.text = ""
+        texts = text_blocks(self.result)
+        self.text = text_view(self.result)
         self.blocks = len(texts)
         self._lower: str | None = None
         self._line_starts: list[int] | None = None
@@ -337,8 +337,13 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     if unknown:
         raise _BadInput(f"unknown argument(s) {_names(unknown)}; valid: {', '.join(_ARGS)}")
     mem_id = arguments.get("mem_id")
+    if (mem_id is None or mem_id == "") and arguments.get("query") is not None:
+        return await _search(arguments, env)
     if mem_id is None or mem_id == "":
-        raise _BadInput("mem_id is required: the trm_ id shown in the offloaded result's stub")
+        raise _BadInput(
+            "mem_id is required: the trm_ id shown in the offloaded result's stub "
+            "(or give query alone to search every stored result)"
+        )
     if not isinstance(mem_id, str):
         raise _BadInput(
             f"mem_id must be a string like trm_0123456789abcdef (from the stub); got {type(mem_id).__name__}"
@@ -411,6 +416,57 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         )
         text = f"{head}\n{rest}"
     return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
+
+
+async def _search(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
+    """A query without mem_id: search every stored result the caller may read (tools/search_answer.py)."""
+    from ..store.search import SearchRefused
+    from .search_answer import SearchInputError, answer
+
+    extra = sorted(k for k in arguments if k not in ("mem_id", "query", "max_chars"))
+    if extra:
+        raise _BadInput(
+            f"a search (query without mem_id) takes only query and max_chars, got {_names(extra)}; "
+            "give mem_id to read one result by offset, lines or json_path"
+        )
+    query = _str_arg(arguments, "query")
+    assert query is not None
+    if not query.strip():
+        raise _BadInput("query must not be empty")
+    if env.settings.recall.mode == "structural":
+        raise _BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
+    if env.ledger is None:
+        raise _BadInput(f"{no_ledger(env)}, so nothing can be searched")
+    cap = env.settings.recall.max_chars
+    max_chars = _int_arg(arguments, "max_chars", minimum=1)
+    limit = min(max_chars or cap, cap)
+    try:
+        found = await answer(env, query, limit)
+    except SearchInputError as err:
+        _record_search(env, ok=False, detail={"error": str(err)[:200]})
+        raise _BadInput(str(err)) from None
+    except SearchRefused as err:
+        _record_search(env, ok=False, detail={"error": str(err)[:200]})
+        raise _BadInput(str(err)) from None
+    except LedgerError as err:
+        raise _BadInput(f"the ledger cannot be searched right now ({err}); try again shortly") from None
+    _record_search(env, ok=True, chars_out=len(found.text), detail={"hits": found.hits})
+    return types.CallToolResult(content=[types.TextContent(text=found.text)]), "search", len(found.text)
+
+
+def _record_search(env: ToolEnv, *, ok: bool, chars_out: int = 0, detail: dict[str, Any]) -> None:
+    """A `search` event: stats counts searches, hits, and the later recalls of a hit (the hop it saved)."""
+    from ..store import LedgerEvent
+
+    if env.ledger is None:
+        return
+    event = LedgerEvent(
+        "search", session_id=env.session_id, verdict="ok" if ok else "error", chars_out=chars_out, detail=detail
+    )
+    try:
+        env.ledger.record_later(event)
+    except Exception as err:  # stats are best effort; the answer is what matters
+        log.debug("search event not recorded: %s", err)
 
 
 _T = TypeVar("_T")

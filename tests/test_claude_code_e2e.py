@@ -332,7 +332,7 @@ def test_the_error_rows_of_a_2000_item_list_reach_the_model_by_their_ids(tmp_pat
     (shown,) = results_of(api, "read_text_file")
     assert_inline(shown)
     shown = shown.replace("\\n", "\n").replace('\\"', '"')
-    assert TRM.search(shown) and "index of 2,000 items at $, one line each: job_uuid" in shown
+    assert TRM.search(shown) and "index of 2,000 items at $.content, one line each: job_uuid" in shown
     assert "status (value counts): succeeded 1,998, failed 2" in shown
     for k in (613, 1742):
         assert f'item {k}: {{"job_uuid":"{items[k]["job_uuid"]}"' in shown and items[k]["error"] in shown

@@ -99,7 +99,10 @@ def public_server_status(status: dict[str, object]) -> dict[str, object]:
     failure = status.get("failure")
     if isinstance(failure, str) and failure:
         # The first line only: stderr tails stay in the proxy's own log (stderr), which may hold anything.
-        first = failure.splitlines()[0].replace(command, shown["command"] if isinstance(shown["command"], str) else "")
+        # The failure text quotes the command as the downstream logged it: already through redact_secrets.
+        first = failure.splitlines()[0]
+        for spelled in (command, redact_secrets(command)):
+            first = first.replace(spelled, shown["command"] if isinstance(shown["command"], str) else "")
         for word in _words(command)[1:]:
             if len(word) >= 4:
                 first = first.replace(word, REDACTED)

@@ -123,6 +123,18 @@ def test_unknown_model_counts_tokens_but_no_dollars(ledger):
     assert "no pricing row" in report.assumptions[0]
 
 
+def test_a_model_newer_than_the_table_is_priced_by_its_family_and_stats_says_so(ledger):
+    # Issue 39: Claude Code's current model had no row, so stats showed n/a and never said why.
+    ledger.commit(events=[decision("a", "s", "t", "offload", "over_client_limit", 200_000, 500, ref="trm_x")])
+    report = report_from_ledger(ledger, PolicySettings(), model="claude-opus-5-5")
+    assert report.priced and report.totals.usd_saved > 0
+    assert report.price_note and "priced as" in report.price_note and "claude-opus-5-5" in report.price_note
+    assert report.price_note in report.assumptions and report.as_dict()["price_note"] == report.price_note
+    unknown = report_from_ledger(ledger, PolicySettings(), model="some-local-model")
+    assert not unknown.priced and unknown.price_note and "no known family" in unknown.price_note
+    assert report_from_ledger(ledger, PolicySettings(), model="claude-opus-4-6").price_note is None
+
+
 def test_observe_mode_reports_would_have_saved(ledger):
     ledger.commit(
         events=[

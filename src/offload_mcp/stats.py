@@ -41,7 +41,7 @@ from typing import Any
 
 from .clients import ClientModel, client_model
 from .policy.economics import Rates, requests_carrying
-from .policy.pricing import Price, resolve_price
+from .policy.pricing import Price, price_for
 from .policy.settings import PolicySettings
 from .record import DecisionEvent
 from .store import Ledger
@@ -151,6 +151,8 @@ class StatsReport:
     failed_expands: int
     sessions: int
     assumptions: list[str] = field(default_factory=list)
+    price_note: str | None = None
+    """Set when the model has no pricing row of its own: priced by its family's newest row, or not at all."""
     search_events: dict[str, int] = field(default_factory=dict)
     """Search mode: `tool_search/<verdict>/<reason>` and `invoke/refused/<reason>` -> count."""
     clients: dict[str, int] = field(default_factory=dict)
@@ -213,7 +215,7 @@ def aggregate(
     decision recorded (`plain` where it recorded none)."""
     settings = settings or PolicySettings()
     model = model or settings.model
-    price = resolve_price(model, settings.pricing)
+    price, price_note = price_for(model, settings.pricing)
     rates = _rates(price, settings) if price else None
     cpt = settings.chars_per_token
     wanted = set(session_ids) if session_ids is not None else None
@@ -402,6 +404,7 @@ def aggregate(
             if price
             else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
         ),
+        *([price_note] if price_note else []),
         f"tokens = chars / {settings.chars_per_token:g}",
         (
             "prompt caching on: a kept token costs one cache write, then a cache read per later turn"
@@ -427,6 +430,7 @@ def aggregate(
         since=since,
         model=model,
         priced=price is not None,
+        price_note=price_note,
         rows=ordered,
         totals=totals,
         decisions=dict(decisions.most_common()),

@@ -46,8 +46,7 @@ that second layer would stack on the proxy's own decision: a 70,000-char
 result the net-saving gate chose to keep inline would still be cut to a
 preview, and an offload stub is never that large anyway. The largest result
 the proxy ever lets through inline is `policy.client_max_result_chars`
-(everything above it is offloaded whatever the gate says; it defaults to
-Claude Code's own MAX_MCP_OUTPUT_TOKENS, 25,000 tokens x 4 chars), so every
+(everything above it is offloaded whatever the gate says; 100,000 by default), so every
 downstream tool — and `invoke_tool`, whose results are downstream results —
 declares exactly that value (in hint mode, where the listing's budget allows:
 see above; in search mode always): the proxy is the one place a large result is
@@ -121,7 +120,7 @@ def max_result_size_chars(offload: Any) -> int | None:
     keeps a 50K-100K result inline: with the gate declining (an unpriced model) and reducers off,
     declaring nothing lets Claude Code file 8 such results on the MCP corpus to disk (2 needed facts
     behind the file, 98.60% visible) and 1 on dev; declaring client_max_result_chars keeps all of
-    them (100%). Above it Claude Code's MAX_MCP_OUTPUT_TOKENS rejects anyway, so a larger value buys nothing.
+    them (100%). Above it the proxy offloads whatever the gate says, so a larger value buys nothing.
     """
     policy = getattr(offload, "policy", None)
     if policy is None or getattr(offload, "mode", "enforce") == "observe" or not policy.enabled:

@@ -33,8 +33,8 @@ examples:
   offload-mcp init --write-client           # also point the client at offload-mcp (backup first)
 
 The starter config runs in enforce mode, like `offload-mcp serve CMD`: from the
-first session a result too large for the client (Claude Code rejects one over
-25,000 tokens) arrives as a stub with an index, its full body in the ledger.
+first session a result too large for the client (Claude Code files one over
+50,000 chars behind a preview, refuses one over 400,000) arrives as a stub with an index, its full body in the ledger.
 The one-line way back is "offload": {"mode": "observe"} in the written config
 (or `--mode observe` here): results then pass through unchanged while the
 ledger records what offload-mcp would have saved (`offload-mcp stats`).

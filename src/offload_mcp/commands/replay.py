@@ -13,7 +13,7 @@ throwaway ledger unless `--ledger` is given; every record is then restored
 
 What the model sees: `--client plain` (default) counts the text blocks the
 proxy sends; `--client claude-code` applies what Claude Code does with them
-(structuredContent first; over 25,000 tokens rejected; over its inline size,
+(structuredContent first; over 400,000 chars refused; over its inline size,
 50,000 chars or the proxy's declared `anthropic/maxResultSizeChars`, filed to
 disk with a 2,000-char preview). Tokens, dollars and needed facts are counted
 on that view. `--dump OUT.jsonl` writes one line per record (input order):

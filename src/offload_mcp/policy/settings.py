@@ -42,7 +42,7 @@ class PolicySettings(BaseModel):
     client_max_result_chars: int = Field(
         default=100_000,
         ge=0,
-        description="What the client accepts at all (Claude Code: MAX_MCP_OUTPUT_TOKENS 25,000 x 4 chars); above it a result is offloaded whatever the gate says. 0 disables.",
+        description="The largest result sent inline; above it a result is offloaded whatever the gate says (Claude Code alone files such results behind a preview). 0 disables.",
     )
     model: str = Field(
         default="claude-opus-4-6", description="Model whose pricing row prices the gate; aliases accepted."

@@ -36,7 +36,14 @@ def _bodies(chars: int) -> list[dict]:
         {"content": [{"type": "text", "text": half}, {"type": "text", "text": half}]},
         # structuredContent (non-ASCII, so its characters are fewer than its UTF-8 bytes) beside a short text
         {"content": [{"type": "text", "text": "see structuredContent"}], "structuredContent": {"rows": [text]}},
+        # a stub's resource_link, which Claude Code shows as a line of its own (issue 42), after text or alone
+        {"content": [{"type": "text", "text": text}, LINK]},
+        {"content": [LINK, {"type": "text", "text": half}, LINK]},
+        {"content": [LINK]},
     ]
+
+
+LINK = {"type": "resource_link", "uri": "offload://result/trm_0123456789abcdef", "name": "trm_0123456789abcdef"}
 
 
 @pytest.mark.parametrize("name", ["claude-code", "plain"])

@@ -77,19 +77,29 @@ class ChannelSizes:
     """The text blocks joined with a newline (`text_of`)."""
     structured: int | None = None
     """structuredContent as compact JSON, in characters; None when the result has none."""
+    links: int = 0
+    """What the result's `resource_link` blocks add to Claude Code's text channel (`_text_and_links`)."""
 
     @classmethod
     def of(cls, body: dict[str, Any], *, structured_chars: int | None = None) -> ChannelSizes:
         """The sizes of `body`'s channels; `structured_chars` when the caller has measured it (json_chars)."""
-        texts = [
-            len(block.get("text", ""))
-            for block in body.get("content") or []
-            if isinstance(block, dict) and block.get("type", "text") == "text"
-        ]
+        texts: list[int] = []
+        links: list[int] = []
+        for block in body.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type", "text")
+            if kind == "text":
+                texts.append(len(block.get("text", "")))
+            elif kind == "resource_link":
+                links.append(len(_link_line(block)))
         text = sum(texts) + max(0, len(texts) - 1)  # len(text_of(body)), without the copy
+        # Each link line joins the text channel with one newline, unless it is the channel's first part.
+        link_chars = sum(links) + len(links) - (1 if links and not texts else 0)
         if body.get("structuredContent") is None:
-            return cls(text, None)
-        return cls(text, structured_chars if structured_chars is not None else json_chars(body["structuredContent"]))
+            return cls(text, None, link_chars)
+        structured = structured_chars if structured_chars is not None else json_chars(body["structuredContent"])
+        return cls(text, structured, link_chars)
 
 
 def json_chars(value: Any) -> int:
@@ -153,8 +163,12 @@ def _text_and_links(body: dict[str, Any]) -> str:
         if kind == "text":
             parts.append(block.get("text", ""))
         elif kind == "resource_link":
-            parts.append(f"[Resource link: {block.get('name', '')}] {block.get('uri', '')}")
+            parts.append(_link_line(block))
     return "\n".join(parts)
+
+
+def _link_line(block: dict[str, Any]) -> str:
+    return f"[Resource link: {block.get('name', '')}] {block.get('uri', '')}"
 
 
 @dataclass(frozen=True)
@@ -251,7 +265,7 @@ class ClaudeCodeClient:
         return ClientView(self.filed_header(len(text), digest) + preview + self.FILED_FOOTER, fate)
 
     def sized(self, sizes: ChannelSizes, *, tool: str = "tool", declared_max_chars: int | None = None) -> SizedView:
-        chars = sizes.structured if sizes.structured is not None else sizes.text
+        chars = sizes.structured if sizes.structured is not None else sizes.text + sizes.links
         fate = self.fate(chars, declared_max_chars)
         if fate == "rejected":
             return SizedView(len(self.rejection(chars, "0" * 16)), fate)

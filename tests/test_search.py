@@ -294,3 +294,18 @@ def test_ledger_index_finishes_the_queue_of_a_ledger_from_before_the_index(tmp_p
         timeout=120,
     )
     assert missing.returncode == 1 and "offload-mcp ledger index:" in missing.stderr, missing.stderr
+
+
+def test_a_huge_entry_is_indexed_in_its_first_chars_only_so_reads_never_wait_out_their_deadline() -> None:
+    # Indexing holds the ledger's one connection (~0.1 s a MB): a 40 MB body indexed whole kept recalls of
+    # it past their 2.5 s read deadline. A recall with mem_id still searches the whole body.
+    import orjson
+
+    from offload_mcp.store import codec
+
+    head = "x" * search_module.INDEX_MAX_CHARS
+    raw = orjson.dumps({"content": [{"type": "text", "text": head + " TAIL-TOKEN-42"}]})
+    text = search_module.entry_text(codec.compress(raw), codec.CODEC, "body")
+    assert text is not None and len(text) == search_module.INDEX_MAX_CHARS and "TAIL-TOKEN-42" not in text
+    small = orjson.dumps({"content": [{"type": "text", "text": "order TAIL-TOKEN-42"}]})
+    assert search_module.entry_text(codec.compress(small), codec.CODEC, "body") == "order TAIL-TOKEN-42"

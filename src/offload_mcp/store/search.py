@@ -44,6 +44,10 @@ SEARCH_TIME_LIMIT_S = 3.0
 with a clear error rather than holding the ledger."""
 INDEX_BUDGET_S = 1.0
 """How long a search spends indexing queued entries before it runs."""
+INDEX_MAX_CHARS = 2_000_000
+"""Of a larger entry only the first this many characters are indexed: indexing holds the ledger's
+connection (~0.1 s per MB), and reads wait behind it for at most their deadline. A query with a
+`mem_id` still searches a whole body."""
 
 
 class SearchRefused(LedgerError):
@@ -106,7 +110,7 @@ def entry_text(data: bytes, codec_name: str, kind: str) -> str | None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return text.replace("\x00", " ")
+    return text[:INDEX_MAX_CHARS].replace("\x00", " ")
 
 
 class Indexer:

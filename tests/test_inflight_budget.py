@@ -109,10 +109,20 @@ async def _calls(
 MiB = 1024 * 1024
 
 
+async def _warmed(budget: Any) -> Any:
+    """`budget` after one 1 MiB answer: new answers are admitted with what it took (4 MiB), not with the most
+    one may take."""
+    first = budget.charge()
+    await first.grow(1 * MiB)
+    first.release()
+    assert budget.expected() == 4 * MiB and budget.used == 0
+    return budget
+
+
 async def test_answers_read_in_part_that_all_wait_refuse_the_youngest_and_the_oldest_goes_on() -> None:
     from offload_mcp.downstream.budget import InflightBudget, Refused
 
-    budget = InflightBudget(limit=24 * MiB, wait_s=30, max_answer_bytes=64 * MiB)
+    budget = await _warmed(InflightBudget(limit=24 * MiB, wait_s=30, max_answer_bytes=64 * MiB))
     old, young = budget.charge(), budget.charge()
     await old.grow(2 * MiB)  # charged 12 MiB (2 read + 1 ahead, x4)
     await young.grow(2 * MiB)  # 12 MiB: the budget is spent
@@ -141,7 +151,7 @@ async def test_answers_read_in_part_that_all_wait_refuse_the_youngest_and_the_ol
 async def test_a_new_answer_waits_for_a_release_and_one_that_waits_too_long_is_refused() -> None:
     from offload_mcp.downstream.budget import InflightBudget, Refused
 
-    budget = InflightBudget(limit=16 * MiB, wait_s=0.3, max_answer_bytes=64 * MiB)
+    budget = await _warmed(InflightBudget(limit=16 * MiB, wait_s=0.3, max_answer_bytes=64 * MiB))
     first = budget.charge()
     await first.grow(3 * MiB)  # 16 MiB: all of it
     second = budget.charge()
@@ -157,10 +167,23 @@ async def test_a_new_answer_waits_for_a_release_and_one_that_waits_too_long_is_r
     assert third.bytes >= 4 * MiB and budget.used == third.bytes
 
 
+async def test_a_new_answer_is_admitted_with_room_for_the_most_one_may_take_until_answers_are_known() -> None:
+    from offload_mcp.downstream.budget import MEMORY_PER_BYTE, InflightBudget
+
+    budget = InflightBudget(limit=64 * MiB, wait_s=30, max_answer_bytes=8 * MiB)
+    cold = budget.charge()
+    await cold.grow(1 * MiB)
+    assert cold.bytes == 8 * MiB * MEMORY_PER_BYTE  # room for the largest answer: a second waits for it
+    cold.release()
+    warm = budget.charge()
+    await warm.grow(1 * MiB)
+    assert warm.bytes == (1 * MiB + 1 * MiB) * MEMORY_PER_BYTE  # after a 1 MiB answer: its size, read ahead
+
+
 async def test_a_token_is_claimed_once_and_an_unclaimed_one_is_released_by_the_sweep() -> None:
     from offload_mcp.downstream import budget as budget_module
 
-    budget = budget_module.InflightBudget(limit=64 * MiB, wait_s=1, max_answer_bytes=64 * MiB)
+    budget = await _warmed(budget_module.InflightBudget(limit=64 * MiB, wait_s=1, max_answer_bytes=64 * MiB))
     charge = budget.charge()
     await charge.grow(1 * MiB)
     token = budget.hand(charge)
@@ -169,5 +192,6 @@ async def test_a_token_is_claimed_once_and_an_unclaimed_one_is_released_by_the_s
     await lost.grow(1 * MiB)
     budget.hand(lost)
     lost.handed_at = anyio.current_time() - budget_module.SWEEP_AFTER_S - 1  # as if its caller had gone long ago
-    await budget.charge().grow(1 * MiB)  # any grant sweeps
-    assert lost.released and budget.used == charge.bytes + 8 * MiB
+    newest = budget.charge()
+    await newest.grow(1 * MiB)  # any grant sweeps
+    assert lost.released and budget.used == charge.bytes + newest.bytes

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from itertools import count
 
 import anyio
@@ -41,6 +41,7 @@ MEMORY_PER_BYTE = 4
 """Bytes of memory one byte of a large answer costs while in flight (measured with bench/bench_inflight.py:
 a 60 MB remote answer raised peak RSS by ~250 MB, parsed, shaped and stored)."""
 SWEEP_AFTER_S = 10.0
+RECENT_ANSWERS = 8
 META_KEY = "offload-mcp/inflight"
 SETTING = "offload.downstream.max_inflight_result_bytes"
 WAIT_SETTING = "offload.downstream.max_inflight_wait_s"
@@ -70,8 +71,11 @@ class Charge:
         self.read = read
         if read < CHARGE_FROM_BYTES or read * MEMORY_PER_BYTE <= self.bytes:
             return
-        ahead = min(read + CHARGE_STEP_BYTES, self.budget.max_answer_bytes) * MEMORY_PER_BYTE
-        await self.budget._grant(self, read * MEMORY_PER_BYTE, max(min(ahead, self.budget.limit), self.bytes))
+        budget = self.budget
+        ahead = min(read + CHARGE_STEP_BYTES, budget.max_answer_bytes) * MEMORY_PER_BYTE
+        if not self.bytes:
+            ahead = max(ahead, budget.expected())  # admitted with room for what a large answer has been taking
+        await budget._grant(self, read * MEMORY_PER_BYTE, max(min(ahead, budget.limit), self.bytes))
 
     def release(self) -> None:
         if not self.released:
@@ -94,6 +98,8 @@ class InflightBudget:
         self._prefix = secrets.token_hex(8) + "-"
         self._seq = count(1)
         self._changed = anyio.Event()
+        self._recent: deque[int] = deque(maxlen=RECENT_ANSWERS)
+        """What the last large answers were charged for their bytes read."""
 
     def charge(self) -> Charge:
         charge = Charge(self, next(self._seq))
@@ -150,7 +156,9 @@ class InflightBudget:
                 self._sweep()
                 if charge._refusal is not None:
                     raise Refused(charge._refusal)
-                if self._first_in_line(charge) and self._room(charge) >= needed:
+                # A new answer waits for room for all it is admitted with; one read in part, for what it read.
+                least = needed if charge.bytes else max(needed, wanted)
+                if self._first_in_line(charge) and self._room(charge) >= least:
                     granted = max(needed, min(wanted, self._room(charge)))
                     self.used += granted - charge.bytes
                     self.peak = max(self.peak, self.used)
@@ -207,7 +215,16 @@ class InflightBudget:
         charge.bytes = 0
         self._notify()
 
+    def expected(self) -> int:
+        """What a new large answer is admitted with: the most any of the last few took, or the most one may
+        take (`max_result_bytes`) before any is known. Admitting new answers with a few MB each, many at once,
+        let them all read in part and wait for more: of 16 answers of 60 MB in flight, 5 were refused to break
+        the deadlock (a quarter of a 300 MB budget at first: 8)."""
+        return max(self._recent) if self._recent else self.max_answer_bytes * MEMORY_PER_BYTE
+
     def _release(self, charge: Charge) -> None:
+        if charge.read >= CHARGE_FROM_BYTES and charge._refusal is None:
+            self._recent.append(charge.read * MEMORY_PER_BYTE)
         self._charges.pop(charge.seq, None)
         self.used -= charge.bytes
         charge.bytes = 0

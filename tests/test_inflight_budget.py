@@ -21,6 +21,7 @@ from offload_mcp.downstream.budget import MEMORY_PER_BYTE, SETTING
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from test_hardening_load import http_session
+from test_metrics_http import scrape, total
 from test_proxy_http import fixture_over_http
 
 BUDGET = 20_000_000
@@ -57,11 +58,11 @@ async def test_large_answers_at_once_are_stored_whole_or_refused_and_the_budget_
     ledger_path = tmp_path / "l.db"
     offload = {"downstream": {"max_inflight_result_bytes": BUDGET, "max_inflight_wait_s": 60, "call_timeout_s": 90}}
     if mode == "stdio":
-        results, alone, after = await _calls(tmp_path, {"fx": fixture_entry()}, offload, ledger_path)
+        results, alone, after, metrics = await _calls(tmp_path, {"fx": fixture_entry()}, offload, ledger_path)
     else:
         with fixture_over_http("streamable-http", *(("--json-response",) if mode == "json" else ())) as url:
             servers = {"fx": {"url": url, "type": "http"}}
-            results, alone, after = await _calls(tmp_path, servers, offload, ledger_path)
+            results, alone, after, metrics = await _calls(tmp_path, servers, offload, ledger_path)
 
     stored: dict[str, int] = {}
     for size, result in zip(SIZES, results, strict=True):
@@ -75,6 +76,11 @@ async def test_large_answers_at_once_are_stored_whole_or_refused_and_the_budget_
     assert "more than the whole budget" in text_of(alone)
     assert not after.is_error and _TRM.search(text_of(after)), text_of(after)[:500]
     stored[_TRM.search(text_of(after)).group(0)] = NEARLY_ALL  # type: ignore[union-attr]
+    # /metrics: nothing held once every call has its answer; each refusal counted.
+    assert total(metrics, "offload_mcp_inflight_result_bytes") == 0
+    assert total(metrics, "offload_mcp_inflight_result_limit_bytes") == BUDGET
+    refused_at_once = len(SIZES) - (len(stored) - 1)
+    assert total(metrics, "offload_mcp_inflight_refusals_total") == refused_at_once + 1  # and the one alone
 
     ledger = Ledger.open(LedgerSettings(path=ledger_path))
     try:
@@ -86,7 +92,7 @@ async def test_large_answers_at_once_are_stored_whole_or_refused_and_the_budget_
 
 async def _calls(
     tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any], ledger_path: Path
-) -> tuple[list[Any], Any, Any]:
+) -> tuple[list[Any], Any, Any, Any]:
     cfg = write_config(tmp_path, servers, offload)
     with running_proxy(["-c", str(cfg), "--ledger", str(ledger_path)]) as proxy:
         async with http_session(proxy.url) as client:
@@ -101,7 +107,8 @@ async def _calls(
                     tg.start_soon(call, index, size)
             alone = await client.call_tool(tool, {"size": TOO_LARGE})
             after = await client.call_tool(tool, {"size": NEARLY_ALL})
-    return results, alone, after
+        metrics = scrape(proxy.url.rsplit("/", 1)[0])
+    return results, alone, after, metrics
 
 
 # ---- the budget's own rules, in-process ------------------------------------------------------------------

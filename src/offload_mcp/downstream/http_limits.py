@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -420,16 +420,18 @@ class _BoundedBody(httpx2.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         charge = self._charge()
+        pieces = self._pieces(charge)
         try:
-            async for piece in self._pieces(charge):
+            async for piece in pieces:
                 if isinstance(piece, tuple):
                     piece, charge = piece  # with the charge of what is read next (the last went on, or was released)
                 if piece:
                     yield piece
         finally:
             _release(charge)
+            await pieces.aclose()  # its own `finally` closes the response now, not when it is collected
 
-    async def _pieces(self, charge: Charge | None) -> AsyncIterator[bytes | tuple[bytes, Charge | None]]:
+    async def _pieces(self, charge: Charge | None) -> AsyncGenerator[bytes | tuple[bytes, Charge | None]]:
         """The body's pieces; one that handed `charge` on to its message comes with the next message's charge."""
         if not self.sse:
             body = bytearray()

@@ -72,6 +72,10 @@ class StructuredAside:
             if token is not None:
                 self._held.take(token)
 
+    def is_call(self, request_id: Any) -> bool:
+        """Whether `request_id` is a tools/call in flight (its caller is still waiting for it)."""
+        return request_id in self._calls
+
     def received(self, item: SessionMessage | Exception, size: int) -> SessionMessage | Exception:
         """The item the SDK is handed: a large tools/call answer with its structuredContent set aside."""
         if not isinstance(item, SessionMessage):

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
@@ -48,6 +48,8 @@ import orjson
 from mcp.shared.message import SessionMessage
 
 from .aside import SET_ASIDE_BYTES, StructuredAside
+from .budget import META_KEY as BUDGET_META_KEY
+from .budget import Charge, InflightBudget, Refused
 from .parse import log_lone_surrogates, parse_message, with_lone_surrogates_replaced
 from .shelf import TokenShelf
 from .stdio import UNUSABLE_ANSWER
@@ -200,17 +202,28 @@ class ParsedMessages:
     `max_held` wait (the read stream hands each placeholder on as soon as the SDK has parsed it).
     """
 
-    def __init__(self, max_held: int = 16, aside: StructuredAside | None = None, log: logging.Logger = logger) -> None:
+    def __init__(
+        self,
+        max_held: int = 16,
+        aside: StructuredAside | None = None,
+        log: logging.Logger = logger,
+        budget: InflightBudget | None = None,
+    ) -> None:
         self.aside = aside
         """With it, a large tools/call answer's structuredContent is set aside past the SDK (aside.py)."""
         self.log = log
         """The server's own log, for the lone surrogate escapes its messages held."""
-        self._held: TokenShelf[types.JSONRPCResponse] = TokenShelf(max_held)
+        self.budget = budget
+        """With it, the transport charges large answers as it reads them (budget.py); the charge goes on with
+        its message and, for a tools/call answer, crosses the SDK as a token in the result's `_meta`."""
+        self._held: TokenShelf[tuple[types.JSONRPCResponse, Charge | None]] = TokenShelf(max_held)
 
-    def _hold(self, message: types.JSONRPCResponse) -> bytes:
-        token, pushed = self._held.put(message)
-        for lost, _ in pushed:
+    def _hold(self, message: types.JSONRPCResponse, charge: Charge | None = None) -> bytes:
+        token, pushed = self._held.put((message, charge))
+        for lost, (_, lost_charge) in pushed:
             logger.warning("a remote answer parsed off the loop was never read (%s); it is dropped", lost)
+            if lost_charge is not None:
+                lost_charge.release()
         return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": {"_meta": {PLACEHOLDER_KEY: token}}})
 
     def _noted(self, count: int) -> None:
@@ -223,32 +236,47 @@ class ParsedMessages:
             self._noted(count)
         return fixed
 
-    async def body(self, data: bytes | bytearray) -> bytes:
+    async def body(self, data: bytes | bytearray, charge: Charge | None = None) -> bytes:
         """A JSON response body, or its placeholder when it is large. A bytearray (the transport's buffer)
-        is parsed where it lies: copying 60 MB to bytes held the GIL ~40 ms on the loop."""
+        is parsed where it lies: copying 60 MB to bytes held the GIL ~40 ms on the loop. `charge` (what the
+        body was charged) is taken over: it goes on with the parsed message, or is released."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
+            _release(charge)
             return self._lenient(bytes(data))
-        message = await anyio.to_thread.run_sync(_parse_response, data, self._noted)
-        return self._lenient(bytes(data)) if message is None else self._hold(message)
+        try:
+            message = await anyio.to_thread.run_sync(_parse_response, data, self._noted)
+        except BaseException:
+            _release(charge)
+            raise
+        if message is None:
+            _release(charge)
+            return self._lenient(bytes(data))
+        return self._hold(message, charge)
 
-    async def events(self, data: bytes | bytearray) -> bytes:
+    async def events(self, data: bytes | bytearray, charge: Charge | None = None) -> bytes:
         """Whole SSE events, each large one replaced by an event with the same fields and a placeholder.
-        A bytearray is taken over: its last event, when large, is parsed where it lies (`_event_data`)."""
-        if len(data) <= PARSE_OFF_LOOP_BYTES:
-            return self._lenient(bytes(data))
-        out: list[bytes] = []
-        start = 0
-        while start < len(data):
-            end = _first_event_end(data, start)
-            end = len(data) if end < 0 else end
-            if end - start > PARSE_OFF_LOOP_BYTES:
-                out.append(await self._event(data, start, end))
-            else:
-                out.append(self._lenient(_copied(data, start, end)))
-            start = end  # past the end of a bytearray `_event` trimmed to its data: the last event was that one
-        return b"".join(out)
+        A bytearray is taken over: its last event, when large, is parsed where it lies (`_event_data`).
+        `charge` is taken over: it goes on with the first large message, or is released."""
+        try:
+            if len(data) <= PARSE_OFF_LOOP_BYTES:
+                return self._lenient(bytes(data))
+            out: list[bytes] = []
+            start = 0
+            while start < len(data):
+                end = _first_event_end(data, start)
+                end = len(data) if end < 0 else end
+                if end - start > PARSE_OFF_LOOP_BYTES:
+                    # The charge covers the whole read: the first large message carries it.
+                    out.append(await self._event(data, start, end, charge))
+                    charge = None
+                else:
+                    out.append(self._lenient(_copied(data, start, end)))
+                start = end  # past the end of a bytearray `_event` trimmed to its data: the last event was that one
+            return b"".join(out)
+        finally:
+            _release(charge)
 
-    async def _event(self, data: bytes | bytearray, start: int, end: int) -> bytes:
+    async def _event(self, data: bytes | bytearray, start: int, end: int, charge: Charge | None = None) -> bytes:
         def parse() -> tuple[list[bytes], types.JSONRPCResponse] | bytes:
             found = _event_data(data, start, end)
             if found is None:
@@ -264,11 +292,16 @@ class ParsedMessages:
             # fields does not matter), its data on one line as it came.
             return b"".join([*(field + b"\n" for field in fields), b"data: ", value, b"\n\n"])
 
-        parsed = await anyio.to_thread.run_sync(parse)
+        try:
+            parsed = await anyio.to_thread.run_sync(parse)
+        except BaseException:
+            _release(charge)
+            raise
         if isinstance(parsed, bytes):
+            _release(charge)
             return self._lenient(parsed)
         fields, message = parsed
-        return b"\n".join([*fields, b"data: " + self._hold(message)]) + b"\n\n"
+        return b"\n".join([*fields, b"data: " + self._hold(message, charge)]) + b"\n\n"
 
     def swap(self, item: Any) -> Any:
         """The message a placeholder stands for (with the id the SDK gave the placeholder); anything else as is.
@@ -285,19 +318,43 @@ class ParsedMessages:
         token = meta.get(PLACEHOLDER_KEY) if isinstance(meta, dict) and len(meta) == 1 else None
         if not isinstance(token, str) or not self._held.owns(token):
             return item, False
-        message = self._held.take(token)
-        if message is None:
+        held = self._held.take(token)
+        if held is None:
             error = types.ErrorData(
                 code=types.INTERNAL_ERROR, message="a large remote answer was lost before it was read"
             )
             lost = SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error), item.metadata)
             return lost, False
+        message, charge = held
         message.id = item.message.id  # the SDK may have given it the original request's id (resumption)
+        if charge is not None:
+            message = self._charged(message, charge)
         return SessionMessage(message, item.metadata), True
+
+    def _charged(self, message: types.JSONRPCResponse, charge: Charge) -> types.JSONRPCResponse:
+        """A tools/call answer carrying its charge's token in `_meta` (its call claims it, `DownstreamServer.
+        call_tool`); the charge of any other answer is released here (no caller would claim it)."""
+        result = message.result
+        meta = result.get("_meta", {})
+        if (
+            self.budget is None
+            or self.aside is None
+            or not self.aside.is_call(message.id)
+            or not isinstance(meta, dict)
+        ):
+            charge.release()
+            return message
+        message.result = {**result, "_meta": {**meta, BUDGET_META_KEY: self.budget.hand(charge)}}
+        return message
 
     def wrap(self, streams: Any) -> Any:
         """The transport's streams with the read stream swapping placeholders back."""
         return (_SwappingReadStream(streams[0], self), *streams[1:])
+
+
+def _release(charge: Charge | None) -> None:
+    if charge is not None:
+        charge.release()
 
 
 class _SwappingReadStream:
@@ -339,15 +396,43 @@ class _BoundedBody(httpx2.AsyncByteStream):
         self.request_id = request_id
         self.url = url
         self.parsed = parsed
+        self.budget = parsed.budget if parsed is not None else None
 
-    def _refuse(self, size: int | None, request_id: Any = None) -> bytes:
+    def _refuse(self, size: int | None, request_id: Any = None, message: str | None = None) -> bytes:
         request_id = self.request_id if request_id is None else request_id
-        message = over_limit_message(size, self.limit)
+        message = over_limit_message(size, self.limit) if message is None else message
         logger.warning("remote server %s: %s (request %r)", self.url, message, request_id)
         body = _error(request_id, message)
         return b"event: message\ndata: " + body + b"\n\n" if self.sse else body
 
+    def _charge(self) -> Charge | None:
+        return self.budget.charge() if self.budget is not None else None
+
+    async def _charged(self, charge: Charge | None, read: int) -> str | None:
+        """Charge `read` bytes of the message being read (waits while the budget is spent); the refusal, if any."""
+        if charge is None:
+            return None
+        try:
+            await charge.grow(read)
+        except Refused as refused:
+            return f"{UNUSABLE_ANSWER}: {refused}"
+        return None
+
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        charge = self._charge()
+        pieces = self._pieces(charge)
+        try:
+            async for piece in pieces:
+                if isinstance(piece, tuple):
+                    piece, charge = piece  # with the charge of what is read next (the last went on, or was released)
+                if piece:
+                    yield piece
+        finally:
+            _release(charge)
+            await pieces.aclose()  # its own `finally` closes the response now, not when it is collected
+
+    async def _pieces(self, charge: Charge | None) -> AsyncGenerator[bytes | tuple[bytes, Charge | None]]:
+        """The body's pieces; one that handed `charge` on to its message comes with the next message's charge."""
         if not self.sse:
             body = bytearray()
             try:
@@ -356,14 +441,22 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     if len(body) > self.limit:
                         yield self._refuse(None)
                         return
+                    refusal = await self._charged(charge, len(body))
+                    if refusal is not None:
+                        yield self._refuse(len(body), message=refusal)
+                        return
             finally:
                 await self.aclose()
-            yield await self.parsed.body(body) if self.parsed else bytes(body)
+            if self.parsed:
+                yield await self.parsed.body(body, charge), None
+            else:
+                yield bytes(body)
             return
         # SSE: whole events pass on; one over the limit is dropped as it streams and answered with an error.
         pending = bytearray()
         dropping = False
         dropped_id: Any = None
+        dropped_because: str | None = None
         carry = b""
         try:
             async for chunk in self.inner:
@@ -373,7 +466,7 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     if end < 0:
                         carry = window[-2:]
                         continue
-                    yield self._refuse(None, dropped_id)
+                    yield self._refuse(None, dropped_id, dropped_because)
                     dropping, pending = False, bytearray(window[end:])
                     searched_from = 0
                 else:
@@ -385,10 +478,21 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     # not copied on the loop (bytes() of it held the GIL ~40 ms while other sessions waited).
                     events, pending = pending, pending[last:]
                     del events[last:]
-                    yield await self.parsed.events(events) if self.parsed else bytes(events)
-                if len(pending) > self.limit:
+                    if self.parsed:
+                        given, charge = charge, self._charge()
+                        yield await self.parsed.events(events, given), charge
+                    else:
+                        yield bytes(events)
+                dropped_because = None
+                if len(pending) <= self.limit and pending:
+                    dropped_because = await self._charged(charge, len(pending))
+                if len(pending) > self.limit or dropped_because is not None:
+                    # The rest of its event is read and dropped; what it was charged is released now.
                     dropping, dropped_id, carry = True, _event_id(bytes(pending[:512])), bytes(pending[-2:])
                     pending.clear()
+                    _release(charge)
+                    charge = self._charge()
+                    yield b"", charge
         finally:
             await self.aclose()
         if pending:

@@ -33,7 +33,7 @@ import anyio.abc
 from ..config import ServerEntry
 from ..relay.router import Relay
 from .changes import DownstreamChange, Joined
-from .server import DownstreamServer
+from .server import DownstreamServer, budget_for
 from .settings import DownstreamSettings
 from .spawn import EarlyStarts
 
@@ -60,8 +60,12 @@ class DownstreamPool:
         self.relay = Relay(
             self.settings.call_timeout_s, declaration_wait_s, max_request_bytes=self.settings.max_relayed_request_bytes
         )
+        self.budget = budget_for(self.settings)
+        """One in-flight byte budget for the large answers of every server (budget.py)."""
         self.servers: dict[str, DownstreamServer] = {
-            name: DownstreamServer(name, entry, self.settings, on_change=self._changed, relay=self.relay, early=early)
+            name: DownstreamServer(
+                name, entry, self.settings, on_change=self._changed, relay=self.relay, early=early, budget=self.budget
+            )
             for name, entry in servers.items()
         }
         self._redeclaring = anyio.Lock()

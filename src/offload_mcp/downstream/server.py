@@ -45,6 +45,8 @@ from ..relay.capabilities import DeclaringClientSession
 from ..relay.roots import WatchedReadStream, is_roots_request
 from ..relay.router import Relay
 from .aside import LOST, StructuredAside
+from .budget import META_KEY as BUDGET_META_KEY
+from .budget import Held, InflightBudget
 from .changes import DownstreamChange, ListChanged, ListKind, ResourceUpdated, Restarted
 from .settings import DownstreamSettings
 from .settle import settle
@@ -101,8 +103,11 @@ class DownstreamServer:
         on_change: ChangeCallback | None = None,
         relay: Relay | None = None,
         early: EarlyStarts | None = None,
+        budget: InflightBudget | None = None,
     ) -> None:
         self.name = name
+        self.budget = budget or budget_for(settings)
+        """The in-flight byte budget large answers are charged to (shared by a pool's servers)."""
         self.relay = relay
         self.early = early
         self.entry = entry
@@ -222,13 +227,14 @@ class DownstreamServer:
                         self.settings.max_result_bytes,
                         self._aside,
                         self.early,
+                        self.budget,
                     )
                 )
             except (FileNotFoundError, NotADirectoryError, PermissionError) as err:
                 raise DownstreamDown(_spawn_failure(entry, err)) from None
         else:
             read, write = await stack.enter_async_context(
-                _remote_transport(entry, self.settings.max_result_bytes, self.name, self._aside)
+                _remote_transport(entry, self.settings.max_result_bytes, self.name, self._aside, self.budget)
             )
         write = self._aside.noting(write)  # the tools/call ids in flight, whichever transport carries them
         if self.relay is None:
@@ -472,8 +478,11 @@ class DownstreamServer:
         arguments: dict[str, Any] | None,
         meta: dict[str, Any] | None = None,
         progress_callback: ProgressFnT | None = None,
+        held: Held | None = None,
     ) -> types.CallToolResult:
-        """Forward one tools/call. Faults of the server become isError results; protocol errors re-raise."""
+        """Forward one tools/call. Faults of the server become isError results; protocol errors re-raise.
+        A large answer's share of the in-flight budget goes to `held` (the caller releases it once the result
+        is shaped and stored); without `held` it is released here."""
         try:
             session = await self._ensure_ready()
         except DownstreamDown as err:
@@ -509,10 +518,28 @@ class DownstreamServer:
                 f"server '{self.name}' returned a malformed result for '{tool}': {err.errors()[0].get('msg')}"
             )
         self._backoff = self.settings.restart_backoff_s
+        result = self._claim_charge(result, held)
         restored = result if self._aside is None else self._aside.restore(result)
         if restored is None:
             return error_result(f"server '{self.name}' answered '{tool}', but {LOST}.")
         return restored
+
+    def _claim_charge(self, result: types.CallToolResult, held: Held | None) -> types.CallToolResult:
+        """The result without the budget token its transport put in `_meta`, the charge claimed into `held`."""
+        meta = result.meta
+        if not isinstance(meta, dict) or not self.budget.owns(meta.get(BUDGET_META_KEY)):
+            return result  # a server's own value under that key stays (it cannot know the prefix)
+        charge = self.budget.claim(meta[BUDGET_META_KEY])
+        if charge is not None:
+            if held is None:
+                charge.release()
+            else:
+                held.add(charge)
+        rest = {key: value for key, value in meta.items() if key != BUDGET_META_KEY}
+        stripped = result.model_copy(update={"meta": rest or None})
+        if not rest:
+            stripped.__pydantic_fields_set__.discard("meta")  # serialised as if the server had sent no `_meta`
+        return stripped
 
     async def _died(self) -> str:
         if self.record is not None:
@@ -574,14 +601,22 @@ async def _all_pages(fetch: Callable[..., Awaitable[Any]], attr: str) -> list[An
     return items
 
 
+def budget_for(settings: DownstreamSettings) -> InflightBudget:
+    return InflightBudget(settings.max_inflight_result_bytes, settings.max_inflight_wait_s, settings.max_result_bytes)
+
+
 @asynccontextmanager
 async def _remote_transport(
-    entry: RemoteServer, max_result_bytes: int, log_name: str, aside: StructuredAside | None = None
+    entry: RemoteServer,
+    max_result_bytes: int,
+    log_name: str,
+    aside: StructuredAside | None = None,
+    budget: InflightBudget | None = None,
 ) -> AsyncIterator[Any]:
     from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
 
     # Large answers are parsed off the event loop, and lone surrogate escapes read as U+FFFD (http_limits.py).
-    parsed = ParsedMessages(aside=aside, log=logging.getLogger(f"offload_mcp.downstream.{log_name}"))
+    parsed = ParsedMessages(aside=aside, log=logging.getLogger(f"offload_mcp.downstream.{log_name}"), budget=budget)
     if entry.kind == "sse":
         from mcp.client.sse import sse_client
 

@@ -35,3 +35,17 @@ class DownstreamSettings(BaseModel):
     max_result_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result."
     )
+    max_inflight_result_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Memory all large answers (over 256 KiB) in flight may hold together, across every server: "
+        "each byte read is counted 4 times (its bytes, the parsed message, the shaper's text, the ledger's copy) "
+        "until the result is shaped and stored. When it is spent the proxy stops reading further large answers "
+        "(the server waits) until one is done; an answer that cannot fit is refused with a clear isError result. "
+        "The default suits a 2-core / 4 GB host (four 60 MB answers at once).",
+    )
+    max_inflight_wait_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a large answer waits for room in max_inflight_result_bytes before it is refused.",
+    )

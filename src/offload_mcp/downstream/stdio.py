@@ -51,6 +51,8 @@ from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 
 from .aside import StructuredAside
+from .budget import META_KEY as BUDGET_META_KEY
+from .budget import Charge, InflightBudget, Refused
 from .parse import log_lone_surrogates, parse_message
 from .spawn import EarlyStarts, Launch, PipeIn, PipeOut, StreamIn, StreamOut, spawn, wait_returncode
 
@@ -110,6 +112,25 @@ class _LineSplitter:
         self._size = 0
         self._head = b""
         self._tail = b""
+        self._dropping = False
+        self._reason: str | None = None
+
+    @property
+    def dropping(self) -> bool:
+        """Whether the line in progress is being dropped (over the limit, or refused)."""
+        return self._dropping
+
+    @property
+    def pending(self) -> int:
+        """Bytes of the line in progress."""
+        return self._size
+
+    def drop(self, reason: str) -> None:
+        """Stop keeping the line in progress (its first and last bytes stay, for its id); it ends as a line
+        that could not be used, for `reason`."""
+        if not self._dropping:
+            self._start_dropping(b"")
+        self._reason = reason
 
     def feed(self, chunk: bytes) -> list[_Line]:
         out: list[_Line] = []
@@ -134,27 +155,32 @@ class _LineSplitter:
         """`size`: the piece's bytes without the line break it may end with."""
         if not piece:
             return
-        was_over = self._size > self.limit
         self._size += len(piece) if size is None else size
-        if self._size <= self.limit:
+        if not self._dropping and self._size <= self.limit:
             self._parts.append(piece)
             return
-        if not was_over:  # just crossed the limit: keep the first bytes, drop the rest
-            head = b""
-            for part in [*self._parts, piece]:
-                head += part[: _ID_KEEP_BYTES - len(head)]
-                if len(head) >= _ID_KEEP_BYTES:
-                    break
-            self._head = head
-            self._tail = self._parts[-1][-_ID_KEEP_BYTES:] if self._parts else b""
-            self._parts = []
+        if not self._dropping:  # just crossed the limit: keep the first bytes, drop the rest
+            self._start_dropping(piece)
         self._tail = (self._tail + piece[-_ID_KEEP_BYTES:])[-_ID_KEEP_BYTES:]
 
+    def _start_dropping(self, piece: bytes) -> None:
+        head = b""
+        for part in [*self._parts, piece]:
+            head += part[: _ID_KEEP_BYTES - len(head)]
+            if len(head) >= _ID_KEEP_BYTES:
+                break
+        self._head = head
+        self._tail = self._parts[-1][-_ID_KEEP_BYTES:] if self._parts else b""
+        self._parts = []
+        self._dropping = True
+
     def _finish(self) -> _Line | None:
-        size, parts, head, tail = self._size, self._parts, self._head, self._tail
+        size, parts, head, tail, reason = self._size, self._parts, self._head, self._tail, self._reason
+        dropped = self._dropping
         self._parts, self._size, self._head, self._tail = [], 0, b"", b""
-        if size > self.limit:
-            return _Line(None, size, head, tail)
+        self._dropping, self._reason = False, None
+        if dropped:
+            return _Line(None, size, head, tail, reason)
         data = b"".join(parts)  # one part (a line read whole) is that part itself, not a copy
         if not data or data.isspace():
             return None
@@ -168,6 +194,10 @@ class _Line:
     size: int
     head: bytes
     tail: bytes
+    reason: str | None = None
+    """Why a line that was not kept was dropped (None: over the limit)."""
+    charge: Charge | None = None
+    """Its share of the in-flight budget, when it was large."""
 
     def request_id(self) -> int | str | None:
         found = _ID_AT_START.match(self.head) or _ID_AT_END.search(self.tail)
@@ -197,7 +227,9 @@ def _parse_line(
                 problem = _first_error(exc)
                 error = exc
     else:
-        problem = f"the message is {line.size:,} bytes, over offload.downstream.max_result_bytes={limit:,}"
+        problem = (
+            line.reason or f"the message is {line.size:,} bytes, over offload.downstream.max_result_bytes={limit:,}"
+        )
         error = ValueError(problem)
     id_ = line.request_id()
     if id_ is None:
@@ -284,9 +316,13 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         child_log: logging.Logger,
         on_eof: Callable[[], None],
         aside: StructuredAside | None = None,
+        budget: InflightBudget | None = None,
     ) -> None:
         self._source = source
         self._aside = aside
+        self._budget = budget
+        self._charge: Charge | None = None
+        """The line in progress's share of the budget (budget.py), once it is large."""
         self._lines = _LineSplitter(limit)
         self._ready: deque[_Line] = deque()
         self._log = child_log
@@ -323,11 +359,19 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
                 raise anyio.EndOfStream
             if chunk is None:
                 self._ended = True
+                self._release_charge()
                 self._on_eof()
                 raise anyio.EndOfStream
-            self._ready.extend(self._lines.feed(chunk))
+            continued = self._lines.pending > 0
+            lines = self._lines.feed(chunk)
+            if lines and continued and self._charge is not None:
+                lines[0].charge, self._charge = self._charge, None  # the line it was charged for has ended
+            self._ready.extend(lines)
+            await self._charge_pending()
         line = self._ready.popleft()
         item = _parse_line(line, self._lines.limit, self._log, self._on_lone_surrogates)
+        if line.charge is not None:
+            item = self._charged(item, line.charge)
         if self._aside is not None:
             item = self._aside.received(item, line.size)
         message = item.message if isinstance(item, SessionMessage) else None
@@ -335,10 +379,54 @@ class _ChildStdout(anyio.abc.ObjectReceiveStream[SessionMessage | Exception]):
         self._after_answer = isinstance(message, (types.JSONRPCResponse, types.JSONRPCError))
         return item
 
+    async def _charge_pending(self) -> None:
+        """Charge the line in progress to the budget: nothing more is read (the child waits on a full pipe)
+        until it fits; a refused line is dropped as it streams and answered with the refusal."""
+        pending = self._lines.pending
+        if self._budget is None or pending == 0 or self._lines.dropping:
+            return
+        if self._charge is None:
+            self._charge = self._budget.charge()
+        try:
+            await self._charge.grow(pending)
+        except Refused as refused:
+            self._lines.drop(str(refused))
+            self._release_charge()
+        except BaseException:
+            self._release_charge()
+            raise
+
+    def _release_charge(self) -> None:
+        if self._charge is not None:
+            self._charge.release()
+            self._charge = None
+
+    def _charged(self, item: SessionMessage | Exception, charge: Charge) -> SessionMessage | Exception:
+        """A tools/call answer carrying its charge's token in `_meta` (its call claims it); any other
+        item's charge is released here."""
+        message = item.message if isinstance(item, SessionMessage) else None
+        if (
+            self._budget is None
+            or not isinstance(message, types.JSONRPCResponse)
+            or self._aside is None
+            or not self._aside.is_call(message.id)
+            or not isinstance(message.result.get("_meta", {}), dict)
+        ):
+            charge.release()
+            return item
+        meta = message.result.get("_meta", {})
+        message.result = {**message.result, "_meta": {**meta, BUDGET_META_KEY: self._budget.hand(charge)}}
+        return item
+
     def close(self) -> bool:
         """End reading; True when the end of input had not been seen yet."""
         was_open = not (self._closed or self._ended)
         self._closed = True
+        self._release_charge()
+        while self._ready:  # lines read but never handed on
+            left = self._ready.popleft()
+            if left.charge is not None:
+                left.charge.release()
         if self._reading is not None:
             self._reading.cancel()
         return was_open
@@ -358,6 +446,7 @@ async def stdio_transport(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     aside: StructuredAside | None = None,
     early: EarlyStarts | None = None,
+    budget: InflightBudget | None = None,
 ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream, anyio.abc.ObjectSendStream]]:
     """Spawn `command` and yield (read, write) streams of SessionMessage for a ClientSession; with
     `aside`, large tools/call answers have their structuredContent set aside (aside.py: the session's
@@ -402,7 +491,7 @@ async def stdio_transport(
             if read_stream.close():
                 tg.start_soon(note_exit_when_output_moves)
 
-        read_stream = _ChildStdout(stdout, max_line_bytes, child_log, on_eof, aside)
+        read_stream = _ChildStdout(stdout, max_line_bytes, child_log, on_eof, aside, budget)
         write_stream = _ChildStdin(stdin, on_broken)
         tg.start_soon(stderr_reader)
         try:

@@ -39,6 +39,7 @@ from mcp.server.context import ServerRequestContext
 from ..catalog.catalog import Catalog, CatalogEntry
 from ..catalog.deferral import MAX_RESULT_SIZE
 from ..config import OffloadSettings
+from ..downstream.budget import Held
 from ..downstream.pool import DownstreamPool
 from ..echo import echoed
 from ..record import DecisionEvent
@@ -216,6 +217,36 @@ class CallDispatcher:
         owner: str | None = None,
         client: str | None = None,
     ) -> types.CallToolResult:
+        # A large answer holds its share of the in-flight budget (downstream/budget.py) until it is shaped and
+        # its body committed: then only the stub or the cut result is left of it.
+        with Held() as held:
+            return await self._call_downstream(
+                entry,
+                arguments,
+                session_id=session_id,
+                meta=meta,
+                ctx=ctx,
+                upstream=upstream,
+                progress=progress,
+                owner=owner,
+                client=client,
+                held=held,
+            )
+
+    async def _call_downstream(
+        self,
+        entry: CatalogEntry,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None,
+        ctx: ServerRequestContext[Any, Any] | None,
+        upstream: Upstream | None,
+        progress: Any,
+        owner: str | None,
+        client: str | None,
+        held: Held,
+    ) -> types.CallToolResult:
         server = self.pool.servers[entry.server]
         if client is None:
             client = client_name(ctx)
@@ -231,12 +262,12 @@ class CallDispatcher:
             upstream = self.sessions.for_call(ctx)
         started = time.perf_counter()
         if upstream is None:
-            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
         else:
             # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
             with self.pool.relay.in_flight(entry.server, upstream):
                 await self.pool.prime_roots(entry.server, upstream.capabilities)
-                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress)
+                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
         violation: types.TextContent | None = None
         if entry.output_schema is not None and not result.is_error:
             if _many_nodes(result.structured_content):

@@ -24,8 +24,10 @@ from typing import Any
 
 import orjson
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from ..downstream.budget import InflightBudget
 from ..record import DecisionEvent
 from ..reducers.pipeline import ReducerEvent
 
@@ -288,10 +290,38 @@ class ProxyMetrics:
         """A result went back unmodified because shaping failed (e.g. `ledger_write`, `shaper_error`)."""
         self.shape_failures.labels(cause).inc()
 
+    def watch_budget(self, budget: InflightBudget) -> None:
+        """Expose the in-flight byte budget of large answers (downstream/budget.py), read at each scrape."""
+        self.registry.register(_BudgetCollector(budget))
+
     # ------------------------------------------------------------ exposition
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _BudgetCollector:
+    def __init__(self, budget: InflightBudget) -> None:
+        self.budget = budget
+
+    def collect(self) -> Iterable[Metric]:
+        budget = self.budget
+        yield GaugeMetricFamily(
+            f"{PREFIX}_inflight_result_bytes",
+            "Memory large downstream answers in flight hold of offload.downstream.max_inflight_result_bytes "
+            "(each byte read counted 4 times, until the result is shaped and stored).",
+            value=budget.used,
+        )
+        yield GaugeMetricFamily(
+            f"{PREFIX}_inflight_result_limit_bytes",
+            "offload.downstream.max_inflight_result_bytes: the memory large answers in flight may hold together.",
+            value=budget.limit,
+        )
+        yield CounterMetricFamily(
+            f"{PREFIX}_inflight_refusals",
+            "Large answers refused for want of room in the in-flight budget (each got a clear isError result).",
+            value=budget.refused,
+        )
 
 
 _BARE_VALUE = re.compile(r"[\w\-./:@+]+")

@@ -68,6 +68,7 @@ class ProxyState:
         self.metrics = ProxyMetrics(
             chars_per_token=self.settings.policy.chars_per_token, log_bodies=self.settings.server.log_bodies
         )
+        self.metrics.watch_budget(pool.budget)
         process_session = uuid.uuid4().hex
         self.routing = ResourcePromptRouter(pool)
         own_always, own_optional = load_own_tools()

@@ -22,7 +22,9 @@ JSON inside a string literal, a Python literal, a body inside a prose envelope),
 and a long line is never cut when it is data wherever it sits in it (issue 38):
 a document across the cap (JSON, a JSON string of one, a Python literal), records
 flattened onto one line (`key: value` fields every ~100 chars), or a row of a
-text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator).
+text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator),
+or a JSON string literal whose text is rows (a CSV, TSV or aligned table, JSON lines, `key: value`
+records such as a git log; encoded once or more, a prose envelope or a fence inside it: rows_text.py).
 Such a line is kept whole; a result too long to keep is the policy's to offload.
 Records are data, not noise (issue 12, measured): a line an agent reads as a
 record — a `key: value` field (git log `Author:`, YAML `- name: x`), a JSON

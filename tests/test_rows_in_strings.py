@@ -179,3 +179,30 @@ def test_holds_rows_reads_each_layout_and_not_prose_or_code(layout):
     code = "\n".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(20))
     prose = "\n".join(f"This is sentence {i}, which says little. It goes on." for i in range(20))
     assert not holds_rows(code) and not holds_rows(prose)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_an_array_kept_inline_once_tabulated_is_not_windowed(tmp_path, seed):
+    """A 60-80K indented JSON array that tabulate re-encodes under the large pre-filter (30K) is kept
+    inline: every row reaches the model. smartcrush windowed it to 5 rows first (its 60K floor is on
+    the raw size), hiding the row an agent picks next."""
+    r = random.Random(seed)
+    rows = [
+        {
+            KEYS[seed % len(KEYS)]: f"{r.choice(('pr', 'ab'))}{r.getrandbits(24):06x}{i}",
+            "snippet_channel_title": r.choice(("Fjord", "Onyx")),
+            "snippet_published_at": f"2025-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}T10:{r.randint(0, 59):02d}:00Z",
+            "statistics_view_count": r.randint(10, 9_000_000),
+            "status_privacy_status": r.choice(("public", "unlisted")),
+        }
+        for i in range(300 + 20 * seed)
+    ]
+    text = orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode()
+    assert 60_000 <= len(text) <= 90_000
+    shaper = build_shaper(OffloadSettings(), tmp_path / "ledger.db")
+    out, report = shaper.shape_with_report(
+        CallInfo("srv", "tool", "tool", {}), t.CallToolResult(content=[t.TextContent(text=text)])
+    )
+    seen = out.content[0].text
+    assert report.verdict != "offload" and len(seen) < 30_000
+    assert all(row["snippet_published_at"] in seen and str(row["statistics_view_count"]) in seen for row in rows)

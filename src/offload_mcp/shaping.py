@@ -638,9 +638,9 @@ class ResultShaper:
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
         pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
         offloads that, its work is final and a 1 MB result pays for one pass, not two. When it keeps
-        that below the pre-filter (tabulate re-encoded a 60K array to 25K), the model sees every row
-        inline at a size the policy keeps anyway: smartcrush's or collapse's window would only hide
-        the rows an agent goes on to use (issue 38). `dump`: the call's dump_result (_shape's), so a
+        that below the pre-filter (tabulate re-encoded a 60K array to 25K) and the result is within the
+        client's limit, the model sees every row inline at a size the policy keeps anyway: smartcrush's
+        or collapse's window would only hide the rows an agent goes on to use (issue 38). `dump`: the call's dump_result (_shape's), so a
         candidate is dumped as the result was.
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
@@ -653,9 +653,15 @@ class ResultShaper:
         decision = self.policy.decide(
             PolicyInput(chars=visible_chars(dump(candidate)), multimodal=multimodal, own_tool=False)
         )
-        if decision.offload or decision.reason in _INLINE_WHOLE:
+        if decision.offload or (decision.reason in _INLINE_WHOLE and self._within_client_limit(chars_in)):
             return reduced, runs
         return self._reduce(result, ctx, self.pipeline)
+
+    def _within_client_limit(self, chars: int) -> bool:
+        """Whether a result this size reaches the client whole: above the limit a reduction's marker would
+        expand to more than the client takes, and a stub's sliced recall serves it better."""
+        limit = self.settings.policy.client_max_result_chars
+        return not limit or chars <= limit
 
     def _offload_before_reducing(
         self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int

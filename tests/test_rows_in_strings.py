@@ -206,3 +206,34 @@ def test_an_array_kept_inline_once_tabulated_is_not_windowed(tmp_path, seed):
     seen = out.content[0].text
     assert report.verdict != "offload" and len(seen) < 30_000
     assert all(row["snippet_published_at"] in seen and str(row["statistics_view_count"]) in seen for row in rows)
+
+
+WIDE = st.fixed_dictionaries(
+    {
+        "seed": st.integers(0, 100_000),
+        "columns": st.integers(40, 70),
+        "count": st.integers(20, 80),
+        "layout": st.sampled_from(("csv", "tsv", "pipe", "aligned")),
+        "envelope": st.sampled_from(("none", "prose", "tags", "fence")),
+    }
+)
+
+
+@given(WIDE)
+@settings(max_examples=150, deadline=None)
+def test_a_wide_table_under_a_line_of_prose_keeps_every_row(case):
+    """A table whose rows pass the cap (30-70 columns), CSV, TSV, pipe or aligned by spaces, under a
+    header line, a fence or envelope tags: every row stays whole (the header line hid the table from the
+    check that read the first line as the header, and a table aligned by spaces was not one)."""
+    r = random.Random(case["seed"])
+    names = [f"col_{c}" for c in range(case["columns"])]
+    rows = [
+        dict(zip(names, (f"{r.choice(('alpha', 'kestrel', 'x'))}-{r.randrange(10**9)}" for _ in names), strict=True))
+        for _ in range(case["count"])
+    ]
+    body = render(case["layout"], rows)
+    text = envelope(case["envelope"], body, len(rows))
+    assert max(len(line) for line in body.split("\n")) > 500
+    out = Linecap(LinecapSettings()).reduce(text, ctx())
+    shown = out.text.split("\n") if isinstance(out, Acted) else text.split("\n")
+    assert all(line in shown for line in body.split("\n")), case

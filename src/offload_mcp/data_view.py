@@ -29,6 +29,7 @@ from typing import Any, Literal
 import orjson
 
 from .jsonpath_keys import key_segment
+from .rows_text import holds_rows
 
 Syntax = Literal["JSON", "Python literal"]
 
@@ -408,7 +409,56 @@ _INLINE_OPENER = re.compile(r"""[\[{(](?=\s*["'\[{(\d-]|\s*[\]})])|"(?=\s*[\[{])
 
 def data_in_line(line: str, after: int) -> bool:
     """Whether `line` holds a data document (JSON, a JSON string literal of one, a Python literal) of at
-    least INLINE_MIN_CHARS chars that reaches past char `after`: a cap there would cut data."""
+    least INLINE_MIN_CHARS chars that reaches past char `after`, or a JSON string literal whose text is
+    rows (a CSV, TSV or aligned table, JSON lines, `key: value` records): a cap there would cut data."""
+    return _document_in_line(line, after) or _string_of_rows_in_line(line, after)
+
+
+_STRING_TRIES = 8
+
+
+def _string_of_rows_in_line(line: str, after: int) -> bool:
+    """Whether a JSON string literal in `line` that reaches past char `after` holds rows of text (once
+    decoded, or twice and more when encoded so): the literal is one line, its rows are many."""
+    if "\\n" not in line:
+        return False  # found by memchr: a multi-line text inside a string literal holds the escape
+    pos = line.find('"')
+    for _ in range(_STRING_TRIES):
+        if pos < 0:
+            return False
+        before = line[pos - 1] if pos else " "
+        # an opening quote: not one closing a word, nor an escaped one inside another literal
+        if not (before.isalnum() or before == "\\"):
+            try:
+                value, end = _DECODER.raw_decode(line, pos)
+            except (ValueError, RecursionError):
+                value, end = None, pos
+            if end > after and end - pos >= INLINE_MIN_CHARS and isinstance(value, str) and string_holds_rows(value):
+                return True
+            if end > pos:
+                pos = end - 1  # past this literal (its closing quote is not an opening one)
+        pos = line.find('"', pos + 1)
+    return False
+
+
+def string_holds_rows(value: str) -> bool:
+    """Whether the text of a JSON string literal, unwrapped of up to MAX_STRING_DEPTH more literals
+    (a double-encoded result), is rows of text (rows_text.holds_rows)."""
+    for _ in range(MAX_STRING_DEPTH):
+        stripped = value.strip()
+        if not stripped.startswith('"'):
+            break
+        try:
+            inner = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            break
+        if not isinstance(inner, str):
+            break
+        value = inner
+    return holds_rows(value)
+
+
+def _document_in_line(line: str, after: int) -> bool:
     if not any(opener in line for opener in "[{("):
         return False  # found by memchr: a line of words or base64 is not searched by the regex
     pos = 0

@@ -11,7 +11,8 @@ arrival, in a worker thread (SQLite is synchronous). Order:
    when collapse acted, the policy first judges the output as reduced without
    collapse, and an offload decision there wins: the model gets a stub with a
    structural index and sliced recall instead of a head/tail window whose
-   expand would return the whole body at once;
+   expand would return the whole body at once; so does a keep under the
+   large pre-filter (that reduction is small enough to show every row);
 3. one ledger transaction: the ORIGINAL body when offloaded (never the
    reduced text), the reducer stash when markers are shown, and the decision
    event;
@@ -407,6 +408,9 @@ def _spelled_by_orjson(body: DumpedBody, text: str, *, indented: bool) -> bool:
 KEPT_ON_PURPOSE = frozenset({"disabled", "multimodal", "own_tool"})
 """Policy reasons that keep a result whole whatever its size (no client bound applies)."""
 
+_INLINE_WHOLE = frozenset({"small", "below_large"})
+"""Policy reasons that keep a result inline for its size alone: a reduction without the windowing
+reducers that ends there is shown whole rather than windowed."""
 _META_KEEP_CHARS = 2_000
 """A stub keeps the result's `_meta` up to this size; a larger one stays in the ledger only."""
 
@@ -629,12 +633,16 @@ class ResultShaper:
         multimodal: bool,
         chars_in: int,
     ) -> tuple[list[Any], list[PipelineResult]]:
-        """The reduction the policy judges: without collapse when that is offloaded, else the full pipeline.
+        """The reduction the policy judges: without collapse when that is offloaded or kept under the
+        large pre-filter, else the full pipeline.
 
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
         pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
-        offloads that, its work is final and a 1 MB result pays for one pass, not two. `dump`: the
-        call's dump_result (_shape's), so a candidate is dumped as the result was.
+        offloads that, its work is final and a 1 MB result pays for one pass, not two. When it keeps
+        that below the pre-filter (tabulate re-encoded a 60K array to 25K) and the result is within the
+        client's limit, the model sees every row inline at a size the policy keeps anyway: smartcrush's
+        or collapse's window would only hide the rows an agent goes on to use (issue 38). `dump`: the call's dump_result (_shape's), so a
+        candidate is dumped as the result was.
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
@@ -646,7 +654,15 @@ class ResultShaper:
         decision = self.policy.decide(
             PolicyInput(chars=visible_chars(dump(candidate)), multimodal=multimodal, own_tool=False)
         )
-        return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
+        if decision.offload or (decision.reason in _INLINE_WHOLE and self._within_client_limit(chars_in)):
+            return reduced, runs
+        return self._reduce(result, ctx, self.pipeline)
+
+    def _within_client_limit(self, chars: int) -> bool:
+        """Whether a result this size reaches the client whole: above the limit a reduction's marker would
+        expand to more than the client takes, and a stub's sliced recall serves it better."""
+        limit = self.settings.policy.client_max_result_chars
+        return not limit or chars <= limit
 
     def _offload_before_reducing(
         self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int

@@ -22,7 +22,11 @@ JSON inside a string literal, a Python literal, a body inside a prose envelope),
 and a long line is never cut when it is data wherever it sits in it (issue 38):
 a document across the cap (JSON, a JSON string of one, a Python literal), records
 flattened onto one line (`key: value` fields every ~100 chars), or a row of a
-text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator).
+text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator)
+or a table aligned by spaces (3+ cells between runs of 2+ spaces), its header under up to
+3 lines of prose, a fence or envelope tags,
+or a JSON string literal whose text is rows (a CSV, TSV or aligned table, JSON lines, `key: value`
+records such as a git log; encoded once or more, a prose envelope or a fence inside it: rows_text.py).
 Such a line is kept whole; a result too long to keep is the policy's to offload.
 Records are data, not noise (issue 12, measured): a line an agent reads as a
 record — a `key: value` field (git log `Author:`, YAML `- name: x`), a JSON
@@ -220,6 +224,7 @@ CHARS_PER_FIELD = 100
 TABLE_SAMPLE_LINES = 50
 TABLE_MIN_LINES = 3
 TABLE_SHARE = 0.9
+TABLE_HEAD_LINES = 3
 _TABLE_SEPARATORS = ("\t", "|", ",", ";")
 _NUMBERED = re.compile(r"^ *\d+→|^ +\d+\t")
 """A line number (Claude Code's Read `    37→`, `cat -n`'s padded `     1\t`): no column of a table (a TSV
@@ -241,20 +246,35 @@ def holds_data(line: str, limit: int, cap_json: bool = False) -> bool:
 
 
 def table_rows(lines: list[str]) -> set[int]:
-    """Indices of a CSV, TSV or pipe table's rows: when 90% of the first 50 non-blank lines (3 or more)
-    hold the first one's count (1+) of a separator, as describe's shape line calls a table, every line
-    with that count is a row (a log line that happens to hold commas is not: the text is no table)."""
+    """Indices of a CSV, TSV, pipe or space-aligned table's rows: when 90% of 50 non-blank lines (3 or
+    more) from the header hold the header's count (1+) of a separator, as describe's shape line calls a
+    table, every later line with that count is a row; aligned, when 90% split into 3+ cells at runs of
+    2+ spaces. The header may follow up to TABLE_HEAD_LINES lines of prose, a fence or an envelope tag
+    (`Found 40 rows:`). A log line that happens to hold commas is no row: the text is no table."""
     numbered = [(idx, _NUMBERED.sub("", line, 1)) for idx, line in enumerate(lines) if line.strip()]
-    sample = [line for _, line in numbered[:TABLE_SAMPLE_LINES]]
-    if len(sample) < TABLE_MIN_LINES:
-        return set()
-    for sep in _TABLE_SEPARATORS:
-        count = sample[0].count(sep)
-        if count < 1:
-            continue
-        if sum(1 for line in sample if line.count(sep) == count) >= TABLE_SHARE * len(sample):
-            return {idx for idx, line in numbered if line.count(sep) == count}
+    for head in range(min(TABLE_HEAD_LINES, max(len(numbered) - TABLE_MIN_LINES, 0)) + 1):
+        sample = [line for _, line in numbered[head : head + TABLE_SAMPLE_LINES]]
+        if len(sample) < TABLE_MIN_LINES:
+            return set()
+        enough = TABLE_SHARE * len(sample)
+        for sep in _TABLE_SEPARATORS:
+            count = sample[0].count(sep)
+            if count < 1:
+                continue
+            if sum(1 for line in sample if line.count(sep) == count) >= enough:
+                return {idx for idx, line in numbered[head:] if line.count(sep) == count}
+        if sum(1 for line in sample if _aligned_cells(line)) >= enough:
+            return {idx for idx, line in numbered[head:] if _aligned_cells(line)}
     return set()
+
+
+_ALIGNED_GAP = re.compile(r" {2,}")
+_ALIGNED_MIN_CELLS = 3
+
+
+def _aligned_cells(line: str) -> bool:
+    """A row of a table aligned by spaces (psql, kubectl, a DataFrame print): 3+ cells between runs of 2+ spaces."""
+    return "  " in line and len(_ALIGNED_GAP.split(line.strip())) >= _ALIGNED_MIN_CELLS
 
 
 class Linecap:

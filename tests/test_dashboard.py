@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +165,54 @@ def test_operator_principals_must_name_a_configured_principal() -> None:
     assert ok.offload.server.operator_principals == ["ops", "default"]
     with pytest.raises(ValidationError, match="'eve' is not a principal of auth_tokens"):
         Config.model_validate({"offload": {"server": {"auth_tokens": {"ops": OPS}, "operator_principals": ["eve"]}}})
+
+
+def test_report_cache_keeps_a_report_until_the_ledger_records_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from offload_mcp import dashboard
+    from offload_mcp.dashboard import ReportCache
+    from offload_mcp.policy.settings import PolicySettings
+    from offload_mcp.store import Ledger
+    from offload_mcp.store.settings import LedgerSettings
+
+    path = tmp_path / "ledger.db"
+    replay_into(path)
+    ledger = Ledger.open(LedgerSettings(), path, connect_now=True)
+    try:
+        cache, settings = ReportCache(), PolicySettings()
+        first = cache.report(ledger, settings, None)
+        assert first.newer == 0 and first.mark == ledger.events_mark()
+        assert cache.report(ledger, settings, None).report is first.report
+        assert cache.report(ledger, settings, "principal:bob").report.totals.results == 0  # replayed rows have no owner
+        ledger.record_recall("s-new", "trm_0123456789abcdef", ok=False)
+        again = cache.report(ledger, settings, None)
+        assert again.report is not first.report and again.newer == 0
+        assert again.report.recall_calls == first.report.recall_calls + 1
+        assert again.report.failed_recalls == first.report.failed_recalls + 1
+
+        # A refresh slower than the wait (held here until released): the page gets the last report, told
+        # how many events it lacks; once the refresh is done the next page counts them.
+        release = threading.Event()
+        real = dashboard.report_from_ledger
+
+        def held(*args: Any, **kw: Any) -> Any:
+            release.wait(60)
+            return real(*args, **kw)
+
+        monkeypatch.setattr(dashboard, "report_from_ledger", held)
+        ledger.record_recall("s-new", "trm_0123456789abcdef", ok=False)
+        stale = cache.report(ledger, settings, None)
+        assert stale.report is again.report and stale.newer == 1 and stale.mark == again.mark
+        assert "1 event(s) recorded since are being counted" in dashboard.render_page(
+            stale.report, ledger="l", counted=stale
+        )
+        release.set()
+        for _ in range(600):
+            fresh = cache.report(ledger, settings, None)
+            if fresh.report is not again.report:
+                break
+            time.sleep(0.05)
+        assert fresh.newer == 0 and fresh.report.recall_calls == again.report.recall_calls + 1
+    finally:
+        ledger.close()

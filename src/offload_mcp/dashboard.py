@@ -17,6 +17,8 @@ report and arguments give the same bytes: nothing here reads the clock.
 from __future__ import annotations
 
 import html
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,7 +26,9 @@ from typing import TypeVar
 
 import orjson
 
-from .stats import MIN_SAMPLES_FOR_SUGGESTION, LargeResult, StatsReport, ToolStats, client_title
+from .policy.settings import PolicySettings
+from .stats import MIN_SAMPLES_FOR_SUGGESTION, LargeResult, StatsReport, ToolStats, client_title, report_from_ledger
+from .store import Ledger
 
 _Format = Callable[[float], str]
 _T = TypeVar("_T")
@@ -41,7 +45,8 @@ _STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;background:#f6f7f9;color:#1f2937}
 header{background:#111827;color:#f9fafb;padding:14px 24px}header h1{margin:0;font-size:20px}
 header p{margin:4px 0 0;color:#d1d5db;font-size:13px}
-main{padding:16px 24px;max-width:1400px}
+main{padding:16px 24px}
+.wide{overflow-x:auto}td.why{min-width:220px;max-width:300px}
 section{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px 16px;margin:0 0 16px}
 h2{font-size:16px;margin:0 0 8px}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:0 0 16px}
@@ -58,6 +63,84 @@ code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f3f4f6;padding:
 """
 
 
+REFRESH_WAIT_S = 0.8
+"""How long a page waits for a fresh report before it shows the last one (marked as such)."""
+
+
+@dataclass
+class CountedReport:
+    """A report with the ledger's events mark it counted up to, and how many events came after it."""
+
+    report: StatsReport
+    mark: tuple[int, int]
+    """(events, highest event id) when the report was computed."""
+    newer: int = 0
+    """Events recorded since the mark that this report does not count yet (0: it is current)."""
+
+
+class _Refresh:
+    def __init__(self, mark: tuple[int, int]) -> None:
+        self.mark = mark
+        self.done = threading.Event()
+        self.result: StatsReport | None = None
+        self.error: BaseException | None = None
+
+
+class ReportCache:
+    """The last report for each viewer, recomputed when the ledger's events mark (count, highest id) moves.
+
+    Aggregating a large ledger takes seconds (stats.aggregate reads every event). A page opened
+    while nothing was recorded costs one count; once events were recorded, the report is
+    recomputed in a thread while the page waits at most `wait_s`, then shows the last report,
+    saying how many events it does not count yet (the next open shows the new one). The mark is
+    the ledger's, so replicas on a shared ledger agree on it. One refresh runs per viewer at a time.
+    """
+
+    def __init__(self, most: int = 32, wait_s: float = REFRESH_WAIT_S) -> None:
+        self.most = most
+        self.wait_s = wait_s
+        self._reports: OrderedDict[str | None, CountedReport] = OrderedDict()
+        self._refreshing: dict[str | None, _Refresh] = {}
+        self._lock = threading.Lock()
+
+    def report(self, ledger: Ledger, settings: PolicySettings, owner: str | None) -> CountedReport:
+        mark = ledger.events_mark()
+        with self._lock:
+            kept = self._reports.get(owner)
+            if kept is not None and kept.mark == mark:
+                self._reports.move_to_end(owner)
+                return kept
+            refresh = self._refreshing.get(owner)
+            if refresh is None:
+                refresh = self._refreshing[owner] = _Refresh(mark)
+                threading.Thread(
+                    target=self._compute, args=(refresh, ledger, settings, owner), name="dashboard-report", daemon=True
+                ).start()
+        # With nothing to show yet the page waits for the report, however long it takes.
+        if not refresh.done.wait(None if kept is None else self.wait_s):
+            assert kept is not None
+            return CountedReport(kept.report, kept.mark, newer=max(0, mark[0] - kept.mark[0]))
+        if refresh.error is not None:
+            raise refresh.error
+        assert refresh.result is not None
+        return CountedReport(refresh.result, refresh.mark)
+
+    def _compute(self, refresh: _Refresh, ledger: Ledger, settings: PolicySettings, owner: str | None) -> None:
+        try:
+            # Events recorded after the mark are counted too; the next mark differs, so it is recomputed.
+            refresh.result = report_from_ledger(ledger, settings, owner=owner)
+        except BaseException as err:  # handed to the waiting page, which answers with it
+            refresh.error = err
+        with self._lock:
+            if refresh.result is not None:
+                self._reports[owner] = CountedReport(refresh.result, refresh.mark)
+                self._reports.move_to_end(owner)
+                while len(self._reports) > self.most:
+                    self._reports.popitem(last=False)
+            self._refreshing.pop(owner, None)
+        refresh.done.set()
+
+
 @dataclass(frozen=True)
 class Pages:
     """Which page of each paged table to show; None: every row (the file)."""
@@ -72,11 +155,12 @@ def render_page(
     ledger: str,
     viewer: str = "every caller",
     pages: Pages | None = None,
+    counted: CountedReport | None = None,
 ) -> str:
     """The whole dashboard for one report; `viewer` says whose rows it holds (`principal alice`, `every caller`)."""
     pages = pages or Pages()
     t = report.totals
-    alone = client_title(report.client)
+    alone = client_title(report.client) if len(report.clients) <= 1 else "each client"
     window = _span(report)
     parts = [
         "<!doctype html>",
@@ -87,7 +171,9 @@ def render_page(
         "<header><h1>offload-mcp dashboard</h1>",
         f"<p>ledger {_e(ledger)} · showing {_e(viewer)} · {window} · "
         f"{_fig('totals.results', t.results, _int)} results in {_fig('sessions', report.sessions, _int)} session(s) · "
-        f"priced at {_e(report.model)}{'' if report.priced else ' (no pricing row: dollars not computed)'}</p></header>",
+        f"priced at {_e(report.model)}{'' if report.priced else ' (no pricing row: dollars not computed)'}</p>",
+        _counted(counted),
+        "</header>",
         "<main>",
         _cards(report, alone),
         _plots(report, alone),
@@ -103,6 +189,16 @@ def render_page(
 
 
 # ---------------------------------------------------------------- pieces
+
+
+def _counted(counted: CountedReport | None) -> str:
+    if counted is None:
+        return ""
+    events, last = counted.mark
+    note = f"counted up to event {last:,} ({events:,} events)"
+    if counted.newer:
+        note += f"; {counted.newer:,} event(s) recorded since are being counted: reload in a moment"
+    return f"<p>{note}</p>"
 
 
 def _cards(report: StatsReport, alone: str) -> str:
@@ -203,7 +299,7 @@ def _tools(report: StatsReport, alone: str, page: int | None) -> str:
             for name, _, kind in figures
         )
         rows.append(
-            f"<tr><td>{_e(row.server)}</td><td>{_e(row.tool)}</td>{cells}<td class='small'>{_detail(row)}</td></tr>"
+            f"<tr><td>{_e(row.server)}</td><td>{_e(row.tool)}</td>{cells}<td class='small why'>{_detail(row)}</td></tr>"
         )
     t = report.totals
     foot = "".join(
@@ -212,8 +308,8 @@ def _tools(report: StatsReport, alone: str, page: int | None) -> str:
     )
     return (
         "<section><h2>Per server and tool</h2>"
-        f"<table><thead><tr><th>server</th><th>tool</th>{head}<th>decisions · reducers acted · declined (reason)</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td><b>all</b></td><td></td>{foot}<td></td></tr></tfoot></table>"
+        f"<div class='wide'><table><thead><tr><th>server</th><th>tool</th>{head}<th>decisions · reducers acted · declined (reason)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td><b>all</b></td><td></td>{foot}<td></td></tr></tfoot></table></div>"
         f"{pager}</section>"
     )
 
@@ -437,7 +533,7 @@ def _plain(value: float) -> str:
 
 
 def _usd(value: float) -> str:
-    return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
+    return f"-${-value:,.2f}" if value <= -0.005 else f"${max(value, 0.0):,.2f}"
 
 
 def _rate(value: float) -> str:
@@ -459,8 +555,9 @@ def _fig(path: str, value: float | None, shown: _Format) -> str:
     if value is None:
         return "n/a"
     exact = orjson.dumps(value).decode()
-    cls = ' class="neg"' if value < 0 else ""
-    return f'<span data-figure="{_e(path)}" data-value="{exact}"{cls}>{_e(shown(value))}</span>'
+    text = shown(value)
+    cls = ' class="neg"' if text.startswith("-") else ""
+    return f'<span data-figure="{_e(path)}" data-value="{exact}"{cls}>{_e(text)}</span>'
 
 
 def _path(name: str) -> str:

@@ -24,6 +24,7 @@ from .metrics import metrics_route
 from .security import is_authorized, public_server_status
 
 if TYPE_CHECKING:
+    from ..dashboard import ReportCache
     from ..store import Ledger
 
 logger = logging.getLogger(__name__)
@@ -74,8 +75,12 @@ def extra_routes(state: ProxyState) -> list[Route]:
     async def expand(request: Request) -> Response:
         return await http_expand(request, state)
 
+    from ..dashboard import ReportCache  # the page's code loads with the routes, not with every import
+
+    reports = ReportCache()
+
     async def dashboard(request: Request) -> Response:
-        return await http_dashboard(request, state)
+        return await http_dashboard(request, state, reports)
 
     routes = [
         Route("/healthz", healthz, methods=["GET"]),
@@ -134,12 +139,11 @@ def dashboard_viewer(request: Request, state: ProxyState) -> tuple[str | None, s
     return owner_key("principal", principal=principal, session_id=""), f"principal {principal}"
 
 
-async def http_dashboard(request: Request, state: ProxyState) -> Response:
+async def http_dashboard(request: Request, state: ProxyState, reports: ReportCache) -> Response:
     """GET /dashboard: the stats of the ledger as one HTML page (dashboard.py); read-only, paged tables.
 
     The Guard has checked the bearer token before this runs (/dashboard is not an open path)."""
     from ..dashboard import Pages, render_page
-    from ..stats import report_from_ledger
 
     ledger = state.ledger
     if ledger is None:
@@ -148,8 +152,8 @@ async def http_dashboard(request: Request, state: ProxyState) -> Response:
     owner, viewer = dashboard_viewer(request, state)
 
     def render() -> str:
-        report = report_from_ledger(ledger, state.settings.policy, owner=owner)
-        return render_page(report, ledger=ledger.location, viewer=viewer, pages=pages)
+        counted = reports.report(ledger, state.settings.policy, owner)
+        return render_page(counted.report, ledger=ledger.location, viewer=viewer, pages=pages, counted=counted)
 
     try:
         page = await anyio.to_thread.run_sync(render, abandon_on_cancel=True)

@@ -96,6 +96,10 @@ class SqlReads:
         )
         return {(server, tool): int(n) for server, tool, n in rows}
 
+    def events_mark(self) -> tuple[int, int]:
+        row = self._one("SELECT count(*), coalesce(max(id), 0) FROM events", ())
+        return int(row[0]), int(row[1])
+
     def counts(self) -> Counts:
         row = self._one(
             "SELECT (SELECT count(*) FROM bodies), (SELECT coalesce(sum(stored_bytes), 0) FROM bodies),"

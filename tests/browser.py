@@ -79,8 +79,17 @@ class _DevTools:
             self.events.append(event)
 
 
-def open_page(url: str, *, token: str | None, screenshot: Path, width: int = 1400, height: int = 1000) -> LoadedPage:
-    """Load `url` in a fresh headless Chromium (sending the bearer token, if any) and screenshot the whole page."""
+def open_page(
+    url: str,
+    *,
+    token: str | None,
+    screenshot: Path,
+    width: int = 1400,
+    height: int = 1000,
+    most_height: int | None = None,
+) -> LoadedPage:
+    """Load `url` in a fresh headless Chromium (sending the bearer token, if any) and screenshot the whole page
+    (its top `most_height` pixels when given)."""
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
         proc = subprocess.Popen(
             [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"],
@@ -110,11 +119,13 @@ def open_page(url: str, *, token: str | None, screenshot: Path, width: int = 140
                     "Emulation.setDeviceMetricsOverride",
                     session,
                     width=width,
-                    height=int(full["height"]),
+                    height=min(int(full["height"]), most_height or int(full["height"])),
                     deviceScaleFactor=1,
                     mobile=False,
                 )
-                shot = tools.call("Page.captureScreenshot", session, format="png", captureBeyondViewport=True)
+                shot = tools.call(
+                    "Page.captureScreenshot", session, format="png", captureBeyondViewport=most_height is None
+                )
                 screenshot.write_bytes(base64.b64decode(shot["data"]))
                 return LoadedPage(
                     status=int(response["params"]["response"]["status"]),

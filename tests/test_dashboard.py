@@ -32,7 +32,7 @@ ALICE, BOB, OPS = "alice-secret-token", "bob-secret-token", "operator-secret-tok
 CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"
 
 
-def stats_json(ledger: Path, *extra: str) -> dict[str, Any]:
+def stats_json(ledger: Path | str, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
         [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json", *extra],
         capture_output=True,
@@ -216,3 +216,32 @@ def test_report_cache_keeps_a_report_until_the_ledger_records_again(
         assert fresh.newer == 0 and fresh.report.recall_calls == again.report.recall_calls + 1
     finally:
         ledger.close()
+
+
+async def test_dashboard_on_a_postgresql_ledger_matches_stats_json_per_principal(tmp_path: Path, pg_url: str) -> None:
+    config = write_config(
+        tmp_path,
+        {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}},
+        {
+            "server": {"auth_tokens": {"alice": ALICE, "bob": BOB, "ops": OPS}, "operator_principals": ["ops"]},
+            "ledger": {"scope": "principal"},
+        },
+    )
+    with running_proxy(["-c", str(config), "--ledger", pg_url]) as proxy:
+        (stub,) = await session_call(proxy.url, ALICE, ("chunks", {"size": 120_000, "seed": 5}))
+        trm_id = TRM.search(text_of(stub)).group(0)  # type: ignore[union-attr]
+        await session_call(proxy.url, ALICE, ("recall_tool_result", {"mem_id": trm_id}))
+        await session_call(proxy.url, BOB, ("echo", {"text": "bob says hello"}))
+        base = proxy.url.rsplit("/mcp", 1)[0]
+        with httpx2.Client(base_url=base, timeout=60) as http:
+            assert http.get("/dashboard").status_code == 401
+            pages = {
+                token: http.get("/dashboard", headers={"Authorization": f"Bearer {token}"}).text
+                for token in (OPS, ALICE, BOB)
+            }
+    for token, extra in ((OPS, ()), (ALICE, ("--principal", "alice")), (BOB, ("--principal", "bob"))):
+        figures = re.findall(r'data-figure="([^"]+)" data-value="([^"]+)"', pages[token])
+        assert_figures_match(figures, stats_json(pg_url, *extra))
+    assert trm_id in pages[ALICE] and trm_id in pages[OPS] and trm_id not in pages[BOB]
+    assert 'data-figure="totals.results" data-value="2"' in pages[OPS]  # alice's chunks, bob's echo
+    assert 'data-figure="recall_calls" data-value="1"' in pages[ALICE]

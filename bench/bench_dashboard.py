@@ -15,7 +15,7 @@ Then, in this process, on the same ledger:
 
 Prints seconds and the ratios to `stats --json` as JSON. Not a timed test.
 
-    python bench/bench_dashboard.py [--events 1000000] [--keep PATH]
+    python bench/bench_dashboard.py [--events 1000000] [--keep PATH] [--backend sqlite|postgresql]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import orjson
@@ -64,6 +65,30 @@ def build(path: Path, events: int) -> int:
         conn.close()
 
 
+def build_postgres(url: str, events: int, seed_path: Path) -> int:
+    """The same ledger in PostgreSQL: the replayed rows copied in, then multiplied as `build` does."""
+    import psycopg
+
+    build(seed_path, 0)
+    with sqlite3.connect(seed_path) as seed_db:
+        rows = seed_db.execute(f"SELECT {COLUMNS} FROM events ORDER BY id").fetchall()
+    Ledger.open(LedgerSettings(), url, connect_now=True).close()  # creates the schema
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO events ({COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows)
+        copy = 1
+        while True:
+            cur.execute("SELECT count(*) FROM events")
+            total = int(cur.fetchone()[0])  # type: ignore[index]
+            if total >= events:
+                return total
+            cur.execute(
+                f"INSERT INTO events ({COLUMNS}) SELECT at + %s * 3600, kind, session_id || '-' || %s::text, server,"
+                " tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE id <= %s",
+                (copy, copy, min(len(rows), events - total)),
+            )
+            copy += 1
+
+
 def timed(fn: object) -> tuple[float, object]:
     start = time.perf_counter()
     value = fn()  # type: ignore[operator]
@@ -74,11 +99,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--keep", metavar="PATH", help="build (or reuse) the ledger here instead of a temporary file")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="postgresql: a throwaway server (tests/pg.py)",
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp, ExitStack() as stack:
         path = Path(args.keep) if args.keep else Path(tmp) / "ledger.db"
-        built_s, total = timed(lambda: build(path, args.events)) if not path.exists() else (0.0, None)
-        ledger = Ledger.open(LedgerSettings(), path, connect_now=True)
+        where: Path | str = path
+        if args.backend == "postgresql":
+            sys.path.insert(0, str(ROOT / "tests"))
+            from pg import start_server
+
+            server = start_server()
+            stack.callback(server.destroy)
+            where = server.url(server.new_schema())
+            built_s, total = timed(lambda: build_postgres(str(where), args.events, Path(tmp) / "seed.db"))
+        else:
+            built_s, total = timed(lambda: build(path, args.events)) if not path.exists() else (0.0, None)
+        ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
         settings = PolicySettings()
         try:
             json_s, _ = timed(lambda: orjson.dumps(report_from_ledger(ledger, settings).as_dict()))
@@ -86,7 +127,7 @@ def main() -> None:
 
             def page() -> str:
                 counted = cache.report(ledger, settings, None)
-                return render_page(counted.report, ledger=str(path), counted=counted)
+                return render_page(counted.report, ledger=ledger.location, counted=counted)
 
             cold_s, html = timed(page)
             warm = [timed(page)[0] for _ in range(5)]
@@ -109,7 +150,7 @@ def main() -> None:
                 "cold_over_stats_json": round(cold_s / json_s, 2),
                 "warm_over_stats_json": round(warm_s / json_s, 4),
                 "page_bytes": len(str(html).encode()),
-                "backend": "sqlite",
+                "backend": args.backend,
                 "built_rows": total,
             },
             indent=2,

@@ -299,7 +299,8 @@ def _tools(report: StatsReport, alone: str, page: int | None) -> str:
             for name, _, kind in figures
         )
         rows.append(
-            f"<tr><td>{_e(row.server)}</td><td>{_e(row.tool)}</td>{cells}<td class='small why'>{_detail(row)}</td></tr>"
+            f"<tr><td>{_e(row.server)}</td><td>{_e(row.tool)}</td>{cells}<td class='n'>{_recall_rate(row)}</td>"
+            f"<td class='small why'>{_detail(row)}</td></tr>"
         )
     t = report.totals
     foot = "".join(
@@ -308,10 +309,19 @@ def _tools(report: StatsReport, alone: str, page: int | None) -> str:
     )
     return (
         "<section><h2>Per server and tool</h2>"
-        f"<div class='wide'><table><thead><tr><th>server</th><th>tool</th>{head}<th>decisions · reducers acted · declined (reason)</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td><b>all</b></td><td></td>{foot}<td></td></tr></tfoot></table></div>"
+        f"<div class='wide'><table><thead><tr><th>server</th><th>tool</th>{head}"
+        f"<th class='n'>recalled / offloaded (prior {report.recall.configured:.2f})</th>"
+        "<th>decisions · reducers acted · declined (reason)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody><tfoot><tr><td><b>all</b></td><td></td>{foot}"
+        f"<td class='n'>{_recall_rate(t)}</td><td></td></tr></tfoot></table></div>"
         f"{pager}</section>"
     )
+
+
+def _recall_rate(row: ToolStats) -> str:
+    """This tool's offloads recalled at least once, beside the gate's prior; none in observe mode (nothing offloaded)."""
+    offloaded = row.offloaded if not row.observed else 0
+    return f"{row.recalls / offloaded:.2f}" if offloaded else "–"
 
 
 def _detail(row: ToolStats) -> str:

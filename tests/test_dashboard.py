@@ -245,3 +245,23 @@ async def test_dashboard_on_a_postgresql_ledger_matches_stats_json_per_principal
     assert trm_id in pages[ALICE] and trm_id in pages[OPS] and trm_id not in pages[BOB]
     assert 'data-figure="totals.results" data-value="2"' in pages[OPS]  # alice's chunks, bob's echo
     assert 'data-figure="recall_calls" data-value="1"' in pages[ALICE]
+
+
+def test_result_search_counts_show_where_the_report_has_them() -> None:
+    from types import SimpleNamespace
+
+    from offload_mcp.dashboard import render_page
+    from offload_mcp.stats import aggregate
+
+    report = aggregate([])
+    assert "result searches" not in render_page(report, ledger="l") or hasattr(report, "result_search")
+    # The report of issue 42 (stats' `result_search`): its counts are figures at their --json paths.
+    report.result_search = SimpleNamespace(searches=4, failed=1, hits=9, hops_saved=2)  # type: ignore[attr-defined]
+    page = render_page(report, ledger="l")
+    figures = dict(re.findall(r'data-figure="([^"]+)" data-value="([^"]+)"', page))
+    assert {k: figures[f"result_search.{k}"] for k in ("searches", "failed", "hits", "hops_saved")} == {
+        "searches": "4",
+        "failed": "1",
+        "hits": "9",
+        "hops_saved": "2",
+    }

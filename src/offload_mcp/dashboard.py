@@ -364,11 +364,7 @@ def _decisions(report: StatsReport) -> str:
 def _retrievals(report: StatsReport) -> str:
     recall = report.recall
     observed = "n/a" if recall.observed is None else _fig("recall.observed", recall.observed, _rate)
-    searches = (
-        _counts(report.search_events)
-        if report.search_events
-        else "none recorded (tool search and result search events appear here when recorded)"
-    )
+    searches = _counts(report.search_events) if report.search_events else "none recorded"
     return (
         "<section><h2>Recalls, expands and searches</h2><table><tbody>"
         f"<tr><td>recall calls</td><td class='n'>{_fig('recall_calls', report.recall_calls, _int)}</td>"
@@ -378,8 +374,22 @@ def _retrievals(report: StatsReport) -> str:
         f"<tr><td>recall rate after an offload</td><td class='n'>{observed}</td>"
         f"<td>over {_fig('recall.samples', recall.samples, _int)} offloaded result(s); configured prior "
         f"{_fig('recall.configured', recall.configured, _rate)} ({_e(recall.note)})</td></tr>"
-        f"<tr><td>searches</td><td colspan='2'>{searches}</td></tr>"
+        f"<tr><td>tool search</td><td colspan='2'>{searches}</td></tr>"
+        f"{_result_search(report)}"
         "</tbody></table></section>"
+    )
+
+
+def _result_search(report: StatsReport) -> str:
+    """Searches across stored results, where this build's report counts them (issue 42's `result_search`)."""
+    found = getattr(report, "result_search", None)
+    if found is None:
+        return ""
+    return (
+        f"<tr><td>result searches</td><td class='n'>{_fig('result_search.searches', found.searches, _int)}</td>"
+        f"<td>failed {_fig('result_search.failed', found.failed, _int)}; "
+        f"ids named {_fig('result_search.hits', found.hits, _int)}; "
+        f"recalls of a named id (hops saved) {_fig('result_search.hops_saved', found.hops_saved, _int)}</td></tr>"
     )
 
 

@@ -63,7 +63,7 @@ code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f3f4f6;padding:
 """
 
 
-REFRESH_WAIT_S = 0.8
+REFRESH_WAIT_S = 0.5
 """How long a page waits for a fresh report before it shows the last one (marked as such)."""
 
 
@@ -73,9 +73,9 @@ class CountedReport:
 
     report: StatsReport
     mark: tuple[int, int]
-    """(events, highest event id) when the report was computed."""
+    """The ledger's (lowest, highest event id) when the report was computed."""
     newer: int = 0
-    """Events recorded since the mark that this report does not count yet (0: it is current)."""
+    """About how many events were recorded since the mark, not counted yet (0: the report is current)."""
 
 
 class _Refresh:
@@ -87,7 +87,7 @@ class _Refresh:
 
 
 class ReportCache:
-    """The last report for each viewer, recomputed when the ledger's events mark (count, highest id) moves.
+    """The last report for each viewer, recomputed when the ledger's events mark (lowest, highest id) moves.
 
     Aggregating a large ledger takes seconds (stats.aggregate reads every event). A page opened
     while nothing was recorded costs one count; once events were recorded, the report is
@@ -119,7 +119,7 @@ class ReportCache:
         # With nothing to show yet the page waits for the report, however long it takes.
         if not refresh.done.wait(None if kept is None else self.wait_s):
             assert kept is not None
-            return CountedReport(kept.report, kept.mark, newer=max(0, mark[0] - kept.mark[0]))
+            return CountedReport(kept.report, kept.mark, newer=max(1, mark[1] - kept.mark[1]))
         if refresh.error is not None:
             raise refresh.error
         assert refresh.result is not None
@@ -194,10 +194,9 @@ def render_page(
 def _counted(counted: CountedReport | None) -> str:
     if counted is None:
         return ""
-    events, last = counted.mark
-    note = f"counted up to event {last:,} ({events:,} events)"
+    note = f"counted up to event {counted.mark[1]:,}"
     if counted.newer:
-        note += f"; {counted.newer:,} event(s) recorded since are being counted: reload in a moment"
+        note += f"; about {counted.newer:,} event(s) recorded since are being counted: reload in a moment"
     return f"<p>{note}</p>"
 
 

@@ -491,8 +491,9 @@ class Ledger:
         return dict(counts)
 
     def events_mark(self) -> tuple[int, int]:
-        """(events, highest event id): it changes whenever an event is written or removed, on every replica
-        alike, so a view computed from the events can be kept until it does (the dashboard's cache)."""
+        """(lowest, highest event id): it changes whenever an event is written (ids only grow) or the oldest
+        are removed, on every replica alike, so a view computed from the events can be kept until it does
+        (the dashboard's cache)."""
         self.flush_quietly()
         return self._read(self.backend.events_mark, "reading the events mark")
 

@@ -98,7 +98,10 @@ class SqlReads:
 
     def events_mark(self) -> tuple[int, int]:
         # Both ends of the primary key: an index probe each on both backends, however many events there are.
-        row = self._one("SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events", ())
+        # (SQLite probes the index for a lone min() or max() only, hence two subqueries.)
+        row = self._one(
+            "SELECT coalesce((SELECT min(id) FROM events), 0), coalesce((SELECT max(id) FROM events), 0)", ()
+        )
         return int(row[0]), int(row[1])
 
     def counts(self) -> Counts:

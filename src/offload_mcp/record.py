@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .clients import ChannelSizes, ClientModel, client_model, for_client_info
 from .policy.economics import ResultAccount, account_result
@@ -86,6 +86,10 @@ class DecisionEvent(BaseModel):
 
     version: Literal[2] = RECORD_VERSION
     session_id: str
+    owner: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The caller's ledger ownership key when it is not the session (`principal:<name>` under
+    `ledger.scope: principal`), so a principal's view of the ledger (the dashboard) finds its rows;
+    left out of the stored record when None."""
     server: str
     tool: str
     """The downstream tool's own name."""

@@ -301,6 +301,9 @@ def replay(
                     arguments=call_arguments(record.call),
                     session_id=record.traj,
                     structured_from_json=True,  # read from the file's JSON, as the proxy reads a server's answer
+                    # Recorded as the proxy records a client's clientInfo: a kept ledger (`--ledger`) then
+                    # counts against that client in `stats` and the dashboard. It changes no decision.
+                    client=None if viewer.name == "plain" else viewer.name,
                 )
                 result = types.CallToolResult(
                     content=[types.TextContent(text=record.output)],

@@ -129,6 +129,7 @@ class ShapeReport:
             return self.recorded
         return DecisionEvent(
             session_id=call.session_id,
+            owner=call.owner if call.owner and call.owner != call.session_id else None,
             server=call.server,
             tool=call.downstream_tool,
             listed_tool=call.tool,

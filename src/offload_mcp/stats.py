@@ -31,11 +31,12 @@ ledgers recorded before clients were. Recalls are charged against both.
 
 from __future__ import annotations
 
+import heapq
 import re
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,6 +50,10 @@ from .store import Ledger
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke", "search")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
 MIN_SAMPLES_FOR_SUGGESTION = 5
+TIMELINE_BUCKETS = 60
+"""At most this many time buckets: the width is the first of BUCKET_WIDTHS_S that fits the span."""
+BUCKET_WIDTHS_S = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
+LARGEST_KEPT = 100
 
 
 # ---------------------------------------------------------------- reading events
@@ -84,6 +89,15 @@ class ToolStats:
     would_client_usd_saved: float = 0.0
     recalls: int = 0
     expands: int = 0
+    decisions: dict[str, int] = field(default_factory=dict)
+    """`verdict/reason` -> count for this tool's results."""
+    reducers_acted: dict[str, int] = field(default_factory=dict)
+    reducer_declines: dict[str, int] = field(default_factory=dict)
+    """`reducer/reason` -> count for this tool's results."""
+
+    def count(self, table: str, key: str) -> None:
+        counts: dict[str, int] = getattr(self, table)
+        counts[key] = counts.get(key, 0) + 1
 
     def add(self, other: ToolStats) -> None:
         for name in (
@@ -105,6 +119,48 @@ class ToolStats:
             "expands",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for table in ("decisions", "reducers_acted", "reducer_declines"):
+            mine: dict[str, int] = getattr(self, table)
+            for key, n in getattr(other, table).items():
+                mine[key] = mine.get(key, 0) + n
+
+    def sort_counts(self) -> None:
+        """Most frequent first, then by name: the same ledger gives the same bytes."""
+        for table in ("decisions", "reducers_acted", "reducer_declines"):
+            counts: dict[str, int] = getattr(self, table)
+            setattr(self, table, dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))))
+
+
+@dataclass
+class TimeBucket:
+    """What the results recorded in one span of time saved (recall hops charged when they happened)."""
+
+    start: float
+    results: int = 0
+    tokens_saved: float = 0.0
+    usd_saved: float = 0.0
+    client_tokens_saved: float = 0.0
+    client_usd_saved: float = 0.0
+    would_tokens_saved: float = 0.0
+    would_usd_saved: float = 0.0
+    would_client_tokens_saved: float = 0.0
+    would_client_usd_saved: float = 0.0
+
+
+@dataclass
+class LargeResult:
+    """One of the largest results and what happened to it."""
+
+    event_id: int
+    at: float
+    server: str
+    tool: str
+    verdict: str
+    reason: str
+    chars_in: int
+    chars_out: int
+    trm_id: str
+    recalled: bool = False
 
 
 @dataclass
@@ -163,6 +219,12 @@ class StatsReport:
     """What the client alone would have done with the raw results: `inline`, `file` (a preview), `rejected`."""
     client_fates: dict[str, int] = field(default_factory=dict)
     """What the client did (or, in observe mode, would do) with what the proxy sent."""
+    bucket_s: float = 0.0
+    """The width of each `timeline` bucket in seconds (chosen so the span fits TIMELINE_BUCKETS)."""
+    timeline: list[TimeBucket] = field(default_factory=list)
+    """Savings per span of time, oldest first; buckets with no event are left out."""
+    largest: list[LargeResult] = field(default_factory=list)
+    """The LARGEST_KEPT largest results by characters in, largest first."""
 
     @property
     def client(self) -> str:
@@ -258,6 +320,9 @@ def aggregate(
     result_search = ResultSearchUse()
     found_by_search: set[tuple[str, str]] = set()
     """(session, id) a search named, until a recall of it counts the hop saved."""
+    # (at, is a result, observe, tokens, usd, client tokens, client usd): each event's part of the savings.
+    flow: list[tuple[float, bool, bool, float, float, float, float]] = []
+    largest: list[tuple[int, int, LargeResult]] = []
 
     for index, event in enumerate(calls):
         kind = event.get("kind")
@@ -272,14 +337,19 @@ def aggregate(
             row.results += 1
             row.chars_in += chars_in
             row.chars_out += sent
-            decisions[f"{verdict}/{record.reason or 'none'}"] += 1
+            decided = f"{verdict}/{record.reason or 'none'}"
+            decisions[decided] += 1
+            row.count("decisions", decided)
             reduced = False
             for r in record.reducer_events:
                 if r.acted:
                     acts[r.reducer] += 1
+                    row.count("reducers_acted", r.reducer)
                     reduced = True
                 else:
-                    declines[f"{r.reducer}/{r.reason or 'none'}"] += 1
+                    declined = f"{r.reducer}/{r.reason or 'none'}"
+                    declines[declined] += 1
+                    row.count("reducer_declines", declined)
             row.reduced += reduced
             turns = requests_carrying(following[index])
             all_horizons.append(turns)
@@ -319,6 +389,17 @@ def aggregate(
                 row.usd_saved += usd
                 row.client_tokens_saved += account.client_tokens_saved
                 row.client_usd_saved += client_usd
+            at = float(event.get("at") or 0)
+            flow.append((at, True, observe, saved_tokens, usd, account.client_tokens_saved, client_usd))
+            event_id = int(event.get("id") or 0)
+            large = LargeResult(
+                event_id, at, record.server, record.tool, verdict, record.reason, chars_in, sent, record.trm_id or ""
+            )
+            entry = (chars_in, -event_id, large)
+            if len(largest) < LARGEST_KEPT:
+                heapq.heappush(largest, entry)
+            elif entry[:2] > largest[0][:2]:
+                heapq.heapreplace(largest, entry)
         elif kind in ("tool_search", "invoke"):
             search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
         elif kind == "search":
@@ -348,7 +429,9 @@ def aggregate(
             if kind == "expand" and ok and owner in rows:
                 rows[owner].expands += 1
             if rates and ok:
-                recall_usd_by_row[owner] += _recall_hop_usd(rates, settings, int(event.get("chars_out") or 0))
+                hop = _recall_hop_usd(rates, settings, int(event.get("chars_out") or 0))
+                recall_usd_by_row[owner] += hop
+                flow.append((float(event.get("at") or 0), False, False, 0.0, -hop, 0.0, -hop))
 
     # Recall and expand hops are charged to the tool whose result they brought back.
     for owner, usd in recall_usd_by_row.items():
@@ -364,7 +447,13 @@ def aggregate(
     totals = ToolStats("all", "all")
     ordered = sorted(rows.values(), key=lambda r: (-(r.tokens_saved + r.would_tokens_saved), r.server, r.tool))
     for row in ordered:
+        row.sort_counts()
         totals.add(row)
+    totals.sort_counts()
+    bucket_s, timeline = _timeline(flow)
+    biggest = [entry[2] for entry in sorted(largest, key=lambda entry: entry[:2], reverse=True)]
+    for large in biggest:
+        large.recalled = bool(large.trm_id) and large.trm_id in recalled_ids
     totals.recalls = len(recalled_ids & offloaded_ids)
     totals.expands = expand_calls - failed_expands  # as each row counts them: the ones that brought text back
 
@@ -450,12 +539,45 @@ def aggregate(
         client_alone_fates=dict(sorted(alone_fates.items())),
         client_fates=dict(sorted(client_fates.items())),
         result_search=result_search,
+        bucket_s=bucket_s,
+        timeline=timeline,
+        largest=biggest,
     )
 
 
 def _search_ref(ref: str) -> str:
     """An id as searches and recalls both name it: a marker `<<cg:HASH>>` as its hash."""
     return ref.removeprefix("<<cg:").removesuffix(">>")
+
+
+def _timeline(
+    flow: list[tuple[float, bool, bool, float, float, float, float]],
+) -> tuple[float, list[TimeBucket]]:
+    """Bucket each event's part of the savings by when it happened (the width fits the span in TIMELINE_BUCKETS)."""
+    if not flow:
+        return 0.0, []
+    first = min(at for at, *_ in flow)
+    span = max(at for at, *_ in flow) - first
+    width = next((w for w in BUCKET_WIDTHS_S if span / w < TIMELINE_BUCKETS), BUCKET_WIDTHS_S[-1])
+    origin = first - first % width
+    buckets: dict[int, TimeBucket] = {}
+    for at, is_result, observe, tokens, usd, client_tokens, client_usd in flow:
+        slot = int((at - origin) // width)
+        bucket = buckets.get(slot)
+        if bucket is None:
+            bucket = buckets[slot] = TimeBucket(origin + slot * width)
+        bucket.results += is_result
+        if observe:
+            bucket.would_tokens_saved += tokens
+            bucket.would_usd_saved += usd
+            bucket.would_client_tokens_saved += client_tokens
+            bucket.would_client_usd_saved += client_usd
+        else:
+            bucket.tokens_saved += tokens
+            bucket.usd_saved += usd
+            bucket.client_tokens_saved += client_tokens
+            bucket.client_usd_saved += client_usd
+    return width, [buckets[slot] for slot in sorted(buckets)]
 
 
 def report_from_ledger(
@@ -466,15 +588,28 @@ def report_from_ledger(
     session_ids: Iterable[str] | None = None,
     model: str | None = None,
     client: str | None = None,
+    owner: str | None = None,
 ) -> StatsReport:
+    """`owner` (a ledger ownership key, `principal:<name>`): only the events recorded for that caller."""
+    events: Iterable[Mapping[str, Any]] = ledger.events(since=since, kinds=CALL_KINDS)
+    if owner is not None:
+        events = owned_by(events, owner)
     return aggregate(
-        ledger.events(since=since, kinds=CALL_KINDS),
+        events,
         settings,
         since=since,
         session_ids=session_ids,
         model=model,
         client=client,
     )
+
+
+def owned_by(events: Iterable[Mapping[str, Any]], owner: str) -> Iterator[Mapping[str, Any]]:
+    """The events recorded for one caller: their `owner` (decision records and recall/expand details) is `owner`."""
+    for event in events:
+        detail = event.get("detail")
+        if isinstance(detail, Mapping) and detail.get("owner") == owner:
+            yield event
 
 
 # ---------------------------------------------------------------- durations

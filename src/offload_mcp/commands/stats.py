@@ -19,6 +19,7 @@ examples:
   offload-mcp stats --ledger /tmp/l.db --json
   offload-mcp stats --model claude-sonnet-4-5   # price the same savings for another model
   offload-mcp stats --client claude-code    # count every result against Claude Code alone (older ledgers)
+  offload-mcp stats --html dashboard.html   # the dashboard as one file that opens offline in a browser
 
 Every saving is shown twice: against the raw results (what the servers sent)
 and against what the calling client alone would have shown its model (from
@@ -62,6 +63,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(for ledgers written before clients were recorded)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the dashboard (the page `serve` shows at GET /dashboard) to FILE as one self-contained page",
+    )
+    parser.add_argument(
+        "--principal",
+        metavar="NAME",
+        help="only the rows recorded for this caller (a principal of offload.server.auth_tokens, under ledger.scope: principal)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -111,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
         another = "file with --ledger PATH" if isinstance(path, Path) else "ledger with --ledger"
         raise ConfigError(f"{err}; pass another {another}") from None
     try:
-        report = report_from_ledger(ledger, settings.policy, since=since, model=args.model, client=args.client)
+        owner = f"principal:{args.principal}" if args.principal else None
+        report = report_from_ledger(
+            ledger, settings.policy, since=since, model=args.model, client=args.client, owner=owner
+        )
     except DecisionRecordError as err:
         # A row no build wrote this way (older rows are upgraded when the ledger opens writable).
         print(f"offload-mcp stats: {path}: {err}", file=sys.stderr)
@@ -122,6 +136,17 @@ def run(args: argparse.Namespace) -> int:
         ledger.close()
     shown = ledger.location
 
+    if args.html:
+        from ..dashboard import render_page
+
+        viewer = f"principal {args.principal}" if args.principal else "every caller"
+        try:
+            Path(args.html).write_text(render_page(report, ledger=shown, viewer=viewer), encoding="utf-8")
+        except OSError as err:
+            raise ConfigError(f"--html {args.html}: cannot write the page: {err.strerror or err}") from None
+        print(f"offload-mcp stats: wrote the dashboard to {args.html}", file=sys.stderr)
+        if not args.json:
+            return 0
     if args.json:
         import orjson
 

@@ -1,7 +1,8 @@
 """Plain HTTP routes served beside the MCP endpoint on the SSE and streamable-HTTP transports.
 
 `extra_routes(state)` returns starlette routes; each feature adds its own here
-(/healthz, /expand/{hash}: a stashed original as text/plain, /metrics).
+(/healthz, /expand/{hash}: a stashed original as text/plain, /metrics, /dashboard: the stats as one
+page, dashboard.py).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from ..record import DecisionRecordError
 from ..store import LedgerCorrupt, LedgerError, UnknownId
 from ..tools.expand import parse_hash
 from .identity import owner_key, principal_of
@@ -22,6 +24,7 @@ from .metrics import metrics_route
 from .security import is_authorized, public_server_status
 
 if TYPE_CHECKING:
+    from ..dashboard import ReportCache
     from ..store import Ledger
 
 logger = logging.getLogger(__name__)
@@ -72,7 +75,18 @@ def extra_routes(state: ProxyState) -> list[Route]:
     async def expand(request: Request) -> Response:
         return await http_expand(request, state)
 
-    routes = [Route("/healthz", healthz, methods=["GET"]), Route("/expand/{hash}", expand, methods=["GET"])]
+    from ..dashboard import ReportCache  # the page's code loads with the routes, not with every import
+
+    reports = ReportCache()
+
+    async def dashboard(request: Request) -> Response:
+        return await http_dashboard(request, state, reports)
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/expand/{hash}", expand, methods=["GET"]),
+        Route("/dashboard", dashboard, methods=["GET"]),
+    ]
     routes.append(metrics_route(state.metrics))
     return routes
 
@@ -111,3 +125,56 @@ async def http_expand(request: Request, state: ProxyState) -> Response:
     except LedgerError as err:
         return answer(503, f"the ledger cannot be read right now: {ledger.for_client(err)}\n")
     return answer(200, original)
+
+
+def dashboard_viewer(request: Request, state: ProxyState) -> tuple[str | None, str]:
+    """Whose rows the caller may see: (the ledger owner key to keep, or None for all; words for the page).
+
+    Under `ledger.scope: principal` a caller sees the rows recorded for its own principal, an operator
+    (`offload.server.operator_principals`) every caller's; under the other scopes the ledger is one tenant."""
+    settings = state.settings
+    principal = principal_of(request)
+    if settings.ledger.scope != "principal" or principal in settings.server.operator_principals:
+        return None, "every caller"
+    return owner_key("principal", principal=principal, session_id=""), f"principal {principal}"
+
+
+async def http_dashboard(request: Request, state: ProxyState, reports: ReportCache) -> Response:
+    """GET /dashboard: the stats of the ledger as one HTML page (dashboard.py); read-only, paged tables.
+
+    The Guard has checked the bearer token before this runs (/dashboard is not an open path)."""
+    from ..dashboard import Pages, render_page
+
+    ledger = state.ledger
+    if ledger is None:
+        return PlainTextResponse("no ledger is open in this offload-mcp process\n", status_code=503)
+    pages = Pages(tools=_page_number(request, "tools_page"), largest=_page_number(request, "largest_page"))
+    owner, viewer = dashboard_viewer(request, state)
+
+    def render() -> str:
+        counted = reports.report(ledger, state.settings.policy, owner)
+        return render_page(counted.report, ledger=ledger.location, viewer=viewer, pages=pages, counted=counted)
+
+    try:
+        page = await anyio.to_thread.run_sync(render, abandon_on_cancel=True)
+    except LedgerError as err:
+        return PlainTextResponse(f"the ledger cannot be read right now: {ledger.for_client(err)}\n", status_code=503)
+    except DecisionRecordError as err:
+        logger.warning("dashboard: %s", err)
+        return PlainTextResponse(f"the ledger holds a row this build cannot read: {err}\n", status_code=500)
+    headers = {
+        "Cache-Control": "no-store",
+        "Content-Security-Policy": DASHBOARD_CSP,
+        "X-Content-Type-Options": "nosniff",
+    }
+    return HTMLResponse(page, headers=headers)
+
+
+DASHBOARD_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+"""The page loads nothing and runs no script: its own inline style is all it may use."""
+
+
+def _page_number(request: Request, name: str) -> int:
+    """A page index from the query string; anything that is not a small non-negative integer is page 0."""
+    raw = request.query_params.get(name, "0")
+    return int(raw) if raw.isdigit() and len(raw) < 7 else 0

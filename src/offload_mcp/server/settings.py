@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class ServerSettings(BaseModel):
@@ -18,6 +18,11 @@ class ServerSettings(BaseModel):
         default_factory=dict,
         description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`). "
         "The principal names the caller for `offload.ledger.scope: principal`. `auth_token` alone is the principal `default`.",
+    )
+    operator_principals: list[str] = Field(
+        default_factory=list,
+        description="Principals (names in `auth_tokens`, or `default` for `auth_token`) whose GET /dashboard shows every "
+        "caller's rows under `offload.ledger.scope: principal`; any other caller sees its own rows only.",
     )
     stateless: bool = Field(
         default=False,
@@ -89,3 +94,14 @@ class ServerSettings(BaseModel):
             if len(set(tokens)) != len(tokens):
                 raise ValueError("two principals share one token: each caller needs its own")
         return value
+
+    @model_validator(mode="after")
+    def _operators_are_principals(self) -> ServerSettings:
+        """An operator must be a principal some token names, or the setting would silently grant nothing."""
+        # `default` is the single auth_token's principal, which OFFLOAD_MCP_AUTH_TOKEN may also set.
+        known = set(self.auth_tokens) | {"default"}
+        unknown = [name for name in self.operator_principals if name not in known]
+        if unknown:
+            names = ", ".join(sorted(known))
+            raise ValueError(f"operator_principals: {unknown[0]!r} is not a principal of auth_tokens (known: {names})")
+        return self

@@ -503,6 +503,13 @@ class Ledger:
                 counts[(event.server, event.tool)] += 1
         return dict(counts)
 
+    def events_mark(self) -> tuple[int, int]:
+        """(lowest, highest event id): it changes whenever an event is written (ids only grow) or the oldest
+        are removed, on every replica alike, so a view computed from the events can be kept until it does
+        (the dashboard's cache)."""
+        self.flush_quietly()
+        return self._read(self.backend.events_mark, "reading the events mark")
+
     def counts(self) -> dict[str, int]:
         """Row counts and stored bytes, for stats and health."""
         self.flush_quietly()

@@ -96,6 +96,14 @@ class SqlReads:
         )
         return {(server, tool): int(n) for server, tool, n in rows}
 
+    def events_mark(self) -> tuple[int, int]:
+        # Both ends of the primary key: an index probe each on both backends, however many events there are.
+        # (SQLite probes the index for a lone min() or max() only, hence two subqueries.)
+        row = self._one(
+            "SELECT coalesce((SELECT min(id) FROM events), 0), coalesce((SELECT max(id) FROM events), 0)", ()
+        )
+        return int(row[0]), int(row[1])
+
     def counts(self) -> Counts:
         row = self._one(
             "SELECT (SELECT count(*) FROM bodies), (SELECT coalesce(sum(stored_bytes), 0) FROM bodies),"

@@ -31,7 +31,7 @@ import mcp_types as types
 
 from ..reducers.base import HASH_RE, MARKER_RE
 from .recall import _names, _shown
-from .registry import EXPAND, ToolEnv, error_result, no_ledger
+from .registry import EXPAND, ToolEnv, error_result, no_ledger, owner_detail
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,6 @@ def _record(env: ToolEnv, hash_: str, *, ok: bool, chars: int) -> None:
     if env.ledger is None:
         return
     try:
-        env.ledger.record_expand(env.session_id, hash_, ok=ok, chars_out=chars)
+        env.ledger.record_expand(env.session_id, hash_, ok=ok, chars_out=chars, detail=owner_detail(env))
     except Exception as err:  # statistics must never cost the answer
         log.warning("could not record expand of %s: %s", hash_, err)

@@ -61,7 +61,7 @@ from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from ..store.text_view import text_blocks, text_view
 from .jsonpath_worker import JsonPathFailed, evaluate
-from .registry import RECALL, ToolEnv, error_result, no_ledger
+from .registry import RECALL, ToolEnv, error_result, no_ledger, owner_detail
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +327,9 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
     if env.ledger is None or not isinstance(mem_id, str):
         return
     try:
-        env.ledger.record_recall(env.session_id, mem_id, ok=ok, chars_out=chars_out, detail=detail)
+        env.ledger.record_recall(
+            env.session_id, mem_id, ok=ok, chars_out=chars_out, detail={**detail, **owner_detail(env)}
+        )
     except Exception as err:  # stats are best effort; the answer is what matters
         log.debug("recall event not recorded: %s", err)
 

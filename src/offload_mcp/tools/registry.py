@@ -46,6 +46,12 @@ class ToolEnv:
         return self.owner or self.session_id
 
 
+def owner_detail(env: ToolEnv) -> dict[str, str]:
+    """`{"owner": key}` for a recall or expand event when the caller's ownership key is not its session
+    (`principal:<name>`), so a principal's view of the ledger finds the event; else nothing."""
+    return {"owner": env.owner} if env.owner and env.owner != env.session_id else {}
+
+
 def no_ledger(env: ToolEnv) -> str:
     """ "no ledger is open in this proxy", with the reason it could not be opened when that is known:
     the model (and the user reading its transcript) learn what to fix, not only that nothing works."""

@@ -1,0 +1,163 @@
+"""How long the dashboard takes to render on a large ledger, beside `stats --json` (issue 43).
+
+Builds a SQLite ledger of `--events` events (default 1,000,000): the MCP-servers corpus replayed
+through the real proxy pipeline (`offload-mcp replay`, 197 decisions), then its event rows copied
+with their times moved on by an hour per copy and their sessions renamed, until there are enough.
+Then, in this process, on the same ledger:
+
+- `stats --json`: stats.report_from_ledger + the JSON dump (what the command prints);
+- the dashboard, cold: a new ReportCache (the first GET /dashboard after events were recorded)
+  + dashboard.render_page;
+- the dashboard, warm: the same page again while nothing was recorded (the cache's mark still
+  holds): the median of 5;
+- the dashboard after one more event: the recount starts in a thread, the page waits at most
+  REFRESH_WAIT_S and shows the last report with the count of events it lacks.
+
+Prints seconds and the ratios to `stats --json` as JSON. Not a timed test.
+
+    python bench/bench_dashboard.py [--events 1000000] [--keep PATH] [--backend sqlite|postgresql]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import orjson
+
+from offload_mcp.dashboard import ReportCache, render_page
+from offload_mcp.policy.settings import PolicySettings
+from offload_mcp.stats import report_from_ledger
+from offload_mcp.store import Ledger
+from offload_mcp.store.settings import LedgerSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"
+COLUMNS = "at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+
+
+def build(path: Path, events: int) -> int:
+    offload_mcp = str(Path(sys.executable).parent / "offload-mcp")
+    subprocess.run([offload_mcp, "replay", str(CORPUS), "--ledger", str(path)], capture_output=True, check=True)
+    conn = sqlite3.connect(path)
+    try:
+        (seed,) = conn.execute("SELECT max(id) FROM events").fetchone()
+        copy = 1
+        while (total := conn.execute("SELECT count(*) FROM events").fetchone()[0]) < events:
+            want = min(seed, events - total)
+            conn.execute(
+                f"INSERT INTO events ({COLUMNS}) SELECT at + ? * 3600, kind, session_id || '-' || ?, server, tool,"
+                f" verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE id <= ?",
+                (copy, copy, want),
+            )
+            copy += 1
+        conn.commit()
+        return int(total)
+    finally:
+        conn.close()
+
+
+def build_postgres(url: str, events: int, seed_path: Path) -> int:
+    """The same ledger in PostgreSQL: the replayed rows copied in, then multiplied as `build` does."""
+    import psycopg
+
+    build(seed_path, 0)
+    with sqlite3.connect(seed_path) as seed_db:
+        rows = seed_db.execute(f"SELECT {COLUMNS} FROM events ORDER BY id").fetchall()
+    Ledger.open(LedgerSettings(), url, connect_now=True).close()  # creates the schema
+    with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO events ({COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows)
+        copy = 1
+        while True:
+            cur.execute("SELECT count(*) FROM events")
+            total = int(cur.fetchone()[0])  # type: ignore[index]
+            if total >= events:
+                return total
+            cur.execute(
+                f"INSERT INTO events ({COLUMNS}) SELECT at + %s * 3600, kind, session_id || '-' || %s::text, server,"
+                " tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE id <= %s",
+                (copy, copy, min(len(rows), events - total)),
+            )
+            copy += 1
+
+
+def timed(fn: object) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()  # type: ignore[operator]
+    return time.perf_counter() - start, value
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--keep", metavar="PATH", help="build (or reuse) the ledger here instead of a temporary file")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="postgresql: a throwaway server (tests/pg.py)",
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp, ExitStack() as stack:
+        path = Path(args.keep) if args.keep else Path(tmp) / "ledger.db"
+        where: Path | str = path
+        if args.backend == "postgresql":
+            sys.path.insert(0, str(ROOT / "tests"))
+            from pg import start_server
+
+            server = start_server()
+            stack.callback(server.destroy)
+            where = server.url(server.new_schema())
+            built_s, total = timed(lambda: build_postgres(str(where), args.events, Path(tmp) / "seed.db"))
+        else:
+            built_s, total = timed(lambda: build(path, args.events)) if not path.exists() else (0.0, None)
+        ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
+        settings = PolicySettings()
+        try:
+            json_s, _ = timed(lambda: orjson.dumps(report_from_ledger(ledger, settings).as_dict()))
+            cache = ReportCache()
+
+            def page() -> str:
+                counted = cache.report(ledger, settings, None)
+                return render_page(counted.report, ledger=ledger.location, counted=counted)
+
+            cold_s, html = timed(page)
+            warm = [timed(page)[0] for _ in range(5)]
+            # One event more: the page waits REFRESH_WAIT_S for the recount, then shows the last report.
+            ledger.record_recall("bench", "trm_0123456789abcdef", ok=False)
+            recorded_s, _ = timed(page)
+            lowest, highest = ledger.events_mark()
+            events = highest - lowest + 1
+        finally:
+            ledger.close()
+    warm_s = statistics.median(warm)
+    print(
+        json.dumps(
+            {
+                "events": events,
+                "built_s": round(built_s, 1),
+                "stats_json_s": round(json_s, 3),
+                "dashboard_cold_s": round(cold_s, 3),
+                "dashboard_warm_s": round(warm_s, 4),
+                "dashboard_after_one_more_event_s": round(recorded_s, 3),
+                "cold_over_stats_json": round(cold_s / json_s, 2),
+                "warm_over_stats_json": round(warm_s / json_s, 4),
+                "page_bytes": len(str(html).encode()),
+                "backend": args.backend,
+                "built_rows": total,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -246,10 +246,19 @@ async def test_dashboard_on_a_postgresql_ledger_matches_stats_json_per_principal
         base = proxy.url.rsplit("/mcp", 1)[0]
         with httpx2.Client(base_url=base, timeout=60) as http:
             assert http.get("/dashboard").status_code == 401
-            pages = {
-                token: http.get("/dashboard", headers={"Authorization": f"Bearer {token}"}).text
-                for token in (OPS, ALICE, BOB)
-            }
+
+            def current(token: str, holds: str = "") -> str:
+                # The proxy writes its decisions to the ledger a moment after answering (and the page may
+                # still be counting them): load until the page shows them all.
+                for _ in range(60):
+                    text = http.get("/dashboard", headers={"Authorization": f"Bearer {token}"}).text
+                    if "being counted" not in text and holds in text:
+                        return text
+                    time.sleep(0.5)
+                raise AssertionError(f"the page never showed {holds!r}: {text[:300]}")
+
+            pages = {OPS: current(OPS, 'data-figure="totals.results" data-value="2"')}
+            pages |= {token: current(token) for token in (ALICE, BOB)}
     for token, extra in ((OPS, ()), (ALICE, ("--principal", "alice")), (BOB, ("--principal", "bob"))):
         figures = re.findall(r'data-figure="([^"]+)" data-value="([^"]+)"', pages[token])
         assert_figures_match(figures, stats_json(pg_url, *extra))

@@ -632,8 +632,11 @@ class ResultShaper:
 
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
         pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
-        offloads that, its work is final and a 1 MB result pays for one pass, not two. `dump`: the
-        call's dump_result (_shape's), so a candidate is dumped as the result was.
+        offloads that, its work is final and a 1 MB result pays for one pass, not two. It is final too
+        when it is kept for being below the pre-filter (a 75K JSON array tabulated to 45K): the client
+        shows that whole, and the last resorts (smartcrush, collapse) would only window it (issue 38:
+        a 75K array then reached the model as 5 of its 639 items). `dump`: the call's dump_result
+        (_shape's), so a candidate is dumped as the result was.
         """
         if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
@@ -645,7 +648,8 @@ class ResultShaper:
         decision = self.policy.decide(
             PolicyInput(chars=visible_chars(dump(candidate)), multimodal=multimodal, own_tool=False)
         )
-        return (reduced, runs) if decision.offload else self._reduce(result, ctx, self.pipeline)
+        final = decision.offload or decision.reason in ("small", "below_large")
+        return (reduced, runs) if final else self._reduce(result, ctx, self.pipeline)
 
     def _offload_before_reducing(
         self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
@@ -727,7 +731,7 @@ class ResultShaper:
             chars_per_token=policy.chars_per_token,
             budget_tokens=policy.stub_tokens,
             recall_mode=self.settings.recall.mode,
-            index_chars=self.policy.index_chars(),
+            index_chars=self.policy.index_chars(record.chars),
         )
 
     @staticmethod

@@ -115,11 +115,17 @@ class ResultPolicy:
     def index_chars(self, result_chars: int = 0) -> int:
         """The stub's identifier-index budget for a result of `result_chars`: `stub_index_chars`, or
         `stub_index_share` of the result when that is more (a larger result lists more of its rows),
-        kept so the whole stub stays far below `client_max_result_chars`."""
+        kept so the whole stub stays far below `client_max_result_chars`. The grown part stops at a
+        quarter of that limit: Claude Code files any result over 50,000 chars (its own inline size,
+        whatever the proxy declares for a tool with an outputSchema) to disk behind a 2,000-char
+        preview, and reads the stub's structuredContent copy, JSON-escaped, a few percent longer."""
         s = self.settings
         chars = s.stub_index_chars
         if s.stub_index_chars:
-            chars = max(chars, int(result_chars * s.stub_index_share))
+            grown = int(result_chars * s.stub_index_share)
+            if s.client_max_result_chars:
+                grown = min(grown, s.client_max_result_chars // 4)
+            chars = max(chars, grown)
         if s.client_max_result_chars:
             chars = min(chars, max(0, s.client_max_result_chars // 2 - int(s.stub_tokens * s.chars_per_token)))
         return chars

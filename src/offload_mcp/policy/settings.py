@@ -76,7 +76,7 @@ class PolicySettings(BaseModel):
         default=0.4,
         ge=0.0,
         le=1.0,
-        description="The index may grow to this share of the result's chars (above stub_index_chars): a larger result lists more of its rows. The gate prices the stub as built.",
+        description="The index may grow to this share of the result's chars (above stub_index_chars, up to a quarter of client_max_result_chars): a larger result lists more of its rows.",
     )
     recall_input_tokens: int = Field(
         default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate."

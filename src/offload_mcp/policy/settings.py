@@ -35,9 +35,9 @@ class PolicySettings(BaseModel):
         default=8_000, ge=0, description="Results at or below this many chars are kept inline (reason `small`)."
     )
     large_threshold_chars: int = Field(
-        default=50_000,
+        default=40_000,
         ge=0,
-        description="The gate's pre-filter: only results at or above this many chars may be offloaded. 50,000: what Claude Code alone shows whole (measured: docs/fidelity.md).",
+        description="The gate's pre-filter: only results at or above this many chars may be offloaded. 40,000 by measurement (docs/fidelity.md).",
     )
     client_max_result_chars: int = Field(
         default=100_000,

@@ -96,8 +96,8 @@ async def test_git_log_600k_round_trips_exactly_through_recall(big_repo: Path, t
     async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
         stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 3200})
         text = text_of(stub)
-        # stub_tokens (1,000 chars) plus the identifier index (stub_index_chars, 6,000)
-        assert not stub.is_error and len(text) <= 1000 + 6000
+        # stub_tokens (1,000 chars) plus the identifier index, grown with the result up to half the client's limit
+        assert not stub.is_error and len(text) <= 50_000
         assert "git log (3,200 commits)" in text and f"{len(direct):,} chars" in text
         assert "index of 3,200 commits, one line each: sha date subject (first 48 chars); first" in text
         assert "more not shown, from line" in text

@@ -371,8 +371,11 @@ def test_offload_wins_over_collapse_for_a_huge_output(tmp_path):
 
 def test_collapse_still_caps_what_the_policy_keeps_inline(tmp_path):
     # An unpriced model cannot prove a saving, and 70K chars is under the client limit: the gate declines,
-    # so collapse's head/tail window is what keeps the result from riding whole.
-    shaper = build_shaper(settings(policy={"model": "no-such-model"}), tmp_path / "ledger.db")
+    # so collapse's head/tail window (here from 15,000 tokens) is what keeps the result from riding whole.
+    shaper = build_shaper(
+        settings(policy={"model": "no-such-model"}, reducers={"collapse": {"max_tokens": 15_000}}),
+        tmp_path / "ledger.db",
+    )
     text = GIT_LOG[:70_000]
     out, rep = shaper.shape_with_report(CALL, result(text))
     assert (rep.verdict, rep.reason) == ("reduce", "small")  # judged on the collapsed size
@@ -404,8 +407,9 @@ def test_stub_carries_an_identifier_index_bounded_by_the_client_limit(tmp_path):
     assert f"\n  {0:040x} 2026-01-01 Change 0\n" in text
     assert "more not shown, from line" in text
     assert out.structured_content["offloaded_result"]["summary"] == text
-    policy = shaper.settings.policy
-    assert len(text) <= policy.stub_index_chars + policy.stub_tokens * policy.chars_per_token + 1
+    # The index grows with the result (stub_index_share), up to half of what the client accepts with the stub.
+    assert shaper.settings.policy.stub_index_chars + 1000 < len(text) <= shaper.policy.stub_bound_chars(len(log)) + 1
+    assert len(text) <= shaper.settings.policy.client_max_result_chars // 2 + 200
     # A client that accepts little gets a smaller index: the whole stub stays within half its limit (plus the header).
     small = build_shaper(
         no_reducers(

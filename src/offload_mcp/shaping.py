@@ -745,7 +745,7 @@ class ResultShaper:
             chars_per_token=policy.chars_per_token,
             budget_tokens=policy.stub_tokens,
             recall_mode=self.settings.recall.mode,
-            index_chars=self.policy.index_chars(),
+            index_chars=self.policy.index_chars(record.chars),
         )
 
     @staticmethod

@@ -13,11 +13,12 @@ stats, replay and the demo use too. Uncached this is exactly the seed
 result is written to the cache once and read on each of the H - 1 later
 requests, and a recalled slice is new content, so it is written to the cache.
 
-Pricing the stub as sent (measured, replay --client claude-code): with the
-defaults it changes no decision on the three corpora (every result that
-reaches the gate is >= 7,500 tokens against a stub of <= ~1,750); with the
-pre-filter lowered to 8K it keeps 21 of 440 dev results and 2 of 31 on the
-MCP corpus inline whose stub would have saved nothing worth a recall.
+Pricing the stub as sent matters because the stub's index grows with the
+result (policy.stub_index_share, up to a quarter of client_max_result_chars):
+a result that reaches the gate is >= 12,500 tokens, its stub up to ~6,500;
+with the pre-filter lowered to 8K it kept 21 of 440 dev results and 2 of 31
+on the MCP corpus inline whose stub would have saved nothing worth a recall
+(replay --client claude-code).
 
 Conservatism carried over from the seed: below the large pre-filter the gate
 never fires; an unknown model (no price row) cannot prove a saving and does

@@ -9,23 +9,13 @@ Branch order is load-bearing and reads top to bottom:
 3. `own_tool` — recall_tool_result / context_guru_expand output is what the
    model just asked for; offloading it again would loop: keep.
 4. `small` — at or below `small_threshold_chars`: too small for a stub: keep.
-5. `below_large` — under the gate's cheap pre-filter (`large_threshold_chars`):
-   the recall hop would outweigh the re-prefill saving: keep.
-   The medium tier is split by measurement (issue 12; `replay --client
-   claude-code` on dev.jsonl.gz, opus-4-6, one recall hop charged per needed
-   fact not seen), with linecap keeping records: pre-filter at 60K: tokens
-   -6.01%, $ saved 4.32%, needed facts visible 99.97%; at 30K (the default):
-   -7.14%, 6.04%, 99.92% (2 facts behind a stub); 25K: -7.53%, 6.55%, 99.92%;
-   20K: facts 98.34% (65 behind stubs); from 8K: -34.8% but 94.04%. 8K-30K
-   results stay inline; 30K-100K go to the gate. mcp_dev.jsonl.gz is capped
-   at 10K chars, so unaffected. Re-measured with the gate pricing the stub
-   it sends (index included) and the index listing every record it can:
-   with the pre-filter at 8K the gate offloads 419 dev results (21 fewer
-   than with a 250-token stub): -34.15% tokens and $17.61 saved net of
-   recall hops, but 94.29% of needed facts visible; on mcp_dev it offloads
-   38 results and loses money net of recall hops (-$0.28 against +$0.14
-   with the 30K pre-filter; 83.19% visible). The gate's prior (p=0.5 of one
-   hop) cannot see which medium results hold facts, so the pre-filter stays.
+5. `below_large` — under the gate's cheap pre-filter (`large_threshold_chars`,
+   50,000 chars): Claude Code alone shows a result of that size whole, so a
+   stub there can only show the model less than installing nothing would
+   (issue 38, measured on the shape zoo and the corpora: docs/fidelity.md);
+   keep. Above it Claude Code alone files the result with a 2,000-char
+   preview, and the stub's index grows with the result
+   (`stub_index_share`), so the stub shows more rows than that preview.
 6. `over_client_limit` — above `client_max_result_chars` the client rejects
    or cuts the result, so offload whatever the gate says: the alternative is
    losing it.
@@ -122,27 +112,37 @@ class ResultPolicy:
     def tokens(self, chars: int) -> float:
         return chars / self.settings.chars_per_token
 
-    def index_chars(self) -> int:
-        """The stub's identifier-index budget, kept so the whole stub stays far below `client_max_result_chars`."""
+    def index_chars(self, result_chars: int = 0) -> int:
+        """The stub's identifier-index budget for a result of `result_chars`: `stub_index_chars`, or
+        `stub_index_share` of the result when that is more (a larger result lists more of its rows),
+        kept so the whole stub stays far below `client_max_result_chars`. The grown part stops at a
+        quarter of that limit: Claude Code files any result over 50,000 chars (its own inline size,
+        whatever the proxy declares for a tool with an outputSchema) to disk behind a 2,000-char
+        preview, and reads the stub's structuredContent copy, JSON-escaped, a few percent longer."""
         s = self.settings
         chars = s.stub_index_chars
+        if s.stub_index_chars:
+            grown = int(result_chars * s.stub_index_share)
+            if s.client_max_result_chars:
+                grown = min(grown, s.client_max_result_chars // 4)
+            chars = max(chars, grown)
         if s.client_max_result_chars:
             chars = min(chars, max(0, s.client_max_result_chars // 2 - int(s.stub_tokens * s.chars_per_token)))
         return chars
 
-    def stub_bound_chars(self) -> int:
+    def stub_bound_chars(self, result_chars: int = 0) -> int:
         """The largest stub the settings allow: `stub_tokens` of header, shape, head and recall call plus the index.
 
         The structuredContent copy of a stub (stub.stub_object) JSON-escapes the same text, which
         adds a few percent; the 2x headroom under `client_max_result_chars` (index_chars) covers it.
         """
-        return int(self.settings.stub_tokens * self.settings.chars_per_token) + self.index_chars()
+        return int(self.settings.stub_tokens * self.settings.chars_per_token) + self.index_chars(result_chars)
 
     def gate_inputs(self, chars: int, stub_chars: int | None = None) -> OffloadGateInputs:
-        """What the gate prices. The stub is priced as sent (an indexed stub is up to ~1,750 tokens, not
-        `stub_tokens`' 250), or at `stub_bound_chars` when the caller has not built it."""
+        """What the gate prices. The stub is priced as sent (its index grows with the result: far more than
+        `stub_tokens`' 250), or at `stub_bound_chars(chars)` when the caller has not built it."""
         s = self.settings
-        stub = self.stub_bound_chars() if stub_chars is None else stub_chars
+        stub = self.stub_bound_chars(chars) if stub_chars is None else stub_chars
         return OffloadGateInputs(
             output_tokens=self.tokens(chars),
             horizon=s.horizon,

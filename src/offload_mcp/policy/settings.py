@@ -35,9 +35,9 @@ class PolicySettings(BaseModel):
         default=8_000, ge=0, description="Results at or below this many chars are kept inline (reason `small`)."
     )
     large_threshold_chars: int = Field(
-        default=30_000,
+        default=40_000,
         ge=0,
-        description="The gate's cheap pre-filter: only results at or above this size are considered for offload. 30,000 by measurement (replay --client claude-code on the shared corpus): from 25K-35K the gate saves more tokens and dollars net of recall hops than at 60K with the same needed facts visible (99.92%); from 20K down facts fall behind stubs (98.3%).",
+        description="The gate's pre-filter: only results at or above this many chars may be offloaded. 40,000 by measurement (docs/fidelity.md).",
     )
     client_max_result_chars: int = Field(
         default=100_000,
@@ -65,12 +65,18 @@ class PolicySettings(BaseModel):
     stub_tokens: int = Field(
         default=250,
         ge=16,
-        description="Token budget of a stub without its identifier index. The gate prices the stub as built (this plus the index: up to ~1,750 tokens at the defaults), or that bound when it has none.",
+        description="Token budget of a stub without its identifier index. The gate prices the stub as built (this plus the index), or that bound when it has none.",
     )
     stub_index_chars: int = Field(
         default=6_000,
         ge=0,
-        description="Budget of the stub's identifier index, on top of stub_tokens: one line per item of the offloaded result (JSON arrays: identifiers first, by name or by their values (id, _id, uuid, sku, slug, *_id, orderId, sha, number...), a table's dates and figures, one display name; few-valued fields as value counts; rows that stand out, such as those with an error, whole; git log: sha subject (author), or sha date subject for the first commits of a long one; Playwright page snapshots: the page's URL and title, its controls by kind (search boxes, fields, buttons) and the ref and name of its rows or links; source code: definitions at their line numbers; diffs: files with lines added and removed; CSV, TSV, markdown and space-aligned tables (kubectl, docker ps, pip list, a DataFrame): first column; logs: ERROR lines; listings: paths; markdown documents: headings at their line numbers, beside their URLs; other text: distinct URLs), then how many more and the recall call that pages them. Never more than half of client_max_result_chars with the stub. 0 turns it off. 6,000 by measurement (replay --client claude-code): needed facts behind a stub on bench/data/corpus/mcp_servers.jsonl.gz 20 of 143 -> 5 with the first records in full, -> 0 with every record listed at the richest level that fits (policy/index); on the shared dev corpus 2 -> 1; tokens cut 91.7% -> 89.5% and 7.08% -> 7.06%.",
+        description="Least budget of the stub's identifier index (docs/stub-index.md), on top of stub_tokens; with the stub, never over half of client_max_result_chars. 0 turns it off.",
+    )
+    stub_index_share: float = Field(
+        default=0.4,
+        ge=0.0,
+        le=1.0,
+        description="The index may grow to this share of the result's chars (above stub_index_chars, up to a quarter of client_max_result_chars): a larger result lists more of its rows.",
     )
     resource_link: bool = Field(
         default=True,

@@ -58,7 +58,9 @@ class TabulateSettings(BaseModel):
 class CollapseSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tokens: int = Field(
-        default=15_000, ge=0, description="Outputs above this many estimated tokens get a head/tail window."
+        default=25_000,
+        ge=0,
+        description="Outputs above this many estimated tokens get a head/tail window. 25,000: a result Claude Code alone shows whole (<= 50,000 chars) is never windowed.",
     )
     head_lines: int = Field(default=20, ge=0, description="Lines kept from the head.")
     tail_lines: int = Field(default=20, ge=0, description="Lines kept from the tail.")

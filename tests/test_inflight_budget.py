@@ -23,6 +23,7 @@ from offload_mcp.store.settings import LedgerSettings
 from test_hardening_load import http_session
 from test_metrics_http import scrape, total
 from test_proxy_http import fixture_over_http
+from test_reliability_ledger import make_text
 
 BUDGET = 20_000_000
 SIZES = [2_000_000 + 1_000 * i for i in range(5)]
@@ -32,17 +33,6 @@ TOO_LARGE = 6_000_000
 NEARLY_ALL = 4_500_000
 """Charged 18 MB: it fits only when the budget is free (nothing leaked by the answers before it)."""
 _TRM = re.compile(r"trm_[0-9a-f]+")
-
-
-def make_text(size: int) -> str:
-    """The fixture server's `make_text` answer (tests/fixtures/fixture_server.py)."""
-    out, i, total = [], 0, 0
-    while total < size:
-        line = f"line {i}: " + "x" * 60 + "\n"
-        out.append(line)
-        total += len(line)
-        i += 1
-    return "".join(out)[:size]
 
 
 def _refused_clearly(result: Any) -> bool:

@@ -137,9 +137,21 @@ class RunningProxy:
 
 @contextmanager
 def running_proxy(
-    args: list[str], transport: str = "streamable-http", env: dict[str, str] | None = None, log_level: str = "warning"
+    args: list[str],
+    transport: str = "streamable-http",
+    env: dict[str, str] | None = None,
+    log_level: str = "warning",
+    nofile: int | None = None,
 ) -> Iterator[RunningProxy]:
-    """`offload-mcp serve --transport T --port 0 ARGS` as a process we can measure and kill; its stderr lines are kept."""
+    """`offload-mcp serve --transport T --port 0 ARGS` as a process we can measure and kill; its stderr lines are kept.
+    `nofile`: the soft fd limit the proxy starts with (set in the child, so this process's own fds do not count)."""
+
+    def limit_fds() -> None:
+        if nofile is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
     proc = subprocess.Popen(
         [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", log_level, *args],
         stdin=subprocess.DEVNULL,
@@ -148,6 +160,7 @@ def running_proxy(
         text=True,
         env=proxy_env(env),
         cwd=str(ROOT),
+        preexec_fn=limit_fds if nofile is not None else None,
     )
     lines: list[str] = []
     found = threading.Event()

@@ -19,7 +19,7 @@ class CatalogSettings(BaseModel):
     )
     deferral: Literal["hint", "search", "off"] = Field(
         default="hint",
-        description="How cold tools are offered: marked for deferred loading (never more bytes than `off`), hidden behind search/invoke tools, or listed exactly as given (`off`: no marks, not even `anthropic/maxResultSizeChars`).",
+        description="How cold tools are offered: marked for deferred loading (never more bytes than `off`), hidden behind search/invoke tools, or listed as given (`off`: no marks at all; docs/configuration-notes.md).",
     )
     hot_tools: list[str] = Field(
         default_factory=list,

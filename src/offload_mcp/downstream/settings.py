@@ -29,8 +29,7 @@ class DownstreamSettings(BaseModel):
         default=1_000_000,
         ge=1024,
         description="Largest server-to-client request (sampling, elicitation, roots) or log message relayed to a client, "
-        "as JSON; a larger one is refused with an error to the server (a log line is dropped). The default keeps "
-        "under the 1 MiB event limit of the SDK's streamable-HTTP client.",
+        "as JSON; a larger one is refused, a log line dropped (docs/configuration-notes.md).",
     )
     max_result_bytes: int = Field(
         default=64 * 1024 * 1024, gt=0, description="Results larger than this are refused with a clear isError result."
@@ -38,11 +37,8 @@ class DownstreamSettings(BaseModel):
     max_inflight_result_bytes: int = Field(
         default=1024 * 1024 * 1024,
         ge=1024 * 1024,
-        description="Memory all large answers (over 256 KiB) in flight may hold together, across every server: "
-        "each byte read is counted 4 times (its bytes, the parsed message, the shaper's text, the ledger's copy) "
-        "until the result is shaped and stored. When it is spent the proxy stops reading further large answers "
-        "(the server waits) until one is done; an answer that cannot fit is refused with a clear isError result. "
-        "The default suits a 2-core / 4 GB host (four 60 MB answers at once).",
+        description="Memory all large answers (over 256 KiB) in flight may hold together, each byte counted 4 times; "
+        "when spent, further ones wait and one that cannot fit is refused (docs/configuration-notes.md).",
     )
     max_inflight_wait_s: float = Field(
         default=30.0,

@@ -50,7 +50,7 @@ class PolicySettings(BaseModel):
     horizon: int = Field(
         default=5,
         ge=0,
-        description="Expected model requests that carry a result: the one that reads it plus one per later call in its session (the seed's expected_conversation_depth prior; `offload-mcp stats` observes it and suggests a value).",
+        description="Expected model requests that carry a result: the one that reads it plus one per later call in its session (`offload-mcp stats` observes it and suggests a value).",
     )
     recall_probability: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Prior probability the model recalls an offloaded result."
@@ -80,7 +80,7 @@ class PolicySettings(BaseModel):
     )
     resource_link: bool = Field(
         default=True,
-        description="Each stub also carries a resource_link to its stored body (offload://result/trm_..., read with resources/read: docs/search.md), so a host can read the whole result without the model. Claude Code shows the model one line for it (~60 chars): replay --client claude-code on bench/data/corpus/mcp_servers.jsonl.gz tokens cut 89.33% -> 89.28%. false leaves the stub's text alone.",
+        description="Each stub also carries a resource_link to its stored body (offload://result/trm_...), so a host can read the whole result without the model; false omits it (docs/configuration-notes.md).",
     )
     recall_input_tokens: int = Field(
         default=2_000, ge=0, description="Tokens a recall hop brings back in, priced at the input rate."

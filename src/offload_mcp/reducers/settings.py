@@ -14,7 +14,7 @@ class DedupSettings(BaseModel):
     min_tokens: int = Field(
         default=50,
         ge=0,
-        description="Only outputs above this many estimated tokens are deduplicated (50: on the shared corpus repeats of 200-400 char outputs save 0.11 points with no needed fact hidden, the copy being in context already).",
+        description="Only outputs above this many estimated tokens are deduplicated: a shorter repeat saves little, its copy being in context already (docs/configuration-notes.md).",
     )
 
 
@@ -33,7 +33,7 @@ class SmartcrushSettings(BaseModel):
     min_chars: int = Field(
         default=60_000,
         ge=0,
-        description="Outputs shorter than this keep every item (`below_min_chars`): an agent reads a result of records as data, and on MCP results smartcrush's first+last window hid 45% of the values agents later used. 60,000 = where collapse would otherwise window the output; 0 restores the seed's behaviour.",
+        description="Outputs shorter than this keep every item (`below_min_chars`): an agent reads records as data. 60,000 is where collapse would window the output; 0 crushes any size (docs/configuration-notes.md).",
     )
     min_items: int = Field(default=20, ge=2, description="Arrays shorter than this are left alone.")
     keep_first: int = Field(default=3, ge=0, description="Items kept from the start of the array.")
@@ -51,7 +51,7 @@ class TabulateSettings(BaseModel):
     max_chars: int = Field(
         default=100_000,
         ge=0,
-        description="Outputs at or above this are left alone (`above_max_chars`): above the client limit the policy decides on the raw size first (re-encoding costs ~200 ms/MB on the call path) and a stub's recall pages the original. 0 removes the ceiling.",
+        description="Outputs at or above this are left alone (`above_max_chars`): the policy decides on their raw size and a stub's recall pages the original. 0 removes the ceiling (docs/configuration-notes.md).",
     )
 
 

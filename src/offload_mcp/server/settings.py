@@ -16,8 +16,8 @@ class ServerSettings(BaseModel):
     )
     auth_tokens: dict[str, str] = Field(
         default_factory=dict,
-        description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`). "
-        "The principal names the caller for `offload.ledger.scope: principal`. `auth_token` alone is the principal `default`.",
+        description="Several callers, one bearer token each: `{principal: token}` (or a list of `{principal, token}`), "
+        "naming the caller for `offload.ledger.scope: principal`; `auth_token` alone is principal `default`.",
     )
     operator_principals: list[str] = Field(
         default_factory=list,

@@ -34,7 +34,7 @@ class LedgerSettings(BaseModel):
     busy_timeout_s: float = Field(
         default=2.0,
         ge=0,
-        description="How long a ledger read or write waits on a locked or unresponsive database (PostgreSQL: also for a pooled connection, and as its lock_timeout) before it gives up: the result then passes through (cut to client_max_result_chars, with a note, when larger) and recall says the ledger cannot be read. A serving proxy never waits longer than this + 0.5 s, and while the database stays stalled it does not wait at all.",
+        description="How long a ledger read or write waits on a locked or unresponsive database before it gives up: the result then passes through and recall says the ledger cannot be read (docs/configuration-notes.md).",
     )
     pool_size: int = Field(
         default=4, ge=1, le=100, description="PostgreSQL only: most connections one process keeps open."

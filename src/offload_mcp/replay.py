@@ -276,7 +276,7 @@ def replay(
     With `dump`, one JSON line per record (input order) says what the model was shown.
     """
     from .catalog.deferral import max_result_size_chars
-    from .shaping import CallInfo, ResultShaper, dump_result
+    from .shaping import ResultShaper
     from .store import Ledger
 
     viewer = client_model(client)
@@ -294,47 +294,8 @@ def replay(
             shaper = ResultShaper(settings, ledger)
             started = time.perf_counter()
             for index, record in enumerate(records):
-                call = CallInfo(
-                    server="replay",
-                    tool=record.tool,
-                    downstream_tool=record.tool,
-                    arguments=call_arguments(record.call),
-                    session_id=record.traj,
-                    structured_from_json=True,  # read from the file's JSON, as the proxy reads a server's answer
-                    # Recorded as the proxy records a client's clientInfo: a kept ledger (`--ledger`) then
-                    # counts against that client in `stats` and the dashboard. It changes no decision.
-                    client=None if viewer.name == "plain" else viewer.name,
-                )
-                result = types.CallToolResult(
-                    content=[types.TextContent(text=record.output)],
-                    is_error=record.is_error,
-                    structured_content=record.structured,
-                )
-                out, shaped = shaper.shape_with_report(call, result)
-                raw_body = _raw_body(record)
-                problem = _verify(record, out, shaped, ledger)
-                if problem:
-                    report.unrecoverable.append(
-                        {"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem}
-                    )
-                sent_body = dump_result(out)
-                view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
-                _tally(report, record, shaped, len(view.text))
-                observed.append(
-                    Observed(
-                        line=record.line,
-                        traj=record.traj,
-                        tool=record.tool,
-                        call=record.call,
-                        raw=_all_channels(raw_body),
-                        sent=viewer.channel(sent_body),
-                        seen=view.text,
-                        verdict=shaped.verdict,
-                        fate=view.fate,
-                        restorable=problem is None,
-                        raw_shown=viewer.channel(raw_body),
-                    )
-                )
+                seen, shaped = _replay_one(record, shaper, ledger, viewer, declared, report)
+                observed.append(seen)
                 shaped_all.append(shaped)
                 if progress is not None:
                     progress(index + 1)
@@ -354,6 +315,58 @@ def replay(
     if dump is not None:
         _write_dump(dump, records, shaped_all, observed, report.fidelity)
     return report
+
+
+def _replay_one(
+    record: Record, shaper: Any, ledger: Any, viewer: ClientModel, declared: int | None, report: ReplayReport
+) -> tuple[Observed, Any]:
+    """Shape one record as the proxy would, check that it restores and tally it into `report`.
+
+    Returns what the model saw of it and the shaper's report of it."""
+    from .shaping import CallInfo, dump_result
+
+    call = CallInfo(
+        server="replay",
+        tool=record.tool,
+        downstream_tool=record.tool,
+        arguments=call_arguments(record.call),
+        session_id=record.traj,
+        structured_from_json=True,  # read from the file's JSON, as the proxy reads a server's answer
+        # Recorded as the proxy records a client's clientInfo: a kept ledger (`--ledger`) then
+        # counts against that client in `stats` and the dashboard. It changes no decision.
+        client=None if viewer.name == "plain" else viewer.name,
+    )
+    result = types.CallToolResult(
+        content=[types.TextContent(text=record.output)],
+        is_error=record.is_error,
+        structured_content=record.structured,
+    )
+    out, shaped = shaper.shape_with_report(call, result)
+    raw_body = _raw_body(record)
+    problem = _verify(record, out, shaped, ledger)
+    if problem:
+        report.unrecoverable.append(
+            {"line": record.line, "tool": record.tool, "verdict": shaped.verdict, "problem": problem}
+        )
+    sent_body = dump_result(out)
+    view = viewer.view(sent_body, tool=record.tool, declared_max_chars=declared)
+    _tally(report, record, shaped, len(view.text))
+    return (
+        Observed(
+            line=record.line,
+            traj=record.traj,
+            tool=record.tool,
+            call=record.call,
+            raw=_all_channels(raw_body),
+            sent=viewer.channel(sent_body),
+            seen=view.text,
+            verdict=shaped.verdict,
+            fate=view.fate,
+            restorable=problem is None,
+            raw_shown=viewer.channel(raw_body),
+        ),
+        shaped,
+    )
 
 
 def _search_reach(ledger: Any, observed: list[Observed], shaped: list[Any], fidelity: Any) -> dict[str, int]:

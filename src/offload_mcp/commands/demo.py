@@ -234,19 +234,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
                     result = await session.call_tool(tool, arguments)
                     got = _text(result)
                     received[index] = got
-                    shown_args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
-                    console.print(f"[bold]{index}. {tool}({shown_args})[/bold]  [dim]# agent: {why}[/dim]")
-                    console.print(f"   server sent     {_tokens(len(sent))}")
-                    for line in sent.splitlines()[:1]:
-                        console.print("      ┆ " + _clip(line), markup=False)
-                    saved = 1 - len(got) / len(sent) if sent else 0.0
-                    console.print(
-                        f"   client received {_tokens(len(got))}  [green]-{saved:.1%}[/green]"
-                        if saved > 0
-                        else f"   client received {_tokens(len(got))}  (unchanged)"
-                    )
-                    _preview(got, console)
-                    console.print()
+                    _print_call(console, f"{index}. {tool}", arguments, why, sent, got)
 
                 await _bring_back(session, received, console, settings.recall)
 
@@ -264,6 +252,23 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     else:
         console.print("The temporary ledger was removed; nothing was left behind.")
     return 0
+
+
+def _print_call(console: Any, title: str, arguments: dict[str, Any], why: str, sent: str, got: str) -> None:
+    """One scripted call as the demo shows it: what the server sent, what the client received, its preview."""
+    shown_args = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    console.print(f"[bold]{title}({shown_args})[/bold]  [dim]# agent: {why}[/dim]")
+    console.print(f"   server sent     {_tokens(len(sent))}")
+    for line in sent.splitlines()[:1]:
+        console.print("      ┆ " + _clip(line), markup=False)
+    saved = 1 - len(got) / len(sent) if sent else 0.0
+    console.print(
+        f"   client received {_tokens(len(got))}  [green]-{saved:.1%}[/green]"
+        if saved > 0
+        else f"   client received {_tokens(len(got))}  (unchanged)"
+    )
+    _preview(got, console)
+    console.print()
 
 
 async def _bring_back(session: Any, received: dict[int, str], console: Any, recall_settings: Any) -> None:

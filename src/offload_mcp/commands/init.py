@@ -522,7 +522,17 @@ def run(args: argparse.Namespace) -> int:
     names = ", ".join(sorted(found.servers))
     skipped = f" ({len(found.skipped)} skipped: see above)" if found.skipped else ""
     print(f"wrote {output}: {len(found.servers)} server(s) from {source}: {names}{skipped}")
-    if args.mode == "observe":
+    _print_settings(args.mode, deferral, client, output)
+    if args.write_client:
+        _update_client(found, source, output)
+    else:
+        _print_manual_steps(found, source, output)
+    return 0
+
+
+def _print_settings(mode: str, deferral: str | None, client: str, output: Path) -> None:
+    """The mode and the tool-list style the starter config chose, each with the way to change it."""
+    if mode == "observe":
         print(
             "mode: observe (results pass through unchanged; `offload-mcp stats` shows what it would save;"
             ' set "offload": {"mode": "enforce"} to use it)'
@@ -540,25 +550,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"tools: hint (every tool listed, for {client}; for Claude Code run init with --client claude-code)")
 
-    entry = client_entry(output)
-    if args.write_client:
-        new_data, removed = rewrite_client(found, output)
-        backup = backup_path(source)
-        try:
-            shutil.copy2(source, backup)
-            _write_atomic(
-                source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777
-            )
-        except OSError as err:
-            raise ConfigError(
-                f"wrote {output}, but cannot update {source}: {err.strerror or err}; "
-                "point the client at offload-mcp by hand (run init without --write-client for the steps)"
-            ) from None
-        print(f"backed up {source} to {backup}")
-        print(f"updated {source}: removed {', '.join(removed)}; added mcpServers.{SERVER_NAME}")
-        print(f"to undo: cp {shlex.quote(str(backup))} {shlex.quote(str(source))}")
-        return 0
 
+def _update_client(found: Found, source: Path, output: Path) -> None:
+    """--write-client: the client's file points at offload-mcp instead of the wrapped servers, after a backup."""
+    new_data, removed = rewrite_client(found, output)
+    backup = backup_path(source)
+    try:
+        shutil.copy2(source, backup)
+        _write_atomic(
+            source, orjson.dumps(new_data, option=orjson.OPT_INDENT_2) + b"\n", mode=source.stat().st_mode & 0o777
+        )
+    except OSError as err:
+        raise ConfigError(
+            f"wrote {output}, but cannot update {source}: {err.strerror or err}; "
+            "point the client at offload-mcp by hand (run init without --write-client for the steps)"
+        ) from None
+    print(f"backed up {source} to {backup}")
+    print(f"updated {source}: removed {', '.join(removed)}; added mcpServers.{SERVER_NAME}")
+    print(f"to undo: cp {shlex.quote(str(backup))} {shlex.quote(str(source))}")
+
+
+def _print_manual_steps(found: Found, source: Path, output: Path) -> None:
+    """Without --write-client: the commands and the entry that put offload-mcp in front, per client."""
+    entry = client_entry(output)
     print("\nThe client file was not changed. To use offload-mcp instead of those servers:")
     print("\n  Claude Code:")
     print(f"    claude mcp add --scope user {SERVER_NAME} -- {shlex.join([entry['command'], *entry['args']])}")
@@ -574,4 +588,3 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"\n  Or let init do it (with a backup): offload-mcp init --from {shlex.quote(str(source))} -o {shlex.quote(str(output))} --force --write-client"
     )
-    return 0

@@ -177,7 +177,12 @@ def build_stub(
             "below is only its shape and first lines", "below is its shape, an index of its identifiers and first lines"
         )
         budget += len(ids) + 1
+    return _fit_to_budget(header, index_lines, ids, preview_source, hint, budget)
 
+
+def _fit_to_budget(header: str, index_lines: list[str], ids: str, preview_source: str, hint: str, budget: int) -> str:
+    """The fullest stub within `budget` chars: the preview shortens first, then the shape lines; the
+    header, the identifier index and the recall hint always stay (the header clipped as a last resort)."""
     for preview_lines in (_PREVIEW_LINES, 3, 1, 0):
         preview = _preview(preview_source, preview_lines)
         for index in (
@@ -229,7 +234,7 @@ def _preview(text: str, max_lines: int) -> str:
     """The first `max_lines` lines (`text.split("\n", max_lines)[:max_lines]`), each clipped, indented.
 
     Line by line with str.find: the split copied the whole rest of the text into its last piece
-    (~0.1 ms per MB, once per preview length the budget loop tries), and a huge line is clipped
+    once per preview length the budget loop tries, and a huge line is clipped
     from the text instead of copied whole first.
     """
     if max_lines <= 0 or not text:

@@ -34,7 +34,7 @@ from ..reducers.pipeline import ReducerEvent
 call_log = logging.getLogger("offload_mcp.calls")
 
 PREFIX = "offload_mcp"
-# Calls span a millisecond cache hit to a minutes-long git log; shaping is usually sub-10ms.
+# Calls span a cache hit of a millisecond to a minutes-long git log; shaping takes a few milliseconds.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 SHAPE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -47,6 +47,12 @@ class ProxyMetrics:
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.chars_per_token = chars_per_token
         self.log_bodies = log_bodies
+        # Defined in exposition order: the registry renders its collectors as they were registered.
+        self._define_result_metrics()
+        self._define_operation_metrics()
+
+    def _define_result_metrics(self) -> None:
+        """Counters of what results were and became: calls, decisions, reducers, chars and tokens."""
         r = self.registry
         self.calls = Counter(
             f"{PREFIX}_calls",
@@ -100,6 +106,10 @@ class ProxyMetrics:
             ["client", "fate"],
             registry=r,
         )
+
+    def _define_operation_metrics(self) -> None:
+        """Counters and timings of the proxy's own work: retrieval, restarts, pass-throughs, durations."""
+        r = self.registry
         self.recalls = Counter(
             f"{PREFIX}_recalls", "recall_tool_result calls, by outcome (ok, error).", ["outcome"], registry=r
         )
@@ -137,8 +147,8 @@ class ProxyMetrics:
         )
 
     def _child(self, metric: Any, *labels: str) -> Any:
-        """`metric.labels(*labels)`, kept: prometheus-client validates and locks on every lookup (~1 us,
-        a dozen a call); the children live as long as the registry, so the cache is as bounded as it."""
+        """`metric.labels(*labels)`, kept: prometheus-client validates and locks on every lookup,
+        a dozen times a call; the children live as long as the registry, so the cache is as bounded as it."""
         key = (id(metric), labels)
         found = self._children.get(key)
         if found is None:

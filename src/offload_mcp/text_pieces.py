@@ -1,11 +1,10 @@
 """`str.lower`, `str.count` and `str.find` over a large text, a piece at a time.
 
 Why: one such call holds the GIL for its whole pass, and the event loop waits on it even when the
-call runs in a worker thread. On a 60 MB log body each took 37-44 ms, and a recall query did three of
-them, so every other session's traffic stood still for about 100 ms per recall; one newline count of
-a 60 MB result held it ~30 ms while the shaper described it. Called a piece of PIECE_CHARS at a time,
-the interpreter can hand the GIL to the loop between pieces: it waits at most one piece (~0.3-1 ms)
-after its switch interval.
+call runs in a worker thread, so on a body of tens of MB every other session's traffic stands still
+(docs/design.md, "Text scans and the event loop"). Called a piece of PIECE_CHARS at a time, the
+interpreter can hand the GIL to the loop between pieces: it waits at most one piece after its switch
+interval.
 
 Exact: a one-char needle is counted in pieces of any size, as no match can span a cut. Longer
 needles are cut just after a line break: no match of a needle without a line break can span such a

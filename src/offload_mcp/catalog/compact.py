@@ -2,7 +2,7 @@
 
 Hint mode spends bytes on marks (catalog/deferral.py); these trims are where
 most of them come from, so that a hinted listing is never larger than the
-same tools listed as given (issue 13 #8). Each trim removes only what the
+same tools listed as given. Each trim removes only what the
 protocol (or the schema dialect) already implies, so every client, whether
 it honours the marks or not, reads the same tool:
 

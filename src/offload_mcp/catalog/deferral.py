@@ -1,4 +1,4 @@
-"""Cold-tool deferral on tools/list, in the forms MCP clients can use (seed 004).
+"""Cold-tool deferral on tools/list, in the forms MCP clients can use.
 
 Tool definitions are often most of an agent's starting context. The hot set
 (catalog/hotset.py) stays loaded; every other downstream tool is cold, and
@@ -11,7 +11,7 @@ the mode (`catalog.deferral`) says how cold tools are offered:
   tool carries `_meta["anthropic/alwaysLoad"]: true`. Claude Code reads the
   `_meta` keys and defers MCP tools itself; other clients ignore them and
   load everything, so hint mode never hides a tool from anyone. The listing
-  is never larger than `off`'s for the same tools (issue 13 #8): the marks
+  is never larger than `off`'s for the same tools: the marks
   are paid for by trimming what the protocol already implies
   (catalog/compact.py) and taken, within those bytes, in the order of what a
   client loses without them (`hint_listing` below). Definitions with nothing
@@ -23,7 +23,7 @@ the mode (`catalog.deferral`) says how cold tools are offered:
   listed tool is marked `alwaysLoad` so that a client which defers MCP tools
   by itself does not hide the search tool behind its own search.
 - `off`: every tool exactly as its server gave it; no marks at all, not even
-  `anthropic/maxResultSizeChars` (decided, issue 13): `off` is the
+  `anthropic/maxResultSizeChars`: `off` is the
   pass-through of the listing, the way to see what the servers list and the
   bound hint mode is held to; a key added there would make it one more
   shaping mode. The consequence, documented where `off` is offered: under
@@ -113,14 +113,11 @@ def max_result_size_chars(offload: Any) -> int | None:
 
     `offload` is the OffloadSettings (mode, policy). See the module docstring for why this value.
 
-    Re-checked against replay --client claude-code (issue 12): with the defaults the largest result
-    the proxy sends inline is 26,645 chars on bench/data/corpus/mcp_servers.jsonl.gz, 28,928 on the
-    shared dev corpus and 9,868 on mcp_dev (the 30K pre-filter and the gate offload the rest; stubs
-    are <= ~8K), so Claude Code's own 50,000 would change nothing there. It matters when the proxy
-    keeps a 50K-100K result inline: with the gate declining (an unpriced model) and reducers off,
-    declaring nothing lets Claude Code file 8 such results on the MCP corpus to disk (2 needed facts
-    behind the file, 98.60% visible) and 1 on dev; declaring client_max_result_chars keeps all of
-    them (100%). Above it the proxy offloads whatever the gate says, so a larger value buys nothing.
+    On the corpora, with the defaults, the largest result the proxy sends inline stays under Claude
+    Code's own 50,000; the declaration matters when the proxy keeps a larger result inline (the gate declining, reducers
+    off): declaring client_max_result_chars keeps it in the model's view instead of a file
+    (docs/design.md, "Tool lists"). Above it the proxy offloads whatever the gate says, so a larger
+    value buys nothing.
     """
     policy = getattr(offload, "policy", None)
     if policy is None or getattr(offload, "mode", "enforce") == "observe" or not policy.enabled:
@@ -280,7 +277,7 @@ def hint_listing(
 
     Within a step, tools go in listing order. A catalog with nothing to trim therefore gets few or
     no marks: it is listed as `off` lists it, which is the bound. Byte-stable: a function of the
-    definitions, the hot set and the bound only. As in seed 004's gateway, deferral is a mark for
+    definitions, the hot set and the bound only. Deferral is a mark for
     whoever loads the tools, not a byte cut on the wire; it must not grow the wire either, and where
     it cannot be paid for the listing falls back to identity (`off`'s bytes), never to a guess.
     """

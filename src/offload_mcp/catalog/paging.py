@@ -7,8 +7,8 @@ always holds at least one tool. The cursor is the next index, base64url
 encoded: deterministic, so the same catalog gives the same pages byte for byte.
 A cursor this proxy did not hand out is a clear INVALID_PARAMS error.
 
-Why: 5,000 downstream tools made one 4.3 MB answer; the SDK client rejects an
-SSE event over 1 MiB, so the client lost every tool (issue 13 #8).
+Why: thousands of downstream tools make one answer of megabytes, and the SDK
+client rejects an SSE event over 1 MiB, so the client would lose every tool.
 When it is inert: a catalog that fits one page is answered whole, without a cursor.
 """
 

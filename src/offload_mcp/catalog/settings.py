@@ -1,4 +1,4 @@
-"""Settings of the tools/list catalog: namespacing and cold-tool deferral (seed 004)."""
+"""Settings of the tools/list catalog: namespacing and cold-tool deferral."""
 
 from __future__ import annotations
 

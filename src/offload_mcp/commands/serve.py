@@ -180,7 +180,7 @@ async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyS
     from ..server.transports import Stopper, serve
 
     problem: str | None = None
-    # background: initialize is answered at once whatever the downstream servers do (issue 11).
+    # background: initialize is answered at once whatever the downstream servers do.
     # A stdio client declares its capabilities first thing: servers wait briefly to declare them in their first
     # session. Not with prefix `never`, where start-up waits for the servers before reading the client.
     waits_for_client = args.transport == "stdio" and config.offload.catalog.prefix != "never"
@@ -224,21 +224,17 @@ async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyS
 
 def _freeze_startup_heap() -> None:
     """Move every object alive at start-up (modules, the SDK's and pydantic's schemas, the catalog so
-    far: ~114K objects) out of the cyclic collector's sight for the life of the process (gc.freeze).
+    far) out of the cyclic collector's sight for the life of the process (gc.freeze).
 
-    Why: a large JSON answer is ~50K new containers that live through its call, so the full (oldest
-    generation) collection ran every ~3 calls of 1 MB JSON API results, and each one walked the whole
-    start-up heap too: 85 ms with the event loop stopped. Measured on 40 such calls (fixture
-    json_records, 1 MB) through the proxy: full collections 1,092 -> 212 ms in total (~16 ms each), all
-    collection 1.30 -> 0.40 s, median call 222 -> 166 ms.
+    Why: a large JSON answer makes many new containers that live through its call, so full collections
+    run often, and each walked the whole start-up heap too with the event loop stopped.
 
     Frozen without a collection first: the console script paused the collector for start-up
-    (offload_mcp/__main__.py), so a collection here would walk all ~114K objects to find the few
-    start-up left as garbage: 2,201 objects (argparse's formatters, throw-away classes and closures,
-    4,749 of 411K memory blocks, ~0.6 MB), for 105-138 ms of CPU while the client waited for its
-    initialize answer (~10% of a start's CPU). Those are kept for good instead. Objects that become
-    garbage later are freed as ever (reference counting); only a cycle among the frozen ones would
-    stay. The collector is then turned on."""
+    (offload_mcp/__main__.py), so a collection here would walk the whole start-up heap to free the
+    little it left as garbage while the client waits for its initialize answer; that little is kept
+    for good instead. Objects that become garbage later are freed as ever (reference counting); only
+    a cycle among the frozen ones would stay. The collector is then turned on. Measurements:
+    docs/design.md, "Startup"."""
     import gc
 
     gc.freeze()

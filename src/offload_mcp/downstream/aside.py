@@ -1,23 +1,24 @@
 """A large tools/call answer's structuredContent travels beside the SDK's result check, not through it.
 
-How it works: the SDK's `ClientSession.send_request` checks every result against the negotiated
-revision's model by dumping it to JSON-mode Python and throwing the dump away
-(`mcp_types.methods.validate_server_result`). On a 1 MB JSON API answer (records as text plus the
-same records as structuredContent) that was ~10% of the whole call through the proxy, the dump's ~50K
-temporary objects feeding the cyclic collector too (30 calls over stdio, client median 169.6 / 169.3
--> 155.1 / 148.4 ms with this; 20 over streamable HTTP, 167.3 / 174.5 -> 152.7 / 153.1 ms). So the stdio transport hands the SDK such an
-answer with its structuredContent replaced by a one-key placeholder holding a random token, and keeps
-the object here; `DownstreamServer.call_tool` puts it back into the `CallToolResult` the SDK returns.
-Remote (HTTP, SSE) answers do the same where http_limits.py parses them off the loop (over 256 KiB).
-The SDK still checks everything else; its check of the placeholder passes exactly when the object's
-would (every revision types it as an object with string keys, all a JSON object can be).
+Why: the SDK's `ClientSession.send_request` checks every result against the negotiated revision's
+model by dumping it to JSON-mode Python and throwing the dump away
+(`mcp_types.methods.validate_server_result`). On a large JSON API answer (records as text plus the
+same records as structuredContent) that dump is a noticeable share of the call, and its temporary
+objects feed the cyclic collector (docs/design.md, "Reading large answers").
+
+How it works: the stdio transport hands the SDK such an answer with its structuredContent replaced
+by a one-key placeholder holding a random token, and keeps the object here; `DownstreamServer.call_tool`
+puts it back into the `CallToolResult` the SDK returns. Remote (HTTP, SSE) answers do the same where
+http_limits.py parses them off the loop. The SDK still checks everything else; its check of the
+placeholder passes exactly when the object's would (every revision types it as an object with string
+keys, all a JSON object can be).
 
 When it is inert: answers under `SET_ASIDE_BYTES`; answers to anything but a tools/call the write
-side saw going out; a structuredContent that is not a non-empty JSON object (the SDK judges it as
-before); a session that negotiated a revision without structuredContent (the SDK drops the field
-there, so nothing would come back for it).
-A held object is dropped when the SDK cancels its call, and at most `MAX_HELD` wait; one pushed out
-makes its call an error saying so, never a result without its structuredContent.
+side saw going out; a structuredContent that is not a non-empty JSON object (the SDK judges it
+itself); a session that negotiated a revision without structuredContent (the SDK drops the field
+there, so nothing would come back for it). A held object is dropped when the SDK cancels its call,
+and at most `MAX_HELD` wait; one pushed out makes its call an error saying so, never a result
+without its structuredContent.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A global in-flight byte budget for large downstream answers (`offload.downstream.max_inflight_result_bytes`).
 
-Why: each answer is capped (`max_result_bytes`), but nothing bounded them together: 60 MB remote results
-took a proxy's peak RSS to 376 MB for one in flight, 2,107 MB for 16 (issue 40 D4). So every server of a
-proxy shares one budget, and N concurrent large answers cost O(budget), not O(N).
+Why: each answer is capped (`max_result_bytes`), but without a bound on them together a proxy's peak
+RSS grows with the number of large answers in flight (docs/design.md, "Reading large answers"). So
+every server of a proxy shares one budget, and N concurrent large answers cost O(budget), not O(N).
 
 How it works: a transport charges an answer while it reads it (`Charge.grow`), in steps, once the answer
 is over `CHARGE_FROM_BYTES`: each byte read is charged `MEMORY_PER_BYTE` bytes, what a read answer costs
@@ -39,8 +39,8 @@ CHARGE_FROM_BYTES = 256 * 1024
 CHARGE_STEP_BYTES = 1024 * 1024
 """A growing answer is charged ahead in steps of this many bytes read, not on every chunk."""
 MEMORY_PER_BYTE = 4
-"""Bytes of memory one byte of a large answer costs while in flight (measured with bench/bench_inflight.py:
-a 60 MB remote answer raised peak RSS by ~250 MB, parsed, shaped and stored)."""
+"""Bytes of memory one byte of a large answer costs while in flight, parsed, shaped and stored (measured
+with bench/bench_inflight.py: docs/design.md, "Reading large answers")."""
 SWEEP_AFTER_S = 10.0
 RECENT_ANSWERS = 8
 META_KEY = "offload-mcp/inflight"
@@ -219,8 +219,8 @@ class InflightBudget:
     def expected(self) -> int:
         """What a new large answer is admitted with: the most any of the last few took, or the most one may
         take (`max_result_bytes`) before any is known. Admitting new answers with a few MB each, many at once,
-        let them all read in part and wait for more: of 16 answers of 60 MB in flight, 5 were refused to break
-        the deadlock (a quarter of a 300 MB budget at first: 8)."""
+        would let them all read in part and wait for more, and answers would be refused to break that
+        deadlock."""
         return max(self._recent) if self._recent else self.max_answer_bytes * MEMORY_PER_BYTE
 
     def _release(self, charge: Charge) -> None:

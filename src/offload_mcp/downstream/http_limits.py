@@ -10,13 +10,13 @@ that asked (its id is read from the request body), so the call ends at once
 with a clear isError result instead of waiting for its timeout. A
 `Content-Length` over the limit is refused before a byte is read.
 
-Why: the limit applied to stdio only; 200 MB from a remote server took 1 GB of
-RSS and 67 s (issue 13 #5). When it is inert: stdio servers (downstream/stdio.py
-applies the same limit per line).
+Why: without it a remote server's huge answer is read whole into memory
+before anything refuses it (docs/design.md, "Reading large answers"). When it
+is inert: stdio servers (downstream/stdio.py applies the same limit per line).
 
 Parsing off the event loop: the SDK turns each message into a model on the
-loop (SSE line splitting, then `validate_json`), and a 40 MB answer stalled an
-unrelated session's echo for about a second. So a message over
+loop (SSE line splitting, then `validate_json`), and a message of tens of MB
+stalls every other session meanwhile. So a message over
 `PARSE_OFF_LOOP_BYTES` is parsed here, in a worker thread, with the SDK's own
 adapter (the same model the SDK would have made), and the SDK is handed a
 small placeholder response with the same id instead; `ParsedMessages.wrap`
@@ -29,7 +29,7 @@ Lone surrogate escapes: a Node server writes `"row \\ud83d"` for a string cut in
 the SDK's parse refuses the whole message: a streamable HTTP call failed with a -32700 parse error
 and a legacy SSE call waited out its whole timeout (the SDK logs the event and drops it). Each
 message up to PARSE_OFF_LOOP_BYTES is searched for such an escape on its way to the SDK (one regex
-search: ~0.08 ms for 256 KiB of JSON); a larger one only when the worker's parse fails. Each lone
+search, cheap at that size); a larger one only when the worker's parse fails. Each lone
 one is written `\\ufffd`, as stdio reads it (parse.py), with one warning in that server's log per
 message (per batch, for small SSE events that arrive together).
 """
@@ -68,8 +68,8 @@ def _first_event_end(data: bytes | bytearray, start: int = 0) -> int:
     "\n\r\n"), or -1.
 
     From line end to line end (one memchr each: an event is a few lines, its data one long line,
-    since JSON escapes its line breaks), where a search for each of the two marks scanned a 60 MB
-    event twice on the event loop (~40-140 ms under load; test_remote_parse_off_loop)."""
+    since JSON escapes its line breaks), where a search for each of the two marks would scan a large
+    event twice on the event loop (test_remote_parse_off_loop)."""
     at = data.find(b"\n", start)
     while at >= 0:
         if data.startswith(b"\n", at + 1):
@@ -143,8 +143,8 @@ def _event_data(
     without data (worker thread).
 
     Lines are found by memchr from line end to line end, and the data is copied once at most: the whole
-    event split at its line ends and the data line sliced twice were three copies of a 60 MB answer, each
-    holding the GIL ~40 ms while an unrelated session's echo waited on the loop. When the event is the tail
+    event split at its line ends and the data line sliced twice would be three copies of a large answer,
+    each holding the GIL while other sessions wait on the loop. When the event is the tail
     of a bytearray (the transport's own buffer) and has one data line, the data is that buffer, trimmed in
     place: no copy at all. A lone CR (also a line end in SSE) is rare enough to take the regex split."""
     end = len(event) if end is None else end
@@ -238,7 +238,7 @@ class ParsedMessages:
 
     async def body(self, data: bytes | bytearray, charge: Charge | None = None) -> bytes:
         """A JSON response body, or its placeholder when it is large. A bytearray (the transport's buffer)
-        is parsed where it lies: copying 60 MB to bytes held the GIL ~40 ms on the loop. `charge` (what the
+        is parsed where it lies: copying a large one to bytes would hold the GIL on the loop. `charge` (what the
         body was charged) is taken over: it goes on with the parsed message, or is released."""
         if len(data) <= PARSE_OFF_LOOP_BYTES:
             _release(charge)
@@ -474,8 +474,8 @@ class _BoundedBody(httpx2.AsyncByteStream):
                     pending += chunk
                 last = _last_event_end(pending, searched_from)
                 if last > 0:
-                    # The buffer itself goes on, cut at `last`, and a new one holds the rest: a 60 MB event is
-                    # not copied on the loop (bytes() of it held the GIL ~40 ms while other sessions waited).
+                    # The buffer itself goes on, cut at `last`, and a new one holds the rest: a large event is
+                    # not copied on the loop, where bytes() of it would hold the GIL while other sessions wait.
                     events, pending = pending, pending[last:]
                     del events[last:]
                     if self.parsed:

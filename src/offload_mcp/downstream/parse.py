@@ -1,10 +1,10 @@
 """A wrapped server's JSON-RPC message from its bytes: the SDK's parse, in a third of the time on large answers.
 
-`jsonrpc_message_adapter.validate_json` (what the SDK's transports call) costs ~18 ms on 1.7 MB of a
-JSON API answer (records as text plus structuredContent); the same bytes through pydantic-core's
-`from_json` (the JSON parser validate_json itself uses, so the same values: exact big integers,
-NaN/Infinity, the last of two equal keys) and then `validate_python` over the value (the models check
-the envelope and keep `result` as it is) cost ~6 ms, and ~0.1 ms instead of ~0.2 on 1 MB of text.
+`jsonrpc_message_adapter.validate_json` (what the SDK's transports call) validates a large answer's
+whole `result` field by field; the same bytes through pydantic-core's `from_json` (the JSON parser
+validate_json itself uses, so the same values: exact big integers, NaN/Infinity, the last of two
+equal keys) and then `validate_python` over the value (the models check the envelope and keep
+`result` as it is) take a third of the time (docs/design.md, "Reading large answers").
 orjson is no substitute: it turns an integer over 64 bits into a float. Bytes that are not JSON
 or not a message are parsed again by `validate_json`, so the error is the SDK's, word for word.
 
@@ -63,8 +63,8 @@ def parse_message(
 
 def with_lone_surrogates_replaced(data: bytes) -> tuple[bytes, int]:
     """JSON text `data` with each lone surrogate escape written `\\ufffd`, and how many there were (`data` itself
-    and 0 when there were none). The search skips to each backslash at memchr speed: ~0.3 ms per MB of JSON,
-    3 ms per MB of CJK text as `json.dumps` escapes it (`in` with the escape's first bytes measured slower)."""
+    and 0 when there were none). The search skips to each backslash at memchr speed (`in` with the escape's
+    first bytes measured slower)."""
     if _ANY_SURROGATE_ESCAPE.search(data) is None:
         return data, 0
     count = 0

@@ -1,9 +1,9 @@
 """Starting a stdio server's process: our own pipes for its stdin and stdout, and stopping it.
 
 No SDK import here, so `serve` can start every stdio server before it imports the SDK (EarlyStarts):
-the children import theirs while the proxy does. The SDK's import is ~1 s of CPU in both processes,
-and run one after the other it made the first tools/list wait for the sum; see EarlyStarts for the
-measured gain. stdio.py speaks MCP over what `spawn` returns.
+the children import theirs while the proxy does. The SDK's import is most of a start's CPU in both
+processes, and run one after the other they would make the first tools/list wait for the sum; see
+EarlyStarts. stdio.py speaks MCP over what `spawn` returns.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ class PipeIn:
     async def read(self) -> bytes | None:
         while True:
             try:
-                # Into one reused buffer: os.read(fd, 256 KiB) allocates (and maps) 256 KiB per call, 27 us
-                # for a 100-byte answer here against 2 us.
+                # Into one reused buffer: os.read(fd, 256 KiB) allocates (and maps) 256 KiB per call, more
+                # than a small answer's whole read costs (docs/design.md, "Reading large answers").
                 size = os.readv(self.fd, [self._buffer])
             except BlockingIOError:
                 pass
@@ -251,12 +251,11 @@ class EarlyStarts:
     first session takes its process with `claim` instead of spawning one. Restarts spawn their own.
     A process no session claimed (the proxy stopped before its pool started) is stopped on exit.
 
-    Why: the SDK's import is most of a Python server's start-up (~1 s of CPU here, in the proxy and in a
-    Python server alike). Started after the proxy's import, a server began its own only then, and the
-    first tools/list waited for both in turn; on two cores the two now run side by side. Measured
-    (bench/bench_startup.py, the fixture server, 8 rounds): first tools/list 1.94 -> 1.45 s (0.84 s
-    without the proxy). The proxy's initialize answer comes ~0.3 s later, sharing the CPU with the
-    server's import. With three servers on two cores the CPU is the bound: 2.40 -> 2.30 s.
+    Why: the SDK's import is most of a Python server's start-up, in the proxy and in a Python server
+    alike. Started after the proxy's import, a server would begin its own only then, and the first
+    tools/list would wait for both in turn; on two cores the two run side by side. With several
+    servers on two cores the CPU is the bound and the gain shrinks (docs/design.md, "Startup";
+    bench/bench_startup.py).
 
     Inert: remote servers (nothing to start); a server whose early spawn fails (a missing command:
     its session's own spawn fails the same way and reports it, so the error is said in one place);

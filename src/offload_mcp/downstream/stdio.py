@@ -13,12 +13,11 @@ make ourselves (spawn.py), read and written non-blocking on the event loop. A re
 serialised and written in the task that sends it (`_ChildStdin`), an answer is
 read and parsed by the session's own reading task (`_ChildStdout`): no writer
 or reader task, no hand-over streams and no asyncio subprocess protocol in
-between. Per small call through the proxy that is 5 event-loop turns fewer
-(median 14 -> 9) and ~15% fewer Python function calls (1,926 -> 1,641 per call
-under cProfile). The stdout pipe is
+between, so a small call through the proxy takes fewer event-loop turns and
+Python calls (docs/design.md, "Reading large answers"). The stdout pipe is
 widened to 1 MiB (Linux), so a 1 MB answer is written in one go rather than in
 16 rounds of the child blocking on a full 64 KiB pipe and us waking to drain
-it: a 1 MB call through the proxy turns the loop ~10 times instead of ~56.
+it.
 Backpressure is kept: a full stdin pipe is waited on with senders queued
 behind it, and nothing is read from stdout while the session is busy with a
 message. Order is kept too: after a notification (a call's log line or
@@ -213,8 +212,8 @@ def _parse_line(
     """The line as a JSON-RPC message; a line that cannot be one becomes an error answer when its id is known."""
     if line.data is not None:
         try:
-            # The bytes as they came: a decoded str would be re-encoded to UTF-8 for the parser (a 1 MB
-            # non-ASCII result: 7.5 -> 4.7 ms; ASCII: 0.25 -> 0.21 ms).
+            # The bytes as they came: a decoded str would be re-encoded to UTF-8 for the parser, which
+            # costs most on non-ASCII results (docs/design.md, "Reading large answers").
             return SessionMessage(parse_message(line.data, on_lone_surrogates))
         except ValueError as exc:
             problem = _first_error(exc)

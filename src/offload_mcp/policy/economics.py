@@ -30,7 +30,7 @@ Quantities (tokens = chars / `chars_per_token`):
 
       carry(x, H) = x * (new_content + carried * (H - 1))    (0 when H <= 0)
 
-  Uncached this is `x * in * H` (seed 000 exactly); cached it is one cache
+  Uncached this is `x * in * H`; cached it is one cache
   write plus H - 1 cache reads.
 
 - **Recall hop**: bringing R_in tokens back costs them as new content, plus

@@ -1,4 +1,4 @@
-"""The net-saving gate: offload a large result only when it provably saves money (seed 000).
+"""The net-saving gate: offload a large result only when it provably saves money.
 
 Pure and side-effect free. Offload fires iff
 
@@ -8,19 +8,17 @@ with T = output_tokens, S = stub_tokens (the stub as it will be sent, index
 included: the policy passes the built stub's size, or its bound), H = horizon (a prior of the calls
 that will follow the result), p = recall_probability. Every term, the horizon
 and the cached/uncached rates are defined once in policy/economics.py, which
-stats, replay and the demo use too. Uncached this is exactly the seed
-(T * in * H - S * in * H - p * (R_in * in + R_out * out)); cached, an inline
+stats, replay and the demo use too. Uncached this is
+T * in * H - S * in * H - p * (R_in * in + R_out * out); cached, an inline
 result is written to the cache once and read on each of the H - 1 later
 requests, and a recalled slice is new content, so it is written to the cache.
 
 Pricing the stub as sent matters because the stub's index grows with the
 result (policy.stub_index_share, up to a quarter of client_max_result_chars):
-a result that reaches the gate is >= 12,500 tokens, its stub up to ~6,500;
-with the pre-filter lowered to 8K it kept 21 of 440 dev results and 2 of 31
-on the MCP corpus inline whose stub would have saved nothing worth a recall
-(replay --client claude-code).
+a fixed stub price would offload results whose stub saves nothing worth a
+recall (docs/design.md, "The gate prices the stub as sent").
 
-Conservatism carried over from the seed: below the large pre-filter the gate
+Conservative by design (docs/design.md, "Where the policy comes from"): below the large pre-filter the gate
 never fires; an unknown model (no price row) cannot prove a saving and does
 not fire; the recall is one expected hop weighted by p.
 """

@@ -1,4 +1,4 @@
-"""The result policy: one decision with one reason for each tool result (seed 003).
+"""The result policy: one decision with one reason for each tool result.
 
 Branch order is load-bearing and reads top to bottom:
 
@@ -12,7 +12,7 @@ Branch order is load-bearing and reads top to bottom:
 5. `below_large` — under the gate's cheap pre-filter (`large_threshold_chars`,
    50,000 chars): Claude Code alone shows a result of that size whole, so a
    stub there can only show the model less than installing nothing would
-   (issue 38, measured on the shape zoo and the corpora: docs/fidelity.md);
+   (measured on the shape zoo and the corpora: docs/fidelity.md);
    keep. Above it Claude Code alone files the result with a 2,000-char
    preview, and the stub's index grows with the result
    (`stub_index_share`), so the stub shows more rows than that preview.
@@ -23,8 +23,8 @@ Branch order is load-bearing and reads top to bottom:
    `gate_declined` keeps. A gate that raises declines (`gate_error`): firing
    wrongly is exactly what the gate exists to prevent.
 
-The seed's `recent` and `live turn` branches need rewriting of earlier turns
-and do not exist at the MCP seam (DESIGN.md): a proxy decides once, on arrival.
+No branch looks at earlier turns: rewriting them does not exist at the MCP
+seam (DESIGN.md), so a proxy decides once, on arrival.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Prices must not go stale as models ship: a model with no row of its own but
 of a known family (`claude-opus-*`, `claude-sonnet-*`, `claude-haiku-*`,
 `gpt-5*`) is priced as that family's newest known row (`FAMILY_ROWS`), and
 says so once in the log; `price_for` returns the note for `stats` and `demo`
-to show. A model of no known family keeps the seed's safety rule: no row, so
+to show. A model of no known family keeps the safety rule: no row, so
 the gate cannot prove a saving and never fires; that too is said once.
 
 Name resolution is exact after normalisation, never fuzzy: lowercase, drop a

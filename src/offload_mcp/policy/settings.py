@@ -1,4 +1,4 @@
-"""Settings of the result policy and the net-saving gate (seeds 000, 001, 003)."""
+"""Settings of the result policy and the net-saving gate."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class PolicySettings(BaseModel):
     recall_output_tokens: int = Field(
         default=200, ge=0, description="Tokens the model writes to make a recall call, priced at the output rate."
     )
-    chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: chars / this (the seed's chars/4).")
+    chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: chars / this.")
     pricing: dict[str, PriceRow] = Field(
         default_factory=dict, description="Extra or overriding pricing rows, keyed by model name."
     )

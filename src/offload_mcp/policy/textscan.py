@@ -1,24 +1,21 @@
 """What the stub reads of one text block, each fact computed once and only as far as it is needed.
 
 describe.py (the shape line) and index/ (the identifier index) read the same things of a large
-text: its line count, its first lines, its git commit count. Each computed its own copy, simply
-but at a cost: the first 200 lines came from `text[:200 * 4096].split("\n", 200)`, which copies
-~1.6 MB to keep ~15 KB, and describe, the index's log finder and its listing finder each did it
-(plus 20 and 50 lines for two more finders); a git log's commits were counted twice by a
-`^`-anchored MULTILINE pattern, which sre tries at every char (~5 ms/MB each). A `TextScan` answers
-each question once per stub, exactly as those definitions did (tests/test_textscan.py compares them
-on adversarial and generated texts):
+text: its line count, its first lines, its git commit count. Computed by each reader, they cost
+several copies and passes of a large text: `text[:200 * 4096].split("\n", 200)` copies megabytes
+to keep kilobytes, and a `^`-anchored MULTILINE pattern is tried by sre at every char. A `TextScan`
+answers each question once per stub, exactly as those simple definitions would
+(tests/test_textscan.py compares them on adversarial and generated texts; the measurements are in
+docs/design.md, "Text scans and the event loop"):
 
 - `head(count)`: the lines `text[: count * 4096].split("\n", count)[:count]` gives, split from a
-  window of `count * 128` chars that grows 4x only while it holds fewer than `count` line breaks
-  (~0.01 ms for 200 lines of a 1 MB log instead of ~0.15);
-- `newlines`: `text.count("\n")`, the one full pass left for a text that has a line break: C,
-  0.28-0.6 ms/MB on this machine (the loop branches on each char, so irregular line lengths cost more
-  than regular ones), and nothing exact in the standard library is faster (a bytes count runs the
-  same loop; translate + int.bit_count is 5x slower); a text without any is told by memchr;
+  window of `count * 128` chars that grows 4x only while it holds fewer than `count` line breaks;
+- `newlines`: `text.count("\n")`, the one full pass left for a text that has a line break (the C
+  loop branches on each char, so irregular line lengths cost more than regular ones), and nothing
+  exact in the standard library is faster (a bytes count runs the same loop; translate +
+  int.bit_count is 5x slower); a text without any is told by memchr;
 - `commits()`: the git commit headers, found by a pattern that starts with the line break, so sre
-  skips to each "\n" instead of trying every position (2-3 ms/MB on a log of a commit per 150
-  chars, ~0.4 ms/MB on text without one);
+  skips to each "\n" instead of trying every position;
 - `definitions()`: the lines that start a definition (DEFINITION), up to DEFINITIONS_MAX_CHARS: describe
   counts them to tell source code whose first lines are a docstring, index lists them as its outline
   (one pattern pass for both, where counting and then listing took two);
@@ -45,7 +42,7 @@ _FIRST_WINDOW_LINE_CHARS = 128
 _TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 DEFINITION = re.compile(
-    # Possessive (*+, ++): a line of 240K blanks took 44 ms as the indent gave its blanks back one by one.
+    # Possessive (*+, ++): on a long line of blanks the indent would give its blanks back one by one.
     r"^(?P<indent>[ \t]*+)"
     r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|abstract|final|async|unsafe"
     r"|override|sealed|open|data|inline|suspend)[ \t]++)*+"
@@ -59,9 +56,9 @@ DEFINITION = re.compile(
 """A definition at a line start: def, class, function, fn/fun/func (with Go's receiver), struct, interface,
 enum, trait, impl, type, module, namespace, or a function bound by const/let/var, after any modifiers."""
 DEFINITIONS_MAX_CHARS = 250_000
-"""Larger texts are not searched for definitions: the pattern costs ~10 ms per MB of code (a try at each
-of ~23K line starts per MB); the whole outline takes 1.1 ms at 40K chars, 2.2 ms at 100K and 5 ms at
-this size. A source file past it is generated or bundled code more often than one a model reads."""
+"""Larger texts are not searched for definitions: the pattern tries each line start, so its cost grows
+with the text (docs/design.md, "Text scans and the event loop"), and a source file past this size is
+generated or bundled code more often than one a model reads."""
 
 _COMMIT_AT_START = re.compile(r"(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
 _COMMIT_AFTER_BREAK = re.compile(r"\n(?:commit|Commit:)\s+([0-9a-f]{7,40})\b")
@@ -155,8 +152,8 @@ class TextScan:
     @property
     def newlines(self) -> int:
         """`text.count("\n")`; a text without one (minified JSON, one huge line) is told by a memchr
-        pass (~0.01 ms/MB) instead of the counting loop (~0.28 ms/MB). Counted a piece at a time
-        (text_pieces): one count over a 60 MB text held the GIL ~30 ms while the event loop waited."""
+        pass, far cheaper than the counting loop. Counted a piece at a time (text_pieces): one count
+        over a text of tens of MB would hold the GIL while the event loop waits."""
         if self._newlines < 0:
             text = self.text
             self._newlines = text_pieces.count(text, "\n") if "\n" in text else 0

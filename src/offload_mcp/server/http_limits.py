@@ -1,4 +1,4 @@
-"""Limits that keep one HTTP client from locking out the others (issue 13 #6, #7).
+"""Limits that keep one HTTP client from locking out the others.
 
 How it works:
 

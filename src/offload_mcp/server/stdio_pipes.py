@@ -2,9 +2,9 @@
 
 The SDK's `stdio_server()` reads stdin and writes stdout through
 `anyio.wrap_file`: every line read, every write and every flush is a hop to a
-worker thread and back, three per tool call (~45 us each here, plus the
-event-loop wake-ups), and a reader and a writer task hand each message on
-through a stream of their own. Together that was most of what one proxy hop
+worker thread and back, three per tool call plus the event-loop wake-ups,
+and a reader and a writer task hand each message on through a stream of
+their own (docs/design.md, "The upstream stdio wire"). Together that was most of what one proxy hop
 cost (bench/bench_hop_latency.py). When stdin and stdout are pipes or sockets,
 as every MCP client launches a stdio server, this module reads and writes them
 non-blocking on the event loop (`anyio.wait_readable` / `wait_writable`):

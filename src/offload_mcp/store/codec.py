@@ -1,13 +1,12 @@
 """How bodies and stash entries are compressed at rest (the same bytes in every backend).
 
-zstd, not zlib: measured on 2 MB of log text here, level 3 compresses in 9 ms to 12% (zlib level 1:
-46 ms to 28%) and decompresses in 2 ms (zlib: ~40 ms). The commit sits between the downstream answer
-and the client's stub. Rows written before the `codec` column existed are zlib; they stay readable.
+zstd, not zlib: several times faster both ways and smaller on log text, and the commit sits between
+the downstream answer and the client's stub. Rows written before the `codec` column existed are
+zlib; they stay readable.
 
-Level 1, not 3: the compression runs on the path to a large result's stub, and level 1 takes a 1 MB
-log from 3.6 to 2.5 ms (the fixture's numbered lines 0.42 -> 0.33 ms) for 2-3% more bytes at rest
-(outputs over 8K chars of the shared dev corpus: 26.9% -> 27.7% of raw; of our MCP corpus 12.9% ->
-12.4%). Any level's frames decompress alike, so rows written at level 3 stay readable.
+Level 1, not 3: the compression runs on the path to a large result's stub, and level 1 is faster for
+a few percent more bytes at rest. Any level's frames decompress alike, so rows written at level 3
+stay readable. Measurements: docs/design.md, "Hashing and compression".
 """
 
 from __future__ import annotations

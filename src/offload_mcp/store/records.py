@@ -3,21 +3,20 @@
 Ids are content hashes (`trm_` + 16 hex of the BLAKE3 hash of the canonical body bytes), so the same
 body always gets the same id in every process and every backend: two writers storing the same result
 write the same row, which is why every backend's writes are idempotent. BLAKE3, not sha256: both are
-cryptographic and the id keeps 64 bits of either, but BLAKE3 hashes 1 MB in 0.20 ms where sha256
-takes 0.59 ms (with SHA-NI) on this machine, and the hash sits between a large result's arrival and
-its stub. Ids written before the switch (sha256) stay valid: a body is looked up by its id, and a body
-stored again under its new id is one more row until retention removes the old.
+cryptographic and the id keeps 64 bits of either, but BLAKE3 is about three times faster, and the
+hash sits between a large result's arrival and its stub. sha256 ids stay valid: a body is looked up
+by its id, and a body stored again under its BLAKE3 id is one more row until retention removes the
+old.
 
 The id is also the body's checksum: a read hashes what it decompressed and compares (`is_body_of`,
 either hash), so damaged bytes that still decompress (zstd frames carry no checksum here) are refused
-as corrupt instead of handed to the model as the result. That costs a read 0.2 ms per MB and a write
+as corrupt instead of handed to the model as the result. That costs a read one hash pass and a write
 nothing.
 
-A body is hashed and compressed on the shaper's own thread. Both release the GIL, and a previous
-design handed them to worker threads to overlap the stub's Python, but on 2 vCPUs that did not pay:
-a 1 MB offload took 3.4-3.9 ms in the proxy either way (the idle vCPU wakes too late for a ~1 ms
-overlap, and the caller then waits on the worker), and under CPU load the hand-offs cost 2-3 ms more
-(in process, load 4: inline 3.7 ms, compression ahead 5.7 ms, hash and compression ahead 6.5 ms).
+A body is hashed and compressed on the shaper's own thread. Both release the GIL, but handing them
+to worker threads to overlap the stub's Python does not pay on 2 vCPUs: the idle vCPU wakes too late
+for so short an overlap, the caller then waits on the worker, and under CPU load the hand-offs cost
+more than they save. Measurements: docs/design.md, "Hashing and compression".
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ the OS frees everything it took. Nothing of the query's working set ever lives
 in the proxy process.
 
 Why not a thread: a Python thread cannot be stopped, only abandoned, and what
-it allocates stays in the proxy (issue 13 #4: 8 concurrent `$..*` took RSS
-89 -> 722 MB and delayed unrelated calls by seconds).
+it allocates stays in the proxy: a few concurrent `$..*` queries multiplied
+its RSS and delayed unrelated calls by seconds (docs/design.md, "Reading
+large answers").
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def _narrowing(path: str) -> str:
         return advice + ("; and avoid `..` on large documents" if ".." in path else "")
     if ".." in path:
         return NARROW_DESCENDANTS
-    # Seen on a machine running 4x more than its cores: `$.items[1].child` of a 1.5 MB document
-    # (0.13 s idle, worker start included) ran out of 5 s. Nothing in such a path is the cause.
+    # On an overloaded machine even a plain path of a MB-sized document can run out of the time limit;
+    # nothing in such a path is the cause.
     return "this path has no `..` or regex filter, so the document is large or the machine busy: try again, or ask for less (a slice like [0:50])"
 
 

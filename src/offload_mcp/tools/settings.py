@@ -12,7 +12,7 @@ class RecallSettings(BaseModel):
 
     mode: Literal["window", "structural", "both"] = Field(
         default="both",
-        description="Retrieval styles recall_tool_result offers: substring/range windows, JSONPath, or both (the seed's tool_result_recall_mode).",
+        description="Retrieval styles recall_tool_result offers: substring/range windows, JSONPath, or both.",
     )
     max_chars: int = Field(default=8_000, ge=256, description="Cap on the characters one recall answer returns.")
     window_chars: int = Field(default=300, ge=0, description="Characters shown either side of each query match.")

@@ -44,7 +44,7 @@ def trm_id_for(body_json: bytes) -> str:
 
 
 def is_body_of(trm_id: str, body_json: bytes) -> bool:
-    """Whether `body_json` is the body `trm_id` names: its BLAKE3 id, or its sha256 id from before the switch."""
+    """Whether `body_json` is the body `trm_id` names: its BLAKE3 id, or its sha256 id (the ids older ledgers hold)."""
     digest = trm_id.removeprefix(TRM_PREFIX)
     return blake3.blake3(body_json).hexdigest()[:16] == digest or hashlib.sha256(body_json).hexdigest()[:16] == digest
 

@@ -21,7 +21,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from .config import Config, OffloadSettings, RemoteServer, StdioServer
+from .config import Config, OffloadSettings
+from .downstream.settings import RemoteServer, StdioServer
 
 REFERENCE_PATH = Path("docs") / "configuration.md"
 

@@ -17,7 +17,7 @@ import anyio
 import mcp_types as types
 
 from ..catalog.catalog import CatalogEntry
-from ..config import OffloadSettings
+from ..downstream.settings import DownstreamSettings
 from ..server.identity import client_name
 from ..tools.registry import error_result
 from .parked import ParkedCall, Parking
@@ -73,11 +73,16 @@ class _Spawner(Protocol):
     def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool: ...
 
 
+class _Settings(Protocol):
+    @property
+    def downstream(self) -> DownstreamSettings: ...
+
+
 class RoundsHost(Protocol):
     """What a call in rounds needs from the proxy (server/proxy.py's ProxyState is one), and nothing more."""
 
     @property
-    def settings(self) -> OffloadSettings: ...
+    def settings(self) -> _Settings: ...
     @property
     def parking(self) -> Parking: ...
     @property

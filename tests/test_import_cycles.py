@@ -159,6 +159,19 @@ def test_offload_mcp_has_no_import_cycle():
     assert not cycles, "import cycles inside offload_mcp:\n" + "\n".join(cycles)
 
 
+LOWER_PACKAGES = ("catalog", "downstream", "policy", "reducers", "relay", "store")
+"""Packages below config.py: it assembles their settings, so they read their own settings modules instead."""
+
+
+def test_lower_packages_do_not_import_config():
+    graph = import_graph()
+    lower = tuple(f"{PACKAGE}.{name}." for name in LOWER_PACKAGES)
+    importers = sorted(
+        module for module, imported in graph.items() if module.startswith(lower) and f"{PACKAGE}.config" in imported
+    )
+    assert importers == [], f"these import offload_mcp.config, which imports their packages' settings: {importers}"
+
+
 def test_the_graph_sees_every_kind_of_import(tmp_path):
     """The walker finds lazy, relative, `from . import x` and TYPE_CHECKING imports, and names the cycle."""
     pkg = tmp_path / "pkg"

@@ -11,7 +11,8 @@ import pytest
 
 from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env
 from offload_mcp.commands.serve import resolve_config
-from offload_mcp.config import ConfigError, RemoteServer, StdioServer, load_config
+from offload_mcp.config import ConfigError, load_config
+from offload_mcp.downstream.settings import RemoteServer, StdioServer
 
 
 def _write(tmp_path: Path, data: object, name: str = "mcp.json") -> Path:

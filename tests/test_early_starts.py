@@ -22,8 +22,9 @@ import pytest
 from mcp.client.stdio import stdio_client
 
 from conftest import PYTHON, ROOT, _params, child_pids, fixture_entry, running_proxy, text_of, write_config
-from offload_mcp.config import Config, StdioServer
+from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
+from offload_mcp.downstream.settings import StdioServer
 from offload_mcp.downstream.spawn import EarlyStarts, Launch
 from offload_mcp.relay.capabilities import DeclaringClientSession
 

@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .catalog.settings import CatalogSettings
-from .downstream.settings import DownstreamSettings
+from .downstream.settings import DownstreamSettings, RemoteServer, ServerEntry, StdioServer
 from .policy.settings import PolicySettings
 from .reducers.settings import ReducerSettings
 from .server.settings import ServerSettings
@@ -31,62 +31,6 @@ CONFIG_ENV_VAR = "OFFLOAD_MCP_CONFIG"
 
 class ConfigError(Exception):
     """A configuration problem, phrased for the user: file, key, problem."""
-
-
-class StdioServer(BaseModel):
-    """A downstream server started as a subprocess and spoken to over stdio."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["stdio"] | None = Field(default=None, description="Optional; `stdio` when given.")
-    command: str = Field(min_length=1, description="Program to start.")
-    args: list[str] = Field(default_factory=list, description="Its arguments.")
-    env: dict[str, str] = Field(
-        default_factory=dict, description="Extra environment variables; `${VAR}` expands from ours."
-    )
-    cwd: str | None = Field(default=None, description="Working directory.")
-
-    @property
-    def transport(self) -> str:
-        return "stdio"
-
-
-class RemoteServer(BaseModel):
-    """A downstream server reached over SSE or streamable HTTP."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    url: str = Field(min_length=1, description="Endpoint URL.")
-    type: Literal["sse", "streamable-http", "http"] | None = Field(
-        default=None, description="Transport (Claude Code spelling)."
-    )
-    transport: Literal["sse", "streamable-http", "http"] | None = Field(
-        default=None, description="Transport (alternative spelling)."
-    )
-    headers: dict[str, str] = Field(
-        default_factory=dict, description="HTTP headers; `${VAR}` expands from the environment."
-    )
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> RemoteServer:
-        if self.type and self.transport and _norm(self.type) != _norm(self.transport):
-            raise ValueError(f"`type` ({self.type}) and `transport` ({self.transport}) disagree")
-        return self
-
-    @property
-    def kind(self) -> Literal["sse", "streamable-http"]:
-        chosen = self.type or self.transport
-        if chosen is None:
-            # Claude Code's default for a bare url is streamable HTTP; a path ending in /sse is the old transport.
-            return "sse" if self.url.rstrip("/").endswith("/sse") else "streamable-http"
-        return _norm(chosen)
-
-
-def _norm(kind: str) -> Literal["sse", "streamable-http"]:
-    return "sse" if kind == "sse" else "streamable-http"
-
-
-ServerEntry = StdioServer | RemoteServer
 
 
 class OffloadSettings(BaseModel):

@@ -9,6 +9,7 @@ does not.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import types as pytypes
@@ -20,7 +21,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from .config import Config, OffloadSettings, RemoteServer, StdioServer
+from .config import Config, OffloadSettings
+from .downstream.settings import RemoteServer, StdioServer
 
 REFERENCE_PATH = Path("docs") / "configuration.md"
 
@@ -168,8 +170,42 @@ def render_reference() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-if __name__ == "__main__":
-    # Kept for the command documented in docs/configuration.md; the one CLI is `offload-mcp docs`.
-    from .cli import main
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `offload-mcp docs` and `python -m offload_mcp.docs`, which are one command."""
+    parser.add_argument("--check", action="store_true", help="do not write; exit 1 if the file differs from the models")
+    parser.add_argument(
+        "-o", "--output", type=Path, default=REFERENCE_PATH, help="file to write or check (default: %(default)s)"
+    )
 
-    sys.exit(main(["docs", *sys.argv[1:]]))
+
+def write_or_check(output: Path, *, check: bool) -> int:
+    """Write the reference to `output`, or with `check` exit 1 when `output` differs from it."""
+    missing = missing_descriptions()
+    if missing:
+        print(f"fields without a description: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    text = render_reference()
+    if check:
+        current = output.read_text(encoding="utf-8") if output.exists() else ""
+        if current != text:
+            print(
+                f"{output} is out of date: run `offload-mcp docs` (or `python -m offload_mcp.docs`)",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    print(f"wrote {output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    # The command documented in docs/configuration.md; it parses its options here rather than through
+    # cli.py, which imports this module through commands/docs.py.
+    _parser = argparse.ArgumentParser(
+        prog="python -m offload_mcp.docs", description="Generate the configuration reference from the pydantic models."
+    )
+    add_arguments(_parser)
+    _args = _parser.parse_args()
+    sys.exit(write_or_check(_args.output, check=_args.check))

@@ -277,7 +277,7 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
     wrapped by another (the inner stub ids would not resolve through the outer recall)."""
     import anyio
 
-    from ..config import RemoteServer
+    from ..downstream.settings import RemoteServer
 
     try:
         remote = parse_config({"mcpServers": {"probe": entry}}, source="probe").mcpServers["probe"]

@@ -30,11 +30,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..config import ServerEntry
 from ..relay.router import Relay
 from .changes import DownstreamChange, Joined
 from .server import DownstreamServer, budget_for
-from .settings import DownstreamSettings
+from .settings import DownstreamSettings, ServerEntry
 from .spawn import EarlyStarts
 
 logger = logging.getLogger(__name__)

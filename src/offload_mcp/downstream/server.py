@@ -39,7 +39,6 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from ..config import RemoteServer, ServerEntry, StdioServer
 from ..redaction import redact_secrets
 from ..relay.capabilities import DeclaringClientSession
 from ..relay.roots import WatchedReadStream, is_roots_request
@@ -48,7 +47,7 @@ from .aside import LOST, StructuredAside
 from .budget import META_KEY as BUDGET_META_KEY
 from .budget import Held, InflightBudget
 from .changes import DownstreamChange, ListChanged, ListKind, ResourceUpdated, Restarted
-from .settings import DownstreamSettings
+from .settings import DownstreamSettings, RemoteServer, ServerEntry, StdioServer
 from .settle import settle
 from .spawn import EarlyStarts
 from .stdio import UNUSABLE_ANSWER, ProcessRecord, stdio_transport

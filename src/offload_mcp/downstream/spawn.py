@@ -20,7 +20,7 @@ from typing import NamedTuple
 import anyio
 import anyio.abc
 
-from ..config import ServerEntry, StdioServer
+from .settings import ServerEntry, StdioServer
 
 logger = logging.getLogger(__name__)
 

@@ -10,17 +10,18 @@ unknown names take the ordinary path: they never ask the client anything.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
 
+from ..catalog.catalog import CatalogEntry
+from ..downstream.settings import DownstreamSettings
 from ..server.identity import client_name
 from ..tools.registry import error_result
-from .parked import ParkedCall
-
-if TYPE_CHECKING:
-    from ..server.proxy import ProxyState
+from .parked import ParkedCall, Parking
+from .router import Upstream
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +31,74 @@ UNKNOWN_ROUND = (
 )
 
 
+class _Identities(Protocol):
+    def session_id(self, ctx: Any) -> str: ...
+
+    def owner(self, ctx: Any, session_id: str) -> str: ...
+
+
+class _Lookup(Protocol):
+    def lookup(self, name: str) -> CatalogEntry | None: ...
+
+
+class _Calls(Protocol):
+    def own_tool(self, name: str) -> object | None: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = ...,
+        ctx: Any = ...,
+        owner: str | None = ...,
+    ) -> types.CallToolResult: ...
+
+    async def call_downstream(
+        self,
+        entry: CatalogEntry,
+        arguments: dict[str, Any],
+        *,
+        session_id: str,
+        meta: Mapping[str, Any] | None = ...,
+        upstream: Upstream | None = ...,
+        progress: Any = ...,
+        owner: str | None = ...,
+        client: str | None = ...,
+    ) -> types.CallToolResult: ...
+
+
+class _Spawner(Protocol):
+    def spawn(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> bool: ...
+
+
+class _Settings(Protocol):
+    @property
+    def downstream(self) -> DownstreamSettings: ...
+
+
+class RoundsHost(Protocol):
+    """What a call in rounds needs from the proxy (server/proxy.py's ProxyState is one), and nothing more."""
+
+    @property
+    def settings(self) -> _Settings: ...
+    @property
+    def parking(self) -> Parking: ...
+    @property
+    def sessions_seen(self) -> set[str]: ...
+    @property
+    def upstream(self) -> _Identities: ...
+    @property
+    def catalog(self) -> _Lookup: ...
+    @property
+    def dispatch(self) -> _Calls: ...
+    @property
+    def pool(self) -> _Spawner: ...
+
+
 async def call_in_rounds(
-    state: ProxyState, ctx: Any, params: types.CallToolRequestParams
+    state: RoundsHost, ctx: Any, params: types.CallToolRequestParams
 ) -> types.CallToolResult | types.InputRequiredResult:
     if params.request_state is not None:
         parked = state.parking.get(params.request_state)
@@ -99,7 +166,7 @@ async def call_in_rounds(
     return await _next_round(state, parked)
 
 
-async def _next_round(state: ProxyState, parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
+async def _next_round(state: RoundsHost, parked: ParkedCall) -> types.CallToolResult | types.InputRequiredResult:
     outcome = await parked.next_round()
     if isinstance(outcome, types.CallToolResult):
         state.parking.release(parked)

@@ -217,105 +217,97 @@ class CallDispatcher:
         owner: str | None = None,
         client: str | None = None,
     ) -> types.CallToolResult:
+        """Call `entry` on its server, check the result against its outputSchema, shape it, observe it."""
+        if client is None:
+            client = client_name(ctx)
         # A large answer holds its share of the in-flight budget (downstream/budget.py) until it is shaped and
         # its body committed: then only the stub or the cut result is left of it.
         with Held() as held:
-            return await self._call_downstream(
+            started = time.perf_counter()
+            result = await self._call_server(entry, arguments, meta, ctx, upstream, progress, held)
+            result, violation = await self._check_schema(entry, result)
+            if self.session_scoped and is_anonymous(session_id):
+                return self._pass_unshaped(entry, started, result, arguments)
+            call = _call_info(
                 entry,
                 arguments,
                 session_id=session_id,
-                meta=meta,
-                ctx=ctx,
-                upstream=upstream,
-                progress=progress,
                 owner=owner,
                 client=client,
-                held=held,
+                schema_broken=violation is not None,
             )
+            shape_started = time.perf_counter()
+            shaped, report = await self._shape(call, result)
+            if violation is not None and (not shaped.content or shaped.content[0] != violation):
+                shaped = shaped.model_copy(update={"content": [violation, *shaped.content]})  # stubbed: say why too
+            self._observe(entry, started, report, shaped, time.perf_counter() - shape_started, arguments)
+            return shaped
 
-    async def _call_downstream(
+    async def _call_server(
         self,
         entry: CatalogEntry,
         arguments: dict[str, Any],
-        *,
-        session_id: str,
         meta: Mapping[str, Any] | None,
         ctx: ServerRequestContext[Any, Any] | None,
         upstream: Upstream | None,
         progress: Any,
-        owner: str | None,
-        client: str | None,
         held: Held,
     ) -> types.CallToolResult:
+        """The server's result, with progress relayed and its requests to a client routed to this call's."""
         server = self.pool.servers[entry.server]
-        if client is None:
-            client = client_name(ctx)
-        if progress is None and ctx is not None and ctx.meta and ctx.meta.get("progress_token") is not None:
-            session = ctx.session
-
-            async def pass_progress(value: float, total: float | None, message: str | None) -> None:
-                await session.report_progress(value, total, message)
-
-            progress = pass_progress
-
+        if progress is None:
+            progress = _progress_relay(ctx)
         if upstream is None and ctx is not None:
             upstream = self.sessions.for_call(ctx)
-        started = time.perf_counter()
         if upstream is None:
-            result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
+            return await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
+        # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
+        with self.pool.relay.in_flight(entry.server, upstream):
+            await self.pool.prime_roots(entry.server, upstream.capabilities)
+            return await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
+
+    async def _check_schema(
+        self, entry: CatalogEntry, result: types.CallToolResult
+    ) -> tuple[types.CallToolResult, types.TextContent | None]:
+        """The result, marked as an error with a note when it breaks the tool's outputSchema; and that note."""
+        if entry.output_schema is None or result.is_error:
+            return result, None
+        if _many_nodes(result.structured_content):
+            problem = await anyio.to_thread.run_sync(self._schema_problem, entry, result)
         else:
-            # While it runs, the server's requests to its client belong to this call's client (relay/router.py).
-            with self.pool.relay.in_flight(entry.server, upstream):
-                await self.pool.prime_roots(entry.server, upstream.capabilities)
-                result = await server.call_tool(entry.downstream_name, arguments, strip_meta(meta), progress, held)
-        violation: types.TextContent | None = None
-        if entry.output_schema is not None and not result.is_error:
-            if _many_nodes(result.structured_content):
-                problem = await anyio.to_thread.run_sync(self._schema_problem, entry, result)
-            else:
-                problem = self._schema_problem(entry, result)
-            if problem is not None:
-                # Shaped like any other result below (a 4 MB one passed whole and broke the client's stream),
-                # as an error, which clients do not check against the schema.
-                violation = _schema_note(entry, problem)
-                result = _schema_error(result, violation)
-        if self.session_scoped and is_anonymous(session_id):
-            # No identity to own a body: hand out no id this caller could never read back.
-            if self.metrics is not None:
-                self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
-            self._observe(entry, started, None, result, None, arguments)
-            return result
-        call = CallInfo(
-            server=entry.server,
-            tool=entry.name,
-            downstream_tool=entry.downstream_name,
-            arguments=arguments,
-            session_id=session_id,
-            output_schema=None if violation is not None else entry.output_schema,
-            owner=owner,
-            structured_from_json=True,
-            client=client,
-            declared_by_tool=_declared_max_chars(entry),
-        )
-        shape_started = time.perf_counter()
-        report: DecisionEvent | None = None
+            problem = self._schema_problem(entry, result)
+        if problem is None:
+            return result, None
+        # Shaped like any other result after this (a 4 MB one passed whole and broke the client's stream),
+        # as an error, which clients do not check against the schema.
+        violation = _schema_note(entry, problem)
+        return _schema_error(result, violation), violation
+
+    def _pass_unshaped(
+        self, entry: CatalogEntry, started: float, result: types.CallToolResult, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """No identity to own a body: hand out no id this caller could never read back."""
+        if self.metrics is not None:
+            self.metrics.observe_passthrough_failure(NO_IDENTITY_REASON)
+        self._observe(entry, started, None, result, None, arguments)
+        return result
+
+    async def _shape(
+        self, call: CallInfo, result: types.CallToolResult
+    ) -> tuple[types.CallToolResult, DecisionEvent | None]:
+        """The shaped result and its decision; on a shaping fault the result as the server sent it."""
         try:
             # A small kept result is shaped right here: cheaper than the worker-thread hop (shaping.INLINE_MAX_CHARS).
             inline = self.shaper.shape_without_blocking(call, result)
             if inline is not None:
-                shaped, report = inline
-            else:
-                shaped, report = await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
+                return inline
+            return await anyio.to_thread.run_sync(self.shaper.shape_with_report, call, result)
         except Exception:
             # Never lose a result to a shaping fault: the client gets it as the server sent it.
-            logger.exception("shaping %s failed; forwarding the result unmodified", entry.name)
+            logger.exception("shaping %s failed; forwarding the result unmodified", call.tool)
             if self.metrics is not None:
                 self.metrics.observe_passthrough_failure("shaper_error")
-            shaped = result
-        if violation is not None and (not shaped.content or shaped.content[0] != violation):
-            shaped = shaped.model_copy(update={"content": [violation, *shaped.content]})  # stubbed: say why too
-        self._observe(entry, started, report, shaped, time.perf_counter() - shape_started, arguments)
-        return shaped
+            return result, None
 
     def _observe(
         self,
@@ -425,6 +417,42 @@ def _schema_error(result: types.CallToolResult, note: types.TextContent) -> type
         structured_content=result.structured_content,
         is_error=True,
         _meta=result.meta,
+    )
+
+
+def _progress_relay(ctx: ServerRequestContext[Any, Any] | None) -> Any:
+    """A progress callback passing the server's progress to the client that asked for it, or None."""
+    if ctx is None or not ctx.meta or ctx.meta.get("progress_token") is None:
+        return None
+    session = ctx.session
+
+    async def pass_progress(value: float, total: float | None, message: str | None) -> None:
+        await session.report_progress(value, total, message)
+
+    return pass_progress
+
+
+def _call_info(
+    entry: CatalogEntry,
+    arguments: dict[str, Any],
+    *,
+    session_id: str,
+    owner: str | None,
+    client: str | None,
+    schema_broken: bool,
+) -> CallInfo:
+    """What the shaper knows of the call; a result that broke its schema is not read against it."""
+    return CallInfo(
+        server=entry.server,
+        tool=entry.name,
+        downstream_tool=entry.downstream_name,
+        arguments=arguments,
+        session_id=session_id,
+        output_schema=None if schema_broken else entry.output_schema,
+        owner=owner,
+        structured_from_json=True,
+        client=client,
+        declared_by_tool=_declared_max_chars(entry),
     )
 
 

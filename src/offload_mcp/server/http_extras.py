@@ -18,7 +18,7 @@ from starlette.routing import Route
 
 from ..record import DecisionRecordError
 from ..store import LedgerCorrupt, LedgerError, UnknownId
-from ..tools.expand import parse_hash
+from ..tools.retrieval import parse_hash
 from .identity import owner_key, principal_of
 from .metrics import metrics_route
 from .security import is_authorized, public_server_status

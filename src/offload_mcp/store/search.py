@@ -19,16 +19,13 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import orjson
 
 from . import codec
 from .errors import LedgerError
 from .text_view import text_view
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +110,20 @@ def entry_text(data: bytes, codec_name: str, kind: str) -> str | None:
     return text[:INDEX_MAX_CHARS].replace("\x00", " ")
 
 
+class IndexQueue(Protocol):
+    """What the indexer thread needs of its ledger (a protocol: ledger.py imports this module)."""
+
+    @property
+    def location(self) -> str: ...
+
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]: ...
+
+
 class Indexer:
     """A daemon thread that indexes queued entries after commits, one entry per transaction so the
     shaper's commits wait at most one entry's indexing. `wake()` after a commit that queued some."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: IndexQueue) -> None:
         self._ledger = ledger
         self._wake = threading.Event()
         self._closed = False

@@ -13,13 +13,21 @@ shortest (a value in a short result says more about it), then by id.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from .interfaces import CommitRows
 from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, entry_text
 
-if TYPE_CHECKING:
-    from .postgres import PostgresBackend
+
+class PostgresConnections(Protocol):
+    """The connections of postgres.py's backend that the index uses (a protocol: postgres.py imports this module)."""
+
+    def _transaction(self) -> AbstractContextManager[Any]: ...
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any: ...
+
 
 SEARCH_SCHEMA_VERSION = 2
 _BUSY_WAIT_S = 0.01
@@ -41,7 +49,7 @@ def forget(conn: Any, ref: str) -> None:
     conn.execute("DELETE FROM search_docs WHERE ref = %s", (ref,))
 
 
-def index_queued(backend: PostgresBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
+def index_queued(backend: PostgresConnections, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until none is left, `max_entries` are done or
     `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
     deadline = time.monotonic() + budget_s
@@ -81,7 +89,7 @@ def _index(conn: Any, seq: int, ref: str, kind: str) -> None:
     conn.execute("DELETE FROM search_queue WHERE seq = %s", (seq,))
 
 
-def queued(backend: PostgresBackend) -> int:
+def queued(backend: PostgresConnections) -> int:
     row = backend._one("SELECT count(*) FROM search_queue", ())
     return int(row[0]) if row else 0
 
@@ -91,7 +99,7 @@ def _like(term: str) -> str:
 
 
 def search(
-    backend: PostgresBackend, terms: list[str], *, every_term: bool, owner: str | None, limit: int
+    backend: PostgresConnections, terms: list[str], *, every_term: bool, owner: str | None, limit: int
 ) -> list[SearchHit]:
     """The best `limit` live entries holding every term (or any), that `owner` may read (None: any)."""
     import psycopg.errors

@@ -18,13 +18,23 @@ import logging
 import re
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from .interfaces import CommitRows
 from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, entry_text, fts_string
 
-if TYPE_CHECKING:
-    from .sqlite import SqliteBackend
+
+class SqliteConnections(Protocol):
+    """The connections of sqlite.py's backend that the index uses (a protocol: sqlite.py imports this module)."""
+
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]: ...
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Any: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +117,7 @@ def queue_unindexed(conn: sqlite3.Connection) -> None:
     )
 
 
-def index_queued(backend: SqliteBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
+def index_queued(backend: SqliteConnections, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until the queue is empty, `max_entries` are done,
     or `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
     deadline = time.monotonic() + budget_s
@@ -138,7 +148,7 @@ def _live_in_scope(conn: sqlite3.Connection, found: list[int], live: str, scope:
     return [row[0] for row in conn.execute(f"SELECT d.id{live} AND d.id IN ({marks})", [*scope, *found])]
 
 
-def queued(backend: SqliteBackend) -> int:
+def queued(backend: SqliteConnections) -> int:
     row = backend._one("SELECT count(*) FROM search_queue", ())
     return int(row[0]) if row else 0
 
@@ -152,7 +162,7 @@ def _entry_text(conn: sqlite3.Connection, ref: str, kind: str) -> str | None:
 
 
 def search(
-    backend: SqliteBackend, terms: list[str], *, every_term: bool, owner: str | None, limit: int
+    backend: SqliteConnections, terms: list[str], *, every_term: bool, owner: str | None, limit: int
 ) -> list[SearchHit]:
     """The best `limit` live entries holding every term (or any, `every_term=False`), that `owner` may
     read (None: any), best first.

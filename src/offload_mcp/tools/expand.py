@@ -23,15 +23,14 @@ same header and `next` call, so a detail costs one small call, not the page.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 import anyio
 import mcp_types as types
 
-from ..reducers.base import HASH_RE, MARKER_RE
-from .recall import _names, _shown
+from .recall import recall_answer
 from .registry import EXPAND, ToolEnv, error_result, no_ledger, owner_detail
+from .retrieval import BadInput, parse_hash, quoted, quoted_names
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +40,6 @@ INLINE_PAGE_CHARS = 40_000
 _STYLES = ("query", "lines", "json_path", "max_chars")
 _ARGS = frozenset({"marker", "hash", "offset", *_STYLES})
 """`hash` is an older spelling of `marker`, still accepted but not advertised."""
-_LOOSE_RE = re.compile(r"^(?:<<)?(?:cg:)?([0-9a-fA-F]{16})(?:>>)?$")
 
 TOOL = types.Tool(
     name=EXPAND,
@@ -87,21 +85,6 @@ TOOL = types.Tool(
 )
 
 
-def parse_hash(value: Any) -> str | None:
-    """The 16-hex hash in a marker, `cg:HASH` or a bare hash; None when it is none of those."""
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    found = MARKER_RE.fullmatch(text)
-    if found:
-        return found.group(1)
-    loose = _LOOSE_RE.match(text)
-    if loose:
-        candidate = loose.group(1).lower()
-        return candidate if HASH_RE.match(candidate) else None
-    return None
-
-
 def page_chars(settings: Any) -> int:
     limit = getattr(getattr(settings, "policy", None), "client_max_result_chars", 0) or 0
     return min(int(limit), INLINE_PAGE_CHARS) if limit > 0 else INLINE_PAGE_CHARS
@@ -129,7 +112,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
     unknown = sorted(set(arguments) - _ARGS)
     if unknown:
         return error_result(
-            f"context_guru_expand: unknown argument(s) {_names(unknown)}; valid: marker, offset, {', '.join(_STYLES)}"
+            f"context_guru_expand: unknown argument(s) {quoted_names(unknown)}; valid: marker, offset, {', '.join(_STYLES)}"
         )
     raw = arguments.get("marker", arguments.get("hash"))
     hash_ = parse_hash(raw)
@@ -143,7 +126,7 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
         return await _with_style(arguments, env, hash_)
     offset = arguments.get("offset", 0)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {_shown(offset)}.")
+        return error_result(f"context_guru_expand: `offset` must be a non-negative integer; got {quoted(offset)}.")
     if env.ledger is None:
         return error_result(f"context_guru_expand: {no_ledger(env)}, so no original can be read.")
     return await anyio.to_thread.run_sync(_expand, env, hash_, offset)
@@ -151,13 +134,11 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
 
 async def _with_style(arguments: dict[str, Any], env: ToolEnv, hash_: str) -> types.CallToolResult:
     """recall_tool_result's answer for this marker: the same styles, header and next call."""
-    from . import recall
-
     forwarded = {k: v for k, v in arguments.items() if k in ("offset", *_STYLES) and v is not None}
     forwarded["mem_id"] = f"<<cg:{hash_}>>"
     try:
-        result, _style, chars = await recall._answer(forwarded, env)
-    except recall._BadInput as err:
+        result, _style, chars = await recall_answer(forwarded, env)
+    except BadInput as err:
         if env.ledger is not None:
             _record(env, hash_, ok=False, chars=0)
         return error_result(f"context_guru_expand: {err}")
@@ -189,7 +170,7 @@ def _expand(env: ToolEnv, hash_: str, offset: int) -> types.CallToolResult:
         )
     if offset and offset >= len(original):
         return error_result(
-            f"context_guru_expand: offset {_shown(offset)} is past the end of <<cg:{hash_}>> ({len(original)} characters)."
+            f"context_guru_expand: offset {quoted(offset)} is past the end of <<cg:{hash_}>> ({len(original)} characters)."
         )
     env.session.expanded.add(hash_)
     content = page(original, offset, page_chars(env.settings), hash_)

@@ -56,12 +56,13 @@ import orjson
 
 from .. import text_pieces
 from ..data_view import decode_fields, find_data, plain_json
-from ..echo import ECHO_CHARS, echoed
+from ..echo import ECHO_CHARS
 from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
 from ..store.text_view import text_blocks, text_view
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger, owner_detail
+from .retrieval import BadInput, parse_hash, quoted, quoted_names
 
 log = logging.getLogger(__name__)
 
@@ -124,10 +125,6 @@ TOOL = types.Tool(
 )
 
 
-class _BadInput(Exception):
-    pass
-
-
 # A few recently recalled bodies stay decoded: paging a 10 MB result should not decompress it per page.
 _CACHE: OrderedDict[tuple[str, str], _Body] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
@@ -174,7 +171,7 @@ class _Body:
         return bisect_right(self.line_starts, pos)
 
     def json_doc(self) -> tuple[Any, str]:
-        """(document, where it came from) for json_path; raises _BadInput when the result has no data it can read.
+        """(document, where it came from) for json_path; raises BadInput when the result has no data it can read.
 
         The document is read wherever it sits (data_view): a text that is a JSON string of JSON, a Python
         literal, a body between lines of prose, JSON text in a field (server-filesystem's `{content: "<the
@@ -214,12 +211,12 @@ class _Body:
                                 too_deep = i + 1
                 if self._json is None and too_deep is not None:
                     # It is JSON, just not parseable here: "holds no JSON" would send the model elsewhere.
-                    raise _BadInput(
+                    raise BadInput(
                         f"text block {too_deep} is JSON nested too deeply to query by path "
                         f"(over {_JSON_MAX_DEPTH:,} levels); use query or lines"
                     )
             if self._json is None:
-                raise _BadInput(
+                raise BadInput(
                     "this result holds no JSON (no structuredContent, no text block that parses as JSON); use query, offset or lines"
                 )
         return self._json
@@ -236,7 +233,7 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
         return _load_marker(env, mem_id)
     ledger = env.ledger
     if ledger is None:
-        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
+        raise BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     key = (ledger.location, mem_id)
     scoped = ledger.scope != "global"
     with _CACHE_LOCK:
@@ -257,24 +254,12 @@ def _load(env: ToolEnv, mem_id: str) -> _Body:
     return body
 
 
-def _shown(value: Any) -> str:
-    """`value` as an answer may repeat it: its repr, echoed (the caller has it already)."""
-    return echoed(repr(value))
-
-
-def _names(names: list[str]) -> str:
-    """Argument names as an error lists them: the first five, each clipped like any echo."""
-    return ", ".join(n if len(n) <= ECHO_CHARS else _shown(n) for n in names[:5])
-
-
 def _load_marker(env: ToolEnv, marker: str) -> _Body:
     """The stashed original a `<<cg:HASH>>` marker stands for, as a one-text-block body."""
-    from .expand import parse_hash
-
     hash_ = parse_hash(marker)
     assert hash_ is not None
     if env.ledger is None:
-        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
+        raise BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     original = env.ledger.get_stash(hash_, session_id=env.ledger_owner)
     env.session.expanded.add(hash_)  # the model now holds it: the same content later stays verbatim
     return _Body(orjson.dumps({"content": [{"type": "text", "text": original}]}))
@@ -290,12 +275,12 @@ def _int_arg(arguments: dict[str, Any], name: str, *, minimum: int) -> int | Non
         elif isinstance(value, str) and value.strip().isdigit():
             value = int(value.strip())
         else:
-            raise _BadInput(f"{name} must be a whole number, got {_shown(value)}")
+            raise BadInput(f"{name} must be a whole number, got {quoted(value)}")
     # Echo what the caller sent, clipped: 1e308 as an int is 309 digits.
     if value < minimum:
-        raise _BadInput(f"{name} must be >= {minimum}, got {_shown(given)}")
+        raise BadInput(f"{name} must be >= {minimum}, got {quoted(given)}")
     if value > _MAX_OFFSET:
-        raise _BadInput(f"{name} {_shown(given)} is absurdly large (at most {_MAX_OFFSET})")
+        raise BadInput(f"{name} {quoted(given)} is absurdly large (at most {_MAX_OFFSET})")
     return value
 
 
@@ -304,7 +289,7 @@ def _str_arg(arguments: dict[str, Any], name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise _BadInput(f"{name} must be a string, got {type(value).__name__}")
+        raise BadInput(f"{name} must be a string, got {type(value).__name__}")
     return value
 
 
@@ -315,8 +300,8 @@ async def handle(arguments: dict[str, Any], env: ToolEnv) -> types.CallToolResul
         arguments["mem_id"] = arguments["mem_id"].strip()
     mem_id = arguments.get("mem_id")
     try:
-        result, style, chars_out = await _answer(arguments, env)
-    except _BadInput as err:
+        result, style, chars_out = await recall_answer(arguments, env)
+    except BadInput as err:
         _record(env, mem_id, ok=False, detail={"error": str(err)[:200]})
         return error_result(f"recall_tool_result: {err}")
     _record(env, mem_id, ok=True, chars_out=chars_out, detail={"style": style})
@@ -334,29 +319,27 @@ def _record(env: ToolEnv, mem_id: Any, *, ok: bool, chars_out: int = 0, detail: 
         log.debug("recall event not recorded: %s", err)
 
 
-async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
+async def recall_answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
     unknown = sorted(set(arguments) - set(_ARGS))
     if unknown:
-        raise _BadInput(f"unknown argument(s) {_names(unknown)}; valid: {', '.join(_ARGS)}")
+        raise BadInput(f"unknown argument(s) {quoted_names(unknown)}; valid: {', '.join(_ARGS)}")
     mem_id = arguments.get("mem_id")
     if (mem_id is None or mem_id == "") and arguments.get("query") is not None:
         return await _search(arguments, env)
     if mem_id is None or mem_id == "":
-        raise _BadInput(
+        raise BadInput(
             "mem_id is required: the trm_ id shown in the offloaded result's stub "
             "(or give query alone to search every stored result)"
         )
     if not isinstance(mem_id, str):
-        raise _BadInput(
+        raise BadInput(
             f"mem_id must be a string like trm_0123456789abcdef (from the stub); got {type(mem_id).__name__}"
         )
     if not _MEM_ID.fullmatch(mem_id):
-        from .expand import parse_hash
-
         hash_ = parse_hash(mem_id)
         if hash_ is None:
-            raise _BadInput(
-                f"mem_id {_shown(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits "
+            raise BadInput(
+                f"mem_id {quoted(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits "
                 "(as in the stub), or a <<cg:HASH>> marker"
             )
         mem_id = f"<<cg:{hash_}>>"
@@ -369,35 +352,35 @@ async def _answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
     max_chars = _int_arg(arguments, "max_chars", minimum=1)
     chosen = [name for name, v in (("query", query), ("lines", lines), ("json_path", json_path)) if v is not None]
     if len(chosen) > 1:
-        raise _BadInput(f"choose one style per call, got {' and '.join(chosen)}")
+        raise BadInput(f"choose one style per call, got {' and '.join(chosen)}")
     if lines is not None and offset is not None:
-        raise _BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
+        raise BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
     if query is not None and query == "":
-        raise _BadInput("query must not be empty")
+        raise BadInput("query must not be empty")
     if query is not None and len(query) > _QUERY_MAX_LEN:
-        raise _BadInput(
+        raise BadInput(
             f"query is {len(query):,} chars; at most {_QUERY_MAX_LEN:,}: search for a distinctive part of it, or page with offset"
         )
     mode = settings.mode
     if json_path is not None and mode == "window":
-        raise _BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
+        raise BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
     if mode == "structural" and (query is not None or lines is not None):
-        raise _BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
+        raise BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
     if env.ledger is None:
-        raise _BadInput(f"{no_ledger(env)}, so nothing can be recalled")
+        raise BadInput(f"{no_ledger(env)}, so nothing can be recalled")
     try:
         body = await anyio.to_thread.run_sync(_load, env, mem_id)
     except Evicted as err:
-        raise _BadInput(f"{err}; call the original tool again for a fresh result") from None
+        raise BadInput(f"{err}; call the original tool again for a fresh result") from None
     except UnknownId as err:
-        raise _BadInput(f"{err}; use an id from a stub this proxy returned") from None
+        raise BadInput(f"{err}; use an id from a stub this proxy returned") from None
     except (LedgerCorrupt, orjson.JSONDecodeError) as err:  # a retry reads the same bytes; the tool can make them anew
-        raise _BadInput(
+        raise BadInput(
             f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({env.ledger.for_client(err)}); "
             "call the original tool again for a fresh result"
         ) from None
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
-        raise _BadInput(
+        raise BadInput(
             f"the ledger cannot be read right now ({env.ledger.for_client(err)}); try the recall again shortly"
         ) from None
 
@@ -427,18 +410,18 @@ async def _search(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
 
     extra = sorted(k for k in arguments if k not in ("mem_id", "query", "max_chars"))
     if extra:
-        raise _BadInput(
-            f"a search (query without mem_id) takes only query and max_chars, got {_names(extra)}; "
+        raise BadInput(
+            f"a search (query without mem_id) takes only query and max_chars, got {quoted_names(extra)}; "
             "give mem_id to read one result by offset, lines or json_path"
         )
     query = _str_arg(arguments, "query")
     assert query is not None
     if not query.strip():
-        raise _BadInput("query must not be empty")
+        raise BadInput("query must not be empty")
     if env.settings.recall.mode == "structural":
-        raise _BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
+        raise BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
     if env.ledger is None:
-        raise _BadInput(f"{no_ledger(env)}, so nothing can be searched")
+        raise BadInput(f"{no_ledger(env)}, so nothing can be searched")
     cap = env.settings.recall.max_chars
     max_chars = _int_arg(arguments, "max_chars", minimum=1)
     limit = min(max_chars or cap, cap)
@@ -446,12 +429,12 @@ async def _search(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallTo
         found = await answer(env, query, limit)
     except SearchInputError as err:
         _record_search(env, ok=False, detail={"error": str(err)[:200]})
-        raise _BadInput(str(err)) from None
+        raise BadInput(str(err)) from None
     except SearchRefused as err:
         _record_search(env, ok=False, detail={"error": str(err)[:200]})
-        raise _BadInput(str(err)) from None
+        raise BadInput(str(err)) from None
     except LedgerError as err:
-        raise _BadInput(f"the ledger cannot be searched right now ({err}); try again shortly") from None
+        raise BadInput(f"the ledger cannot be searched right now ({err}); try again shortly") from None
     _record_search(env, ok=True, chars_out=len(found.text), detail={"hits": found.hits})
     return types.CallToolResult(content=[types.TextContent(text=found.text)]), "search", len(found.text)
 
@@ -494,7 +477,7 @@ def _call(mem_id: str, **kw: Any) -> str:
 def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
     total = len(body.text)
     if offset > total or (offset == total and total > 0):
-        raise _BadInput(
+        raise BadInput(
             f"offset {offset:,} is past the end: the body has {total:,} chars (valid offsets 0–{max(total - 1, 0):,})"
         )
     end = min(offset + limit, total)
@@ -505,8 +488,8 @@ def _range(body: _Body, mem_id: str, offset: int, limit: int) -> str:
 def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     m = _LINES.match(spec) if len(spec) <= _LINES_MAX_LEN else None
     if not m or any(g and len(g) > 15 for g in (m.group(1), m.group(3))):
-        raise _BadInput(
-            f'lines {_shown(spec)} is not a line range; use "A-B", "A" or "A-" with 1-based line numbers (at most 15 digits)'
+        raise BadInput(
+            f'lines {quoted(spec)} is not a line range; use "A-B", "A" or "A-" with 1-based line numbers (at most 15 digits)'
         )
     first = int(m.group(1))
     last_text = m.group(3)
@@ -515,11 +498,11 @@ def _lines(body: _Body, mem_id: str, spec: str, limit: int) -> str:
     count = max(count, 1 if body.text else 0)
     last = count if m.group(2) and not last_text else int(last_text) if last_text else first
     if first < 1:
-        raise _BadInput("line numbers start at 1")
+        raise BadInput("line numbers start at 1")
     if last < first:
-        raise _BadInput(f"lines {_shown(spec)}: the end ({last}) is before the start ({first})")
+        raise BadInput(f"lines {quoted(spec)}: the end ({last}) is before the start ({first})")
     if first > count:
-        raise _BadInput(f"line {first:,} is past the end: the body has {count:,} lines")
+        raise BadInput(f"line {first:,} is past the end: the body has {count:,} lines")
     last = min(last, count)
     start = starts[first - 1]
     end = starts[last] if last < len(starts) else len(body.text)
@@ -553,7 +536,7 @@ def _smart_case(query: str, text: str, lowered: Callable[[], str]) -> tuple[str,
 def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settings: Any) -> str:
     total = len(body.text)
     if offset > total:
-        raise _BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
+        raise BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
     haystack, needle = _smart_case(query, body.text, lambda: body.lower)
     count = text_pieces.count(haystack, needle)
     window = settings.window_chars
@@ -567,7 +550,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         elsewhere = ""
         if count == 0:
             elsewhere = _behind_escapes(body, mem_id, query) or _in_structured(body, mem_id, query, settings)
-        return f"[{mem_id}: 0 matches for {_shown(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
+        return f"[{mem_id}: 0 matches for {quoted(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
     spans: list[tuple[str, int, int]] = []  # (label, lo, hi) of each piece of text shown
     used = 0
     shown: list[int] = []
@@ -594,7 +577,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
             whole = _call(mem_id, offset=lo, max_chars=hi - lo)
             room = limit - len(label) - 1
             if room < 1:
-                raise _BadInput(
+                raise BadInput(
                     f"max_chars {limit:,} is too small to show a match with its label ({len(label) + 1 + len(needle):,} "
                     f"chars show the first one whole); raise it, or read its window: {whole}"
                 )
@@ -633,7 +616,7 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
     if len(shown) > settings.max_matches:  # a short query's matches in the last window: counted, not listed
         listing += f" and {len(shown) - settings.max_matches:,} more inside the last window"
     header = (
-        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {_shown(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
+        f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {quoted(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
         f"at chars {listing}; ±{window} chars each{cut}; {nxt}]"
     )
     return header + "\n" + "".join(f"{label}{body.text[lo:hi]}\n" for label, lo, hi in spans)
@@ -741,13 +724,13 @@ def _holder_of(doc: Any, needle: str, exact: bool) -> str | None:
 
 async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: int) -> str:
     if len(path) > _JSON_PATH_MAX_LEN:
-        raise _BadInput(f"json_path is {len(path)} chars; at most {_JSON_PATH_MAX_LEN}")
+        raise BadInput(f"json_path is {len(path)} chars; at most {_JSON_PATH_MAX_LEN}")
     try:
         from jsonpath_ng.ext import parse
 
         parse(path)  # syntax errors answer at once, before a worker starts
     except Exception as err:
-        raise _BadInput(
+        raise BadInput(
             f"json_path {path!r} is not valid JSONPath ({err}); e.g. $.items[0].name, $.items[*].id, $..price"
         ) from None
     # The document and its bytes, in a worker thread (the evaluation's process costs far more than the hop):
@@ -757,11 +740,11 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
         # In a process of its own: bounded in time, memory, matches and size, and killed when over.
         count, rendered = await evaluate(path, document, time_limit_s=_JSON_PATH_TIME_LIMIT_S)
     except JsonPathFailed as err:
-        raise _BadInput(f"json_path {path!r} {err}") from None
+        raise BadInput(f"json_path {path!r} {err}") from None
     if count == 0:
         # Each key as an echo is clipped: 20 keys of 50K chars made this one-line answer 1 MB.
         keys = (
-            "[" + ", ".join(map(_shown, list(doc)[:20])) + "]"
+            "[" + ", ".join(map(quoted, list(doc)[:20])) + "]"
             if isinstance(doc, dict)
             else f"an array of {len(doc)}"
             if isinstance(doc, list)
@@ -770,7 +753,7 @@ async def _json_path(body: _Body, mem_id: str, path: str, offset: int, limit: in
         return f"[{mem_id}: json_path {path!r} matched nothing in {source}; top level: {keys}]\n"
     total = len(rendered)
     if offset > total or (offset == total and total > 0):
-        raise _BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
+        raise BadInput(f"offset {offset:,} is past the end of this json_path answer ({total:,} chars)")
     end = min(offset + limit, total)
     if end < total:
         # A page ends after its last whole line (one match each when there are several), not inside a match.

@@ -127,7 +127,7 @@ def _create_missing(conn: sqlite3.Connection) -> None:
 
 # ---- PostgreSQL ------------------------------------------------------------------------------
 
-POSTGRES_SCHEMA_VERSION = 2
+POSTGRES_SCHEMA_VERSION = 3
 _MIGRATION_LOCK = 0x6F66_666C_6F61_64  # "offload": one key for pg_advisory_xact_lock
 
 POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
@@ -175,6 +175,19 @@ POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             " END IF; END $$",
             "INSERT INTO search_queue (ref, kind) SELECT id, 'body' FROM bodies ORDER BY id ON CONFLICT DO NOTHING",
             "INSERT INTO search_queue (ref, kind) SELECT hash, 'stash' FROM stash ORDER BY hash ON CONFLICT DO NOTHING",
+        ),
+    ),
+    (
+        3,
+        "search by whole tokens: search_docs.tsv (to_tsvector('simple', text)) with a GIN index; indexed entries queued to fill it",
+        (
+            # NULL until the indexer fills it (or when the text has more distinct tokens than a tsvector holds,
+            # 1 MB): such an entry is still searched, by substring (search_docs_untokenized lists them).
+            "ALTER TABLE search_docs ADD COLUMN IF NOT EXISTS tsv tsvector",
+            "CREATE INDEX IF NOT EXISTS search_docs_tsv ON search_docs USING gin (tsv)",
+            "CREATE INDEX IF NOT EXISTS search_docs_untokenized ON search_docs (ref) WHERE tsv IS NULL",
+            "INSERT INTO search_queue (ref, kind) SELECT ref, kind FROM search_docs WHERE tsv IS NULL ORDER BY ref"
+            " ON CONFLICT DO NOTHING",
         ),
     ),
 )

@@ -262,6 +262,12 @@ async def test_a_postgresql_ledger_of_schema_version_2_migrates_and_fills_its_to
     ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
     ledger._indexer.close()
     assert ledger.backend.schema_version() == 3  # type: ignore[attr-defined]
+    # Both GIN indexes without a pending list, which every search would read whole until a vacuum.
+    options = postgres.execute(  # type: ignore[attr-defined]
+        f"SELECT relname, reloptions FROM pg_class WHERE relname IN ('search_docs_tsv', 'search_docs_trgm')"
+        f" AND relnamespace = '{schema}'::regnamespace ORDER BY relname"
+    )
+    assert options == [("search_docs_trgm", ["fastupdate=off"]), ("search_docs_tsv", ["fastupdate=off"])], options
     assert ledger.search_queued() == 3 and set(tokens_of(postgres, pg_url).values()) == {None}
     # Queued to fill their tokens, they are still found (by substring), never missing meanwhile.
     monkeypatch.setattr("offload_mcp.store.ledger.INDEX_BUDGET_S", 0.0)

@@ -57,6 +57,8 @@ def forget(conn: Any, ref: str) -> None:
 def index_queued(backend: PostgresBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until none is left, `max_entries` are done or
     `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
+    if not _any_queued(backend):  # the usual case: one query, where a transaction takes four round trips
+        return 0, 0
     deadline = time.monotonic() + budget_s
     done = 0
     while True:
@@ -87,26 +89,36 @@ def _index(conn: Any, seq: int, ref: str, kind: str) -> None:
         stored = conn.execute("SELECT original, codec FROM stash WHERE hash = %s", (ref,)).fetchone()
     text = None if stored is None else entry_text(bytes(stored[0]), stored[1], kind)
     if text is not None:
+        _insert_doc(conn, ref, kind, text)
+    conn.execute("DELETE FROM search_queue WHERE seq = %s", (seq,))
+
+
+def _insert_doc(conn: Any, ref: str, kind: str, text: str) -> None:
+    """Store an entry's text with its tokens, in one write (an update after the insert would leave a
+    dead row in every index until vacuum). An entry indexed before schema version 3 (queued again
+    for this) gets its tokens. A text with more distinct tokens than a tsvector holds is stored
+    without: it is searched by substring."""
+    import psycopg.errors
+
+    try:
+        with conn.transaction():  # a savepoint: the error leaves the rest of the transaction in place
+            conn.execute(
+                "INSERT INTO search_docs (ref, kind, chars, text, tsv)"
+                " SELECT %s, %s, %s, t, to_tsvector('simple', t) FROM (SELECT %s::text AS t) AS entry"
+                " ON CONFLICT (ref) DO UPDATE SET tsv = excluded.tsv WHERE search_docs.tsv IS NULL",
+                (ref, kind, len(text), text),
+            )
+    except psycopg.errors.ProgramLimitExceeded as err:
+        log.info("search index: %s is searched by substring only: %s", ref, str(err).splitlines()[0])
         conn.execute(
             "INSERT INTO search_docs (ref, kind, chars, text) VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
             (ref, kind, len(text), text),
         )
-        _fill_tokens(conn, ref)
-    conn.execute("DELETE FROM search_queue WHERE seq = %s", (seq,))
 
 
-def _fill_tokens(conn: Any, ref: str) -> None:
-    """Fill an indexed entry's `tsv` (an entry indexed before schema version 3 is queued again for this).
-    A text with more distinct tokens than a tsvector holds keeps NULL: it is searched by substring."""
-    import psycopg.errors
-
-    try:
-        with conn.transaction():  # a savepoint: the error leaves the entry's other rows in place
-            conn.execute(
-                "UPDATE search_docs SET tsv = to_tsvector('simple', text) WHERE ref = %s AND tsv IS NULL", (ref,)
-            )
-    except psycopg.errors.ProgramLimitExceeded as err:
-        log.info("search index: %s is searched by substring only: %s", ref, str(err).splitlines()[0])
+def _any_queued(backend: Any) -> bool:
+    row = backend._one("SELECT EXISTS (SELECT 1 FROM search_queue)", ())
+    return bool(row and row[0])
 
 
 def queued(backend: PostgresBackend) -> int:

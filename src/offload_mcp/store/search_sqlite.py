@@ -105,6 +105,8 @@ def queue_unindexed(conn: sqlite3.Connection) -> None:
 def index_queued(backend: SqliteBackend, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until the queue is empty, `max_entries` are done,
     or `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
+    if not _any_queued(backend):  # the usual case: a read, not the write lock every search would wait for
+        return 0, 0
     deadline = time.monotonic() + budget_s
     done = 0
     while True:
@@ -131,6 +133,11 @@ def _live_in_scope(conn: sqlite3.Connection, found: list[int], live: str, scope:
     stop the substring search)."""
     marks = ",".join("?" * len(found))
     return [row[0] for row in conn.execute(f"SELECT d.id{live} AND d.id IN ({marks})", [*scope, *found])]
+
+
+def _any_queued(backend: Any) -> bool:
+    row = backend._one("SELECT EXISTS (SELECT 1 FROM search_queue)", ())
+    return bool(row and row[0])
 
 
 def queued(backend: SqliteBackend) -> int:

@@ -193,6 +193,93 @@ async def test_a_postgresql_ledger_from_before_the_index_is_migrated_and_queued(
     ledger.close()
 
 
+def tokens_of(postgres: object, pg_url: str) -> dict[str, str | None]:
+    """Each indexed entry's `tsv` (None: not filled), read from outside the proxy."""
+    schema = pg_url.rsplit("%3D", 1)[1]
+    rows = postgres.execute(f"SELECT ref, tsv::text FROM {schema}.search_docs")  # type: ignore[attr-defined]
+    return {str(ref): (None if tsv is None else str(tsv)) for ref, tsv in rows}
+
+
+async def test_postgresql_finds_whole_tokens_by_full_text_search_ranked_by_ts_rank(
+    postgres: object, pg_url: str
+) -> None:
+    # The same value in two results: the one holding it five times ranks first by ts_rank, though it is
+    # the longer (ranked by the shortest it would come second).
+    ledger = Ledger.open(LedgerSettings(), pg_url)
+    once_text = "order 7731 for sku LAPTOP-14-M3, qty 2\n" + FILLER[:2000]
+    often_text = "\n".join(f"restock {i}: sku LAPTOP-14-M3 at depot {i}" for i in range(5)) + "\n" + FILLER[:4000]
+    assert len(often_text) > len(once_text)
+    once, often = body(once_text), body(often_text)
+    ledger.commit(bodies=[once, often])
+    ledger.index_queued(budget_s=60.0)
+    tokens = tokens_of(postgres, pg_url)
+    # The stored text split by PostgreSQL's parser ('simple': every word kept, lowercased).
+    assert "'laptop'" in str(tokens[often.trm_id]) and "'m3'" in str(tokens[often.trm_id])
+    env = tool_env(ledger)
+    for query in ("LAPTOP-14-M3", "laptop-14-m3", "sku LAPTOP-14-M3"):
+        error, text = await search(env, query)
+        assert HIT.findall(text) == [often.trm_id, once.trm_id], (query, text)
+    # A phrase must hold its parts in order: 14-LAPTOP is not LAPTOP-14, and no substring holds it either.
+    error, text = await search(env, "M3-14-LAPTOP")
+    assert not error and "no stored result you may read holds it" in text, text
+    ledger.close()
+
+
+async def test_postgresql_searches_an_entry_too_large_for_a_tsvector_by_substring(
+    postgres: object, pg_url: str
+) -> None:
+    # More distinct tokens than a tsvector holds (1 MB of them): the entry keeps no tsv, and a token
+    # search that finds the value elsewhere still lists it (else it would be silently missing).
+    ledger = Ledger.open(LedgerSettings(), pg_url)
+    unique = "\n".join(f"event {i:07d} id ev{i:07d}x{i * 7919:012d}" for i in range(40_000))
+    huge = body(unique + "\nshipment SHIP-77-QX left\n")
+    small = body("shipment SHIP-77-QX arrived\n" + FILLER)
+    ledger.commit(bodies=[huge, small])
+    ledger.index_queued(budget_s=120.0)
+    tokens = tokens_of(postgres, pg_url)
+    assert tokens[huge.trm_id] is None and tokens[small.trm_id] is not None, {k: v is None for k, v in tokens.items()}
+    error, text = await search(tool_env(ledger), "SHIP-77-QX")
+    assert not error and set(HIT.findall(text)) == {huge.trm_id, small.trm_id}, text
+    assert "L40001: shipment SHIP-77-QX left" in text, text
+    ledger.close()
+
+
+async def test_a_postgresql_ledger_of_schema_version_2_migrates_and_fills_its_tokens(
+    postgres: object, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = Ledger.open(LedgerSettings(), pg_url)
+    records = [body(f"old result {i} holds OLDVALUE-{i}\n{FILLER}") for i in range(3)]
+    ledger.commit(bodies=records)
+    ledger.index_queued(budget_s=60.0)
+    ledger.close()
+    schema = pg_url.rsplit("%3D", 1)[1]
+    for sql in (  # as schema version 2 left it: indexed by trigrams only
+        f"DROP INDEX {schema}.search_docs_tsv, {schema}.search_docs_untokenized",
+        f"ALTER TABLE {schema}.search_docs DROP COLUMN tsv",
+        f"UPDATE {schema}.offload_meta SET value = '2' WHERE key = 'schema_version'",
+    ):
+        postgres.execute(sql)  # type: ignore[attr-defined]
+    ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
+    ledger._indexer.close()
+    assert ledger.backend.schema_version() == 3  # type: ignore[attr-defined]
+    # Both GIN indexes without a pending list, which every search would read whole until a vacuum.
+    options = postgres.execute(  # type: ignore[attr-defined]
+        f"SELECT relname, reloptions FROM pg_class WHERE relname IN ('search_docs_tsv', 'search_docs_trgm')"
+        f" AND relnamespace = '{schema}'::regnamespace ORDER BY relname"
+    )
+    assert options == [("search_docs_trgm", ["fastupdate=off"]), ("search_docs_tsv", ["fastupdate=off"])], options
+    assert ledger.search_queued() == 3 and set(tokens_of(postgres, pg_url).values()) == {None}
+    # Queued to fill their tokens, they are still found (by substring), never missing meanwhile.
+    monkeypatch.setattr("offload_mcp.store.ledger.INDEX_BUDGET_S", 0.0)
+    error, text = await search(tool_env(ledger), "OLDVALUE-2")
+    assert HIT.findall(text) == [records[2].trm_id], text
+    ledger.index_queued(budget_s=60.0)
+    assert ledger.search_queued() == 0 and None not in tokens_of(postgres, pg_url).values()
+    error, text = await search(tool_env(ledger), "OLDVALUE-2")
+    assert HIT.findall(text) == [records[2].trm_id] and "not yet indexed" not in text, text
+    ledger.close()
+
+
 async def test_a_query_too_broad_to_answer_in_time_ends_with_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 HitKind = Literal["body", "stash"]
 _SEPARATORS = re.compile(r"[\s\x00-\x1f\x7f]+")
 
+TOKEN_CHARS = "-_./:@#+~%"
+"""Punctuation that joins a token (SQLite's `search_tokens`): LAPTOP-14-M3, src/pool.py, trm_..., user@host are one token each."""
+WHOLE_TOKEN = re.compile(r"[\w" + re.escape(TOKEN_CHARS) + r"]+")
+"""A term a token index may hold whole: letters and digits, and TOKEN_CHARS between or around them."""
+
 MIN_TERM_CHARS = 3
 """Shorter terms cannot be matched by a trigram index; they are left out of the search (and said so)."""
 MAX_TERMS = 12

@@ -15,7 +15,6 @@ are never answered; storing the same content again (same id) finds them valid ag
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .interfaces import CommitRows
-from .search import SEARCH_TIME_LIMIT_S, SearchHit, SearchRefused, entry_text, fts_string
+from .search import SEARCH_TIME_LIMIT_S, TOKEN_CHARS, WHOLE_TOKEN, SearchHit, SearchRefused, entry_text, fts_string
 
 
 class SqliteConnections(Protocol):
@@ -38,10 +37,6 @@ class SqliteConnections(Protocol):
 
 log = logging.getLogger(__name__)
 
-TOKEN_CHARS = "-_./:@#+~%"
-"""Punctuation that joins a token in `search_tokens`: LAPTOP-14-M3, src/pool.py, trm_..., user@host are one token each."""
-_WHOLE_TOKEN = re.compile(r"[\w" + re.escape(TOKEN_CHARS) + r"]+")
-"""A term `search_tokens` holds as one token: letters and digits, and TOKEN_CHARS between or around them."""
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS search_queue (ref TEXT PRIMARY KEY, kind TEXT NOT NULL)",
@@ -120,6 +115,8 @@ def queue_unindexed(conn: sqlite3.Connection) -> None:
 def index_queued(backend: SqliteConnections, budget_s: float, max_entries: int | None) -> tuple[int, int]:
     """Index queued entries, one per transaction, until the queue is empty, `max_entries` are done,
     or `budget_s` has passed (at least one is done). Returns (indexed now, still queued)."""
+    if not _any_queued(backend):  # the usual case: a read, not the write lock every search would wait for
+        return 0, 0
     deadline = time.monotonic() + budget_s
     done = 0
     while True:
@@ -146,6 +143,11 @@ def _live_in_scope(conn: sqlite3.Connection, found: list[int], live: str, scope:
     stop the substring search)."""
     marks = ",".join("?" * len(found))
     return [row[0] for row in conn.execute(f"SELECT d.id{live} AND d.id IN ({marks})", [*scope, *found])]
+
+
+def _any_queued(backend: SqliteConnections) -> bool:
+    row = backend._one("SELECT EXISTS (SELECT 1 FROM search_queue)", ())
+    return bool(row and row[0])
 
 
 def queued(backend: SqliteConnections) -> int:
@@ -192,7 +194,7 @@ def search(
         conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_STEPS)
         try:
             found: list[int] = []
-            if every_term and all(_WHOLE_TOKEN.fullmatch(t) for t in terms):
+            if every_term and all(WHOLE_TOKEN.fullmatch(t) for t in terms):
                 # A value held as a whole token is found in the token index at any size (~0.01 ms at a million
                 # entries), where the trigram index reads each of its trigrams' lists (~4 ms there).
                 tokens = "SELECT rowid FROM search_tokens WHERE search_tokens MATCH ? LIMIT ?"

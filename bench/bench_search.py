@@ -206,7 +206,7 @@ def main() -> None:
             results.append((f"sqlite {size:,}", anyio.run(measure, str(path), keys, args.searches, 1)))
             path.unlink()
         if args.pg:
-            from pg import start_server
+            from support.pg import start_server
 
             server = start_server()
             try:

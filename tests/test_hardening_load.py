@@ -20,40 +20,9 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import RunningProxy, initialize_request, running_proxy, text_of, write_config
-from test_load_http import HOSTILE, TRM
-from test_proxy_http import fixture_over_http
-
-
-@asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-class EchoProbe:
-    """An unrelated client calling a tiny echo every `interval` s (50 ms); its latencies are the victim's
-    view of an attack."""
-
-    def __init__(self, session: ClientSession, tool: str = "echo", interval: float = 0.05) -> None:
-        self.session = session
-        self.tool = tool
-        self.interval = interval
-        self.latencies: list[float] = []
-        self.stopped = anyio.Event()
-
-    async def run(self) -> None:
-        while not self.stopped.is_set():
-            started = time.perf_counter()
-            result = await self.session.call_tool(self.tool, {"text": "ping"})
-            assert text_of(result) == "ping"
-            self.latencies.append(time.perf_counter() - started)
-            await anyio.sleep(self.interval)
-
-    def p99(self) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else float("nan")
+from support.load import EchoProbe, report
+from support.proxy import TRM, RunningProxy, http_session, initialize_request, running_proxy, text_of
+from support.servers import HOSTILE, fixture_over_http, write_config
 
 
 async def recovered_after(
@@ -68,10 +37,6 @@ async def recovered_after(
             return time.perf_counter() - started
         await anyio.sleep(0.1)
     return float("inf")
-
-
-def report(name: str, **figures: Any) -> None:
-    print("hardening:", name, " ".join(f"{k}={v}" for k, v in figures.items()))
 
 
 def heavy_json() -> str:

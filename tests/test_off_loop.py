@@ -26,12 +26,13 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PYTHON, ROOT, fixture_entry, proxy_session, text_of, write_config
 from offload_mcp import text_pieces
-from test_hardening_load import EchoProbe, report
+from support.load import EchoProbe, report
+from support.proxy import proxy_session, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
-STRUCTURED_SERVER = str(ROOT / "tests" / "claude_code" / "structured_server.py")
+STRUCTURED_SERVER = str(ROOT / "tests" / "fixtures" / "structured_server.py")
 BIG = 40_000_000
 QUERIES = 8
 

@@ -31,7 +31,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from conftest import running_proxy, text_of, write_config
 from offload_mcp.downstream.http_limits import (
     PARSE_OFF_LOOP_BYTES,
     PLACEHOLDER_KEY,
@@ -41,9 +40,9 @@ from offload_mcp.downstream.http_limits import (
     _first_event_end,
     _last_event_end,
 )
-from test_hardening_load import EchoProbe, http_session, report
-from test_load_http import HOSTILE
-from test_proxy_http import fixture_over_http
+from support.load import EchoProbe, report
+from support.proxy import http_session, running_proxy, text_of
+from support.servers import HOSTILE, fixture_over_http, write_config
 
 BIG = 60_000_000
 

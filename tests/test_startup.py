@@ -62,10 +62,11 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
                 names = [t.name for t in (await s.list_tools()).tools]
                 assert "late__echo" in names and "offload_mcp_status" not in names
                 assert text_of(await s.call_tool("late__echo", {"text": "joined"})) == "joined"
-                # A later listing never waits, though `hung` is still starting.
+                # A later listing never waits, though `hung` is still starting: a wait would last the whole
+                # first_list_wait_s (8 s). How fast it answers: bench/bench_loop_pace.py (listing).
                 started = time.monotonic()
                 await s.list_tools()
-                assert time.monotonic() - started < 1.0
+                assert time.monotonic() - started < 4.0, "a later listing waited for a server still starting"
                 unknown = await s.call_tool("hung__echo", {})
                 assert unknown.is_error and "Still starting (their tools join when ready): hung." in text_of(unknown)
 

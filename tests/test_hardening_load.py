@@ -96,7 +96,8 @@ async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their
         assert result.is_error and "narrow it" in text_of(result), text_of(result)[:300]
     # Nothing of the work stays in the proxy, and an unrelated client was answered while the queries ran.
     assert rss_after - rss_before < 64 * 1024, (rss_before, rss_after)
-    assert probe.latencies, "the unrelated client got no answer while the queries ran"
+    # A probe echoes again only while the attack lasts: three echoes mean two answered during it.
+    assert len(probe.latencies) >= 3, "the unrelated client got no answer while the queries ran"
     assert recover_s < 5
 
 
@@ -155,7 +156,7 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
     assert not after.is_error and len(text_of(after)) == 1000
     assert max(durations) < 20, durations  # refused as it streams, not after the call timeout
     assert rss_peak - rss_before < 100 * 1024, (rss_before, rss_peak)
-    assert probe.latencies, "the unrelated client got no answer while the answers streamed"
+    assert len(probe.latencies) >= 3, "the unrelated client got no answer while the answers streamed"
 
 
 VICTIM_ADDRESS = "127.0.0.2"
@@ -240,7 +241,7 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                 statuses,
                 windows,
             )
-            assert probe.failures == 0 and probe.latencies  # each echo answered within TimedProbe's 5 s
+            assert probe.failures == 0 and len(probe.latencies) >= 3  # each echo answered within TimedProbe's 5 s
 
             # ---- #7: 300 connections trickling a header byte every 0.5 s, at a 256-fd limit ----
             rss_before = proxy.status("VmRSS")
@@ -292,7 +293,7 @@ async def test_session_floods_and_slow_clients_do_not_lock_others_out(tmp_path: 
                 echoes=len(probe.latencies),
                 recover_s=f"{recover_s:.2f}",
             )
-            assert probe.failures == 0 and probe.latencies, sorted(probe.latencies)[-5:]
+            assert probe.failures == 0 and len(probe.latencies) >= 3, sorted(probe.latencies)[-5:]
             assert closed_by_proxy > 0 and recover_s < 5
 
 

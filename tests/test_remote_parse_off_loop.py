@@ -47,8 +47,8 @@ BIG = 60_000_000
 async def test_a_60_mb_remote_result_arrives_whole_while_another_session_is_answered(tmp_path: Path, mode: str) -> None:
     """The big answer is offloaded intact and the victim's echoes are answered while it streams; how long
     they stall beside the big call (a speed comparison) is bench/bench_loop_pace.py's `remote` figure."""
-    probe, big_s = await big_remote_call_beside_a_victim(tmp_path, mode, BIG)
-    assert big_s > 0 and len(probe.latencies) >= 5
+    probe, _ = await big_remote_call_beside_a_victim(tmp_path, mode, BIG)  # it checks the big answer arrived whole
+    assert len(probe.latencies) >= 5, "the other session was not answered while the big answer streamed"
 
 
 # ---- the swap itself, in-process, against the SDK's own parse -------------------------------------------

@@ -103,7 +103,7 @@ def main() -> None:
         "--backend",
         choices=("sqlite", "postgresql"),
         default="sqlite",
-        help="postgresql: a throwaway server (tests/pg.py)",
+        help="postgresql: a throwaway server (tests/support/pg.py)",
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-dashboard-") as tmp, ExitStack() as stack:
@@ -111,7 +111,7 @@ def main() -> None:
         where: Path | str = path
         if args.backend == "postgresql":
             sys.path.insert(0, str(ROOT / "tests"))
-            from pg import start_server
+            from support.pg import start_server
 
             server = start_server()
             stack.callback(server.destroy)

@@ -30,11 +30,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fixtures")]
 
 import anyio  # noqa: E402
 
-from conftest import running_proxy, text_of, write_config  # noqa: E402
 from offload_mcp.downstream.budget import SETTING  # noqa: E402
 from offload_mcp.downstream.settings import DownstreamSettings  # noqa: E402
-from test_hardening_load import http_session  # noqa: E402
-from test_proxy_http import fixture_over_http  # noqa: E402
+from support.proxy import http_session, running_proxy, text_of  # noqa: E402
+from support.servers import fixture_over_http, write_config  # noqa: E402
 
 MB = 1_000_000
 UNBOUNDED = 1 << 50

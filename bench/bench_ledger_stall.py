@@ -1,6 +1,6 @@
 """How long a proxy's unrelated requests wait while its PostgreSQL ledger is stuck (issue 40, D1).
 
-The attacks of issue 40's adversarial pass, against a real PostgreSQL (tests/pg.py) and a real
+The attacks of issue 40's adversarial pass, against a real PostgreSQL (tests/support/pg.py) and a real
 proxy over streamable HTTP with the default configuration (`busy_timeout_s` 2):
 
 1. every process of the server stopped (SIGSTOP) for `--freeze-s` seconds: /healthz (what it
@@ -33,9 +33,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fixtures")]
 import anyio  # noqa: E402
 import httpx2  # noqa: E402
 
-from conftest import running_proxy, text_of, write_config  # noqa: E402
-from pg import start_server  # noqa: E402
-from test_ledger_stalls import HOSTILE, TRM, frozen, locked, session, timed  # noqa: E402
+from support.pg import frozen, locked, start_server, timed  # noqa: E402
+from support.proxy import TRM, running_proxy, text_of  # noqa: E402
+from support.proxy import http_session as session  # noqa: E402
+from support.servers import HOSTILE, write_config  # noqa: E402
 
 
 class Probe:

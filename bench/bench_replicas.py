@@ -1,7 +1,7 @@
 """Load through a load balancer: N replicas x C clients x K mixed calls, beside one replica on SQLite.
 
     python bench/bench_replicas.py                       # 3 replicas, 50 clients, 200 calls, shared SQLite (WAL)
-    python bench/bench_replicas.py --ledger postgres          # a throwaway PostgreSQL (tests/pg.py: initdb + pg_ctl)
+    python bench/bench_replicas.py --ledger postgres          # a throwaway PostgreSQL (tests/support/pg.py: initdb + pg_ctl)
     python bench/bench_replicas.py --ledger postgresql://user@127.0.0.1:5432/db
     python bench/bench_replicas.py --replicas 3 --clients 10 --calls 40     # a quick look
 
@@ -39,10 +39,10 @@ import orjson  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from cluster import DEPLOY, bearer_client, host_port, load_balancer, render, replicas  # noqa: E402
 from offload_mcp.reducers.base import cg_hash  # noqa: E402
 from offload_mcp.store import Ledger  # noqa: E402
 from offload_mcp.store.settings import LedgerSettings  # noqa: E402
+from support.cluster import DEPLOY, bearer_client, host_port, load_balancer, render, replicas  # noqa: E402
 
 TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-9876543210"}
 TRM = re.compile(r"trm_[0-9a-f]{16}")
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.only_baseline:
             shared = args.ledger or str(tmp / "shared.db")
             if shared == "postgres":
-                from pg import start_server
+                from support.pg import start_server
 
                 server = start_server()
                 stack.callback(server.destroy)

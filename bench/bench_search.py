@@ -230,7 +230,7 @@ def main() -> None:
                 )
                 ledgers.append((f"sqlite {size:,}", str(path), keys))
             if args.pg:
-                from pg import start_server
+                from support.pg import start_server
 
                 server = start_server()
                 url = server.url(server.new_schema())

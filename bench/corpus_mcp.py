@@ -21,7 +21,7 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
   `[ref=eN]` handles the next click names (bench/corpus_servers.py);
 - `warehouse-*` (issue 38): real SQL servers over a warehouse of thousands of
   rows (corpus_servers.warehouse_tables) in a PostgreSQL started in a temp
-  folder (tests/pg.py) and in SQLite: PyPI `postgres-mcp` (Python-repr rows),
+  folder (tests/support/pg.py) and in SQLite: PyPI `postgres-mcp` (Python-repr rows),
   npm `@modelcontextprotocol/server-postgres` (indented JSON), PyPI
   `mcp-alchemy` (row blocks); server-filesystem reads of a JSON and a CSV
   export; the same results re-encoded by `corpus_servers.py wrap` (the
@@ -1155,11 +1155,11 @@ def _real_repo(work: Path, commit: str = REAL_REPO_COMMIT, name: str = "offload-
 
 
 def _start_warehouse(servers: Servers) -> Any:
-    """Install the real SQL servers if needed, start PostgreSQL in a temp folder (tests/pg.py), load the warehouse
+    """Install the real SQL servers if needed, start PostgreSQL in a temp folder (tests/support/pg.py), load the warehouse
     into it and into SQLite, write its exports; returns the PostgreSQL server (the caller destroys it)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from corpus_servers import load_warehouse_postgres, load_warehouse_sqlite
-    from pg import start_server
+    from support.pg import start_server
 
     ensure_sql_servers()
     pg = start_server()

@@ -3,7 +3,7 @@
 The ledger: the MCP-servers corpus replayed as Claude Code (`offload-mcp replay --client
 claude-code --ledger`, 197 decisions), then a real `offload-mcp serve --transport
 streamable-http` on it with a bearer token, in front of the hostile fixture server, where one
-client session makes an offloading call and recalls it. Chromium (tests/browser.py) opens
+client session makes an offloading call and recalls it. Chromium (tests/support/browser.py) opens
 /dashboard with the token in a header and writes the top of the page to the PNG.
 
     python bench/dashboard_screenshot.py [--out docs/dashboard.png]
@@ -22,10 +22,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fixtures")]
 
 import anyio  # noqa: E402
 
-from browser import open_page  # noqa: E402
-from conftest import OFFLOAD_MCP, running_proxy, text_of, write_config  # noqa: E402
-from test_load_http import HOSTILE, TRM  # noqa: E402
-from test_principal_scope import session_call  # noqa: E402
+from support.browser import open_page  # noqa: E402
+from support.principals import session_call  # noqa: E402
+from support.proxy import OFFLOAD_MCP, TRM, running_proxy, text_of  # noqa: E402
+from support.servers import HOSTILE, write_config  # noqa: E402
 
 CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"
 TOKEN = "screenshot-token-0123"

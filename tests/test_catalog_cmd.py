@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, write_config
-from decision_records import decision_record
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
-from test_deferral_wire import RawSession
+from support.decision_records import decision_record
+from support.proxy import OFFLOAD_MCP, RawSession, proxy_env
+from support.servers import ROOT, write_config
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"

@@ -19,11 +19,12 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from conftest import fixture_cmd, fixture_entry, proxy_session, write_config
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import exit_summary
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import proxy_session
+from support.servers import fixture_cmd, fixture_entry, write_config
 
 CLAUDE_CODE = types.Implementation(name="claude-code", version="2.1.0")
 """What Claude Code sends at initialize (its bundled MCP client: name `claude-code`, title `Claude Code`)."""

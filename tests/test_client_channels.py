@@ -18,7 +18,8 @@ import orjson
 import pytest
 from mcp import Client
 
-from conftest import NPM_BIN, PYTHON, ROOT, proxy_http, text_of, write_config
+from support.proxy import proxy_http, text_of
+from support.servers import NPM_BIN, PYTHON, ROOT, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 LIMIT = 100_000  # policy.client_max_result_chars default
@@ -54,7 +55,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         tmp,
         {
             "memory": {"command": str(NPM_BIN / "mcp-server-memory"), "env": {"MEMORY_FILE_PATH": str(memory)}},
-            "rows": {"command": PYTHON, "args": [str(ROOT / "tests" / "claude_code" / "structured_server.py")]},
+            "rows": {"command": PYTHON, "args": [str(ROOT / "tests" / "fixtures" / "structured_server.py")]},
         },
     )
     with proxy_http(["-c", str(config), "--ledger", str(tmp / "ledger.db")]) as url:

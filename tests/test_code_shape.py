@@ -28,11 +28,10 @@ ALLOWED_LONG = frozenset(
         "policy/index/document.py:_headings",
         "policy/index/json_records.py:json_index",
         "reducers/pipeline.py:Pipeline.floor_chars",
-        "server/dispatch.py:CallDispatcher._call_downstream",
         "server/proxy.py:build_server",
         "shaping.py:ResultShaper._shape",
         "stats.py:aggregate",
-        "tools/recall.py:_answer",
+        "tools/recall.py:recall_answer",
         "tools/recall.py:_query",
     }
 )

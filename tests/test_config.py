@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OFFLOAD_MCP, fixture_cmd, proxy_env
 from offload_mcp.commands.serve import resolve_config
 from offload_mcp.config import ConfigError, load_config
 from offload_mcp.downstream.settings import RemoteServer, StdioServer
+from support.proxy import OFFLOAD_MCP, proxy_env
+from support.servers import fixture_cmd
 
 
 def _write(tmp_path: Path, data: object, name: str = "mcp.json") -> Path:
@@ -171,7 +172,7 @@ def test_serve_exits_2_on_a_bad_config_naming_file_key_and_problem(tmp_path: Pat
 def test_serve_refuses_the_unfilled_template_and_a_ledger_url_no_backend_serves(tmp_path: Path) -> None:
     """Before: the template served as is made a SQLite file named `{{LEDGER_URL}}` and accepted
     `{{ALICE_TOKEN}}` as a bearer token; a `mysql://` ledger only warned and served unshaped."""
-    from conftest import ROOT
+    from support.servers import ROOT
 
     def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -225,7 +226,7 @@ def test_a_plain_file_path_in_ledger_url_stays_a_file(tmp_path: Path, monkeypatc
 
 
 def test_mcp_json_example_at_repo_root_is_valid() -> None:
-    from conftest import ROOT
+    from support.servers import ROOT
 
     example = ROOT / "mcp.json.example"
     if not example.exists():

@@ -47,19 +47,28 @@ def _decoded(style: str, text: str) -> object:
     return json.loads(body)
 
 
+@pytest.fixture(scope="module")
+def raw() -> str:
+    """The downstream's own answer, read once for every style (the fixture server's records are seeded)."""
+
+    async def read() -> str:
+        async with open_session(FIXTURE) as direct:
+            return result_text(await direct.call_tool("json_records", {"count": 40}))
+
+    return anyio.run(read)
+
+
 @pytest.mark.parametrize("style", corpus_servers.WRAP_STYLES)
-def test_each_style_carries_the_downstream_rows_whole(style: str) -> None:
+def test_each_style_carries_the_downstream_rows_whole(raw: str, style: str) -> None:
     command = [sys.executable, str(ROOT / "bench" / "corpus_servers.py"), "wrap", style, *FIXTURE]
 
-    async def run() -> tuple[str, str, list[object]]:
-        async with open_session(FIXTURE) as direct:
-            raw = result_text(await direct.call_tool("json_records", {"count": 40}))
+    async def run() -> tuple[str, list[object]]:
         async with open_session(command) as wrapped:
             tools = (await wrapped.list_tools()).tools
             result = await wrapped.call_tool("json_records", {"count": 40})
-            return raw, result_text(result), [t.output_schema for t in tools]
+            return result_text(result), [t.output_schema for t in tools]
 
-    raw, text, schemas = anyio.run(run)
+    text, schemas = anyio.run(run)
     assert text != raw
     assert _decoded(style, text) == json.loads(raw)
     assert schemas and all(schema is None for schema in schemas)

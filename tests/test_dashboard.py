@@ -1,7 +1,7 @@
 """The dashboard (dashboard.py, GET /dashboard, `stats --html`): what `stats --json` says, drawn as one page.
 
 Through a real streamable-HTTP proxy on a real SQLite ledger: a replay of the MCP-servers corpus
-(197 decisions) plus calls by two principals. Headless Chromium (tests/browser.py, over DevTools
+(197 decisions) plus calls by two principals. Headless Chromium (tests/support/browser.py, over DevTools
 so the bearer token goes in a header) opens the page, reads every `data-figure` and writes a
 screenshot to the test's folder; each figure must equal the `stats --json` value at its path.
 Without a token the page is refused; under `ledger.scope: principal` bob's page holds none of
@@ -22,11 +22,11 @@ import httpx2
 import pytest
 from pydantic import ValidationError
 
-from browser import LoadedPage, open_page
-from conftest import OFFLOAD_MCP, ROOT, running_proxy, text_of, write_config
 from offload_mcp.config import Config
-from test_load_http import HOSTILE, TRM
-from test_principal_scope import LONG_LINES, session_call
+from support.browser import LoadedPage, open_page
+from support.principals import LONG_LINES, session_call
+from support.proxy import OFFLOAD_MCP, TRM, running_proxy, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 ALICE, BOB, OPS = "alice-secret-token", "bob-secret-token", "operator-secret-token"
 CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"

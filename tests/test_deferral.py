@@ -9,7 +9,6 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 
-from decision_records import decision_record
 from offload_mcp.catalog import deferral
 from offload_mcp.catalog.catalog import build_catalog
 from offload_mcp.catalog.hotset import Candidate, HotSetMemory, decide_hot_set
@@ -20,6 +19,7 @@ from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import invoke, tool_search
 from offload_mcp.tools.registry import EXPAND, RECALL
+from support.decision_records import decision_record
 
 ROOT = Path(__file__).resolve().parents[1]
 GITHUB_LIKE = ROOT / "bench" / "data" / "catalog" / "github_like_tools.json"

@@ -8,92 +8,19 @@ bench/data/catalog) and speaks JSON-RPC to it line by line.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, proxy_http, write_config
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import RawSession, initialize_request, proxy_http, raw_session
+from support.servers import GIT_SERVER, ROOT, write_config
 
-GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
-
-
-class RawSession:
-    """One `offload-mcp serve` process spoken to in raw JSON-RPC over stdio."""
-
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(
-            [OFFLOAD_MCP, "serve", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=proxy_env(),
-            cwd=str(ROOT),
-        )
-        self.next_id = 0
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> tuple[bytes, dict[str, Any]]:
-        """Send one request; return the raw `result` bytes as received and the decoded response."""
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise AssertionError(f"proxy closed stdout while waiting for {method}")
-            decoded = json.loads(line)
-            if decoded.get("id") == self.next_id:
-                raw = line.split(b'"result":', 1)[1] if b'"result":' in line else line
-                return raw, decoded
-
-    def initialize(self) -> None:
-        _, response = self.request(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "0"}},
-        )
-        assert "result" in response, response
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        self.proc.stdin.flush()
-
-    def list_tools(self) -> tuple[bytes, list[dict[str, Any]]]:
-        raw, response = self.request("tools/list")
-        return raw, response["result"]["tools"]
-
-    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        _, response = self.request("tools/call", {"name": name, "arguments": arguments})
-        return response["result"]
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-
-
-@contextmanager
-def raw_session(config: Path) -> Iterator[RawSession]:
-    session = RawSession(["--config", str(config)])
-    try:
-        session.initialize()
-        yield session
-    finally:
-        session.close()
 
 
 def servers() -> dict[str, Any]:

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_unprivileged
 from offload_mcp import demo_workspace as demo_server
+from support.processes import run_unprivileged
 
 OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
 

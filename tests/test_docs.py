@@ -226,7 +226,7 @@ def test_readme_other_clients_lines_run(tmp_path):
     http = re.search(r"`(offload-mcp serve -c config.json --transport streamable-http --port 8765)`", text)
     assert http, "the README's HTTP line"
     (tmp_path / "config.json").write_text(json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}}))
-    from cluster import free_port
+    from support.cluster import free_port
 
     port = free_port()
     words = shlex.split(http.group(1).replace("8765", str(port)))

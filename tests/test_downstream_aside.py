@@ -10,11 +10,12 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
 
-from conftest import fixture_cmd, fixture_entry, proxy_session, text_of, write_config
 from offload_mcp.downstream.aside import LOST, PLACEHOLDER_KEY, SET_ASIDE_BYTES, StructuredAside
 from offload_mcp.downstream.shelf import TokenShelf
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import proxy_session, text_of
+from support.servers import fixture_cmd, fixture_entry, write_config
 
 COUNT = 4_000  # ~1 MB of JSON text plus the same records as structuredContent: well over SET_ASIDE_BYTES
 
@@ -51,7 +52,7 @@ async def test_offloaded_the_ledger_keeps_the_server_s_structured_content(tmp_pa
 
 @pytest.mark.parametrize("mode", ["sse", "json"])
 async def test_a_remote_server_s_structured_content_comes_back_whole(tmp_path: Path, mode: str) -> None:
-    from test_proxy_http import fixture_over_http
+    from support.servers import fixture_over_http
 
     opts = ("--json-response",) if mode == "json" else ()
     with fixture_over_http("streamable-http", *opts) as url:

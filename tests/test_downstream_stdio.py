@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import fixture_entry
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.downstream.spawn import PipeOut
 from offload_mcp.downstream.stdio import _LineSplitter
+from support.servers import fixture_entry
 
 pytestmark = pytest.mark.anyio
 

@@ -21,12 +21,14 @@ import mcp_types as types
 import pytest
 from mcp.client.stdio import stdio_client
 
-from conftest import PYTHON, ROOT, _params, child_pids, fixture_entry, running_proxy, text_of, write_config
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.downstream.settings import StdioServer
 from offload_mcp.downstream.spawn import EarlyStarts, Launch
 from offload_mcp.relay.capabilities import DeclaringClientSession
+from support.processes import child_pids
+from support.proxy import running_proxy, stdio_params, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
 
@@ -134,7 +136,7 @@ async def test_a_client_declaring_roots_and_elicitation_gets_each_server_started
     )
     servers = {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}, "fx": fixture_entry()}
     config = write_config(tmp_path, servers)
-    params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db"), "--log-level", "info"], None)
+    params = stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db"), "--log-level", "info"], None)
     log_path = tmp_path / "proxy.log"
 
     async def roots(context: Any) -> types.ListRootsResult:

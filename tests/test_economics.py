@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from decision_records import decision_record, decision_row
 from offload_mcp.commands.demo import carry_figures
 from offload_mcp.config import OffloadSettings
 from offload_mcp.policy.economics import Rates, offload_terms
@@ -14,6 +13,7 @@ from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.record import ShapeVerdict
 from offload_mcp.replay import Record, _dollars
 from offload_mcp.stats import aggregate
+from support.decision_records import decision_record, decision_row
 
 MODEL = "claude-opus-4-6"  # input $5/M, output $25/M, cache write 5m $6.25/M, 1h $10/M, cache read $0.50/M
 T, S, H = 100_000, 250, 4  # result tokens, stub tokens, requests that carry it (the one that reads it + 3 calls)

@@ -9,10 +9,11 @@ import httpx2
 import pytest
 from mcp import Client
 
-from conftest import fixture_cmd, proxy_http, proxy_session, text_of
 from offload_mcp.reducers.base import MARKER_RE, cg_hash, marker
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import proxy_http, proxy_session, text_of
+from support.servers import fixture_cmd
 
 NOISY = "\x1b[33mwarning: peer dependency unmet\x1b[0m\n" * 40 + "\n" * 30 + "build complete in 4.2s\n"
 

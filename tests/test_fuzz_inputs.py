@@ -15,11 +15,11 @@ import httpx2
 import mcp_types as types
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, running_proxy
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.store import Ledger
-from test_load_http import HOSTILE
+from support.proxy import OFFLOAD_MCP, initialize_request, proxy_env, running_proxy
+from support.servers import HOSTILE, ROOT
 
 PATHOLOGICAL = {
     "one 1 MB line of one char": "x" * 1_000_000,

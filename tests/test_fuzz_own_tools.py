@@ -255,19 +255,20 @@ def test_fuzz_invoke_tool(ledger: Any, data: st.DataObject) -> None:
         assert re.fullmatch(r"forwarded \S+", text)
 
 
-def test_a_slow_json_path_is_bounded_in_time(ledger: Any) -> None:
+def test_a_slow_json_path_is_bounded_in_time(ledger: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSONPath time limit ends an evaluation that would run on (its answer says so), whatever the
+    machine's load: a limit far under the evaluation's cost, not a wall-time bound on the whole call."""
+    monkeypatch.setattr(recall, "_JSON_PATH_TIME_LIMIT_S", 0.05)
     big = {
         "content": [{"type": "text", "text": "x"}],
-        "structuredContent": {"rows": [[{"a": [i, [i, {"b": i}]]} for i in range(50)] for _ in range(4000)]},
+        "structuredContent": {"rows": [[{"a": [i, [i, {"b": i}]]} for i in range(50)] for _ in range(400)]},
     }
     record = BodyRecord.of(big, server="fx", tool="t", arguments={}, session_id="s", chars=0)
     ledger.commit(bodies=[record])
-    result, elapsed = run_tool(recall, {"mem_id": record.trm_id, "json_path": "$..*..*..*"}, env_for(ledger))
-    # Bounded by the 5 s JSONPath limit plus decoding this 8 MB document (generous for 2 busy cores).
-    assert elapsed < 12, elapsed
+    result, _ = run_tool(recall, {"mem_id": record.trm_id, "json_path": "$..*..*..*"}, env_for(ledger))
     text = "".join(getattr(b, "text", "") for b in result.content)
     assert len(text) <= RECALL_CAP + HEADER_ALLOWANCE
-    assert result.is_error is not True or "took longer than" in text
+    assert result.is_error and "took longer than" in text, text[:300]
 
 
 @pytest.mark.parametrize("pattern", ["(a+)+$", "(a|a)*$", "(x+x+)+y", "(.*a){12}"])

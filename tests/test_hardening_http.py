@@ -24,8 +24,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import ROOT, initialize_request, running_proxy, text_of, write_config
-from test_load_http import HOSTILE, TRM
+from support.proxy import TRM, initialize_request, running_proxy, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

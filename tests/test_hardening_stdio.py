@@ -14,8 +14,8 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import OFFLOAD_MCP, ROOT, initialize_request, proxy_env, proxy_session, text_of
-from test_load_http import HOSTILE, TRM
+from support.proxy import OFFLOAD_MCP, TRM, initialize_request, proxy_env, proxy_session, text_of
+from support.servers import HOSTILE, ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import NPM_BIN, needs_npm, write_config
-from test_deferral_wire import raw_session
-from test_load_http import HOSTILE
+from support.proxy import raw_session
+from support.servers import HOSTILE, NPM_BIN, needs_npm, write_config
 
 
 def listing(tmp_path: Path, servers: dict[str, Any], mode: str) -> tuple[int, int, list[dict[str, Any]]]:

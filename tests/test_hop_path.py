@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import fixture_entry
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.proxy import ProxyState
 from offload_mcp.shaping import INLINE_MAX_CHARS, dump_result
+from support.servers import fixture_entry
 
 pytestmark = pytest.mark.anyio
 

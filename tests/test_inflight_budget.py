@@ -16,14 +16,13 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import fixture_entry, running_proxy, text_of, write_config
 from offload_mcp.downstream.budget import MEMORY_PER_BYTE, SETTING
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
-from test_hardening_load import http_session
-from test_metrics_http import scrape, total
-from test_proxy_http import fixture_over_http
-from test_reliability_ledger import make_text
+from support.ledgers import make_text
+from support.metrics import scrape, total
+from support.proxy import http_session, running_proxy, text_of
+from support.servers import fixture_entry, fixture_over_http, write_config
 
 BUDGET = 20_000_000
 SIZES = [2_000_000 + 1_000 * i for i in range(5)]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_unprivileged
 from offload_mcp.cli import main
 from offload_mcp.config import load_config
+from support.processes import run_unprivileged
 
 CLAUDE_CODE = {
     "numStartups": 7,
@@ -213,7 +213,8 @@ def test_desktop_source_prints_no_claude_code_removals(tmp_path, capsys):
 
 def test_init_never_wraps_an_entry_that_already_runs_offload_mcp(tmp_path, capsys):
     # Issue 11: an HTTP entry that is an offload-mcp (asked via initialize), and launcher spellings.
-    from conftest import proxy_http, write_config
+    from support.proxy import proxy_http
+    from support.servers import write_config
 
     inner = write_config(tmp_path, {"t": {"command": "mcp-server-time"}}, name="inner.json")
     with proxy_http(["-c", str(inner), "--ledger", str(tmp_path / "inner.db")]) as url:

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from conftest import NPM_BIN, PYTHON, ROOT, needs_npm, proxy_env
-from test_claude_code_e2e import CLAUDE, HOSTILE, PERSISTED, TRM, assert_inline, results_of, run_claude
-from test_deferral_wire import GIT_SERVER, RawSession
+from support.claude_code import CLAUDE, PERSISTED, assert_inline, results_of, run_claude
+from support.proxy import TRM, RawSession, proxy_env
+from support.servers import GIT_SERVER, NPM_BIN, PYTHON, ROOT, needs_npm
+from support.servers import HOSTILE_SERVER as HOSTILE
 
 ONE_MB = 1_000_000
 

@@ -15,7 +15,6 @@ import threading
 
 import pytest
 
-from conftest import run_unprivileged
 from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import (
     BodyRecord,
@@ -31,17 +30,8 @@ from offload_mcp.store import (
 from offload_mcp.store.records import trm_id_for
 from offload_mcp.store.schema import sqlite_schema_is_current
 from offload_mcp.store.settings import LedgerSettings
-
-BODY = {"content": [{"type": "text", "text": "x" * 5000}], "structuredContent": {"n": 1}, "isError": False}
-
-
-def record(body=BODY, **kw):
-    kw.setdefault("server", "srv")
-    kw.setdefault("tool", "tool")
-    kw.setdefault("arguments", {"a": 1})
-    kw.setdefault("session_id", "s1")
-    kw.setdefault("chars", 5000)
-    return BodyRecord.of(body, **kw)
+from support.ledgers import BODY, record
+from support.processes import run_unprivileged
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -18,12 +18,12 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import _params, fixture_cmd, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import Ledger
-from test_ledger import record
-from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
+from support.ledgers import assert_untouched, big_result, call, make_shaper, make_text, record
+from support.proxy import stdio_params, text_of
+from support.servers import fixture_cmd
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 
@@ -39,7 +39,7 @@ async def test_rm_while_serving_loses_nothing_through_the_real_proxy(tmp_path: P
     log = tmp_path / "proxy.log"
     ids: dict[str, int] = {}
     with log.open("w") as errlog:
-        async with stdio_client(_params(["--ledger", str(path), "--", *fixture_cmd()], None), errlog=errlog) as (
+        async with stdio_client(stdio_params(["--ledger", str(path), "--", *fixture_cmd()], None), errlog=errlog) as (
             read,
             write,
         ):

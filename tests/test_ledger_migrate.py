@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from conftest import OFFLOAD_MCP, proxy_env
 from offload_mcp.reducers.base import cg_hash
 from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import OFFLOAD_MCP, proxy_env
 
 
 def build_source(path: Path) -> tuple[list[str], list[str]]:

@@ -15,16 +15,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import (
-    OFFLOAD_MCP,
-    fixture_cmd,
-    fixture_entry,
-    proxy_env,
-    proxy_session,
-    recall_whole,
-    text_of,
-    write_config,
-)
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
@@ -33,8 +23,10 @@ from offload_mcp.store.schema import POSTGRES_SCHEMA_VERSION
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
-from pg import free_port
-from test_reliability_ledger import assert_untouched, big_result, call, make_shaper, make_text
+from support.ledgers import assert_untouched, big_result, call, make_shaper, make_text
+from support.pg import free_port
+from support.proxy import OFFLOAD_MCP, proxy_env, proxy_session, recall_whole, text_of
+from support.servers import fixture_cmd, fixture_entry, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 
@@ -184,7 +176,7 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     import sys
 
     ledger = Ledger.open(LedgerSettings(), pg_url)
-    from decision_records import decision_record
+    from support.decision_records import decision_record
 
     ledger.commit(events=[decision_record("a", "git", "git_log", "keep", "small", 10).ledger_event()])
     ledger.close()

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import signal
 import sqlite3
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +32,17 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import ROOT, _params, child_pids, recall_whole, running_proxy, text_of, write_config
 from offload_mcp.config import OffloadSettings
 from offload_mcp.shaping import UNSTORED_META_KEY, dump_result, sent_chars
 from offload_mcp.store import Ledger
-from test_reliability_ledger import big_result, call, make_shaper
+from support.ledgers import big_result, call, make_shaper
+from support.pg import frozen, locked, timed
+from support.proxy import TRM, recall_whole, running_proxy, stdio_params, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
 
-HOSTILE = [sys.executable, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]
-TRM = re.compile(r"trm_[0-9a-f]{16}")
 BUSY_S = 1.0
 LIMIT = 100_000
 """client_max_result_chars's default: what Claude Code accepts."""
@@ -77,49 +75,11 @@ def assert_cut_with_a_note(result: Any, total: int) -> None:
 # ---- D1: a real PostgreSQL, frozen and locked, behind a real proxy ------------------------------
 
 
-def cluster_pids(postgres: Any) -> list[int]:
-    """The postmaster and every process it started (backends, checkpointer, walwriter, ...)."""
-    master = int((postgres.data / "postmaster.pid").read_text().split()[0])
-    return [master, *child_pids(master)]
-
-
-@contextmanager
-def frozen(postgres: Any) -> Iterator[None]:
-    """Every process of the server stopped (SIGSTOP): connections stay open and nothing answers."""
-    pids = cluster_pids(postgres)
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
-
-
-@contextmanager
-def locked(pg_url: str, tables: str) -> Iterator[None]:
-    """`LOCK TABLE ... IN ACCESS EXCLUSIVE MODE` held by another session: readers and writers queue."""
-    import psycopg
-
-    with psycopg.connect(pg_url) as conn:
-        conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-        try:
-            yield
-        finally:
-            conn.rollback()
-
-
 @asynccontextmanager
 async def session(url: str) -> AsyncIterator[ClientSession]:
     async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         yield s
-
-
-async def timed(probe: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
-    started = time.monotonic()
-    answer = await probe()
-    return time.monotonic() - started, answer
 
 
 class Probes:
@@ -239,8 +199,14 @@ async def test_a_frozen_then_locked_postgresql_never_stops_the_proxy(
 async def test_two_stateless_replicas_behind_nginx_stay_up_while_their_shared_postgresql_is_frozen(
     postgres: Any, pg_url: str, tmp_path: Path
 ) -> None:
-    from cluster import host_port, load_balancer, replicas  # load_balancer skips where nginx is not installed
-    from test_replicas import ALICE, deployment_config, handshake
+    from support.cluster import (  # load_balancer skips where nginx is not installed
+        ALICE,
+        deployment_config,
+        handshake,
+        host_port,
+        load_balancer,
+        replicas,
+    )
 
     config = deployment_config(tmp_path, pg_url, busy_timeout_s=BUSY_S)
     auth = {"Authorization": f"Bearer {ALICE}"}
@@ -349,7 +315,7 @@ async def test_a_proxy_without_a_ledger_cuts_what_the_client_would_reject(tmp_pa
     path.write_bytes(os.urandom(64 * 1024))  # not a database: the proxy serves without a ledger
     config = write_config(tmp_path, {"h": {"command": HOSTILE[0], "args": HOSTILE[1:]}})
     async with (
-        stdio_client(_params(["-c", str(config), "--ledger", str(path)], None), errlog=open(os.devnull, "w")) as (
+        stdio_client(stdio_params(["-c", str(config), "--ledger", str(path)], None), errlog=open(os.devnull, "w")) as (
             read,
             write,
         ),

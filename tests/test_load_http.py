@@ -19,43 +19,24 @@ import random
 import re
 import sys
 import time
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
 
-from conftest import PYTHON, ROOT, recall_whole, running_proxy, text_of, write_config
+from support.proxy import TRM, connect, recall_whole, running_proxy, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
 
 FULL = os.environ.get("OFFLOAD_MCP_LOAD") == "full"
-HOSTILE = [PYTHON, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]
-TRM = re.compile(r"trm_[0-9a-f]{16}")
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
 
 
 # ---- a proxy process we can measure and kill ------------------------------------------
-
-
-@asynccontextmanager
-async def connect(url: str, transport: str) -> Any:
-    if transport == "sse":
-        async with sse_client(url, sse_read_timeout=120) as (read, write):
-            async with ClientSession(read, write) as s:
-                await s.initialize()
-                yield s
-    else:
-        async with streamable_http_client(url) as (read, write):
-            async with ClientSession(read, write) as s:
-                await s.initialize()
-                yield s
 
 
 # ---- the workload ---------------------------------------------------------------------

@@ -16,7 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import PYTHON, ROOT, proxy_session, recall_whole, text_of
+from support.proxy import proxy_session, recall_whole, text_of
+from support.servers import PYTHON, ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

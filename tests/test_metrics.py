@@ -13,9 +13,9 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
-from decision_records import decision_record
 from offload_mcp.reducers.pipeline import ReducerEvent
 from offload_mcp.server.metrics import ProxyMetrics, call_log_line, metrics_route
+from support.decision_records import decision_record
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -10,9 +10,10 @@ from contextlib import contextmanager
 
 import pytest
 from mcp import Client
-from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import fixture_entry, running_proxy, text_of, write_config
+from support.metrics import scrape, total
+from support.proxy import running_proxy, text_of
+from support.servers import fixture_entry, write_config
 
 # No collapse: a 300K-char text reaches the policy whole and is offloaded (over the client limit).
 OFFLOAD = {
@@ -25,24 +26,6 @@ def proxy_over_http(args: list[str], transport: str) -> Iterator[tuple[str, list
     """`offload-mcp serve --transport T --port 0 --log-level info ARGS`; yields (endpoint URL, stderr lines so far)."""
     with running_proxy(args, transport, log_level="info") as proxy:
         yield proxy.url, proxy.log
-
-
-def scrape(base: str, headers: dict[str, str] | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    request = urllib.request.Request(f"{base}/metrics", headers=headers or {})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 200
-        assert response.headers["content-type"].startswith("text/plain")
-        text = response.read().decode()
-    parsed = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            parsed[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return parsed
-
-
-def total(parsed, name: str, **labels: str) -> float:
-    """Sum of the samples of `name` whose labels include `labels`."""
-    return sum(v for (n, ls), v in parsed.items() if n == name and all((k, val) in ls for k, val in labels.items()))
 
 
 async def play(url: str, transport: str) -> None:

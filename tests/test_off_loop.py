@@ -8,8 +8,9 @@
   took 0.6 s on the loop. A large one is now checked in a worker thread.
 
 Each test runs two tasks on one session, as a model's parallel tool calls do: one does the large work,
-the other echoes, and the echoes must stay well under the large call's time: their median beside the
-back-to-back queries, their worst beside the schema checks (one stall per call, if any).
+the other echoes; both get their answers, and each prints the echoes' time beside the work's. Whether the
+echoes keep their pace (their median beside the queries', their worst beside a schema check's) is a speed
+comparison, measured side by side by bench/bench_loop_pace.py.
 """
 
 from __future__ import annotations
@@ -17,23 +18,20 @@ from __future__ import annotations
 import itertools
 import re
 import statistics
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PYTHON, ROOT, fixture_entry, proxy_session, text_of, write_config
 from offload_mcp import text_pieces
-from test_hardening_load import EchoProbe, report
+from support.load import echo_beside, report
+from support.proxy import proxy_session, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
-STRUCTURED_SERVER = str(ROOT / "tests" / "claude_code" / "structured_server.py")
+STRUCTURED_SERVER = str(ROOT / "tests" / "fixtures" / "structured_server.py")
 BIG = 40_000_000
-QUERIES = 8
+QUERIES = 3
 
 # Line breaks, a final-sigma context, a letter whose lowercase is longer, and plain letters.
 ALPHABET = st.sampled_from(["\n", "Σ", "σ", "ς", "A", "a", "İ", " ", "b", "'"])
@@ -57,27 +55,6 @@ def test_pieces_answer_what_one_call_answers(text: str, piece: int, start: int, 
         assert text_pieces.find(text, needle, start, piece) == text.find(needle, start)
 
 
-async def echo_beside(session: Any, work: Callable[[], Awaitable[None]], times: int) -> tuple[float, list[float]]:
-    """(median seconds of `work`, every echo's seconds) with `work` run at least `times` times beside an echo
-    loop, and on until the echoes number `times` too (at most 4 x `times` runs): a loaded machine that answers
-    queries faster than echoes must not leave the median of too few echoes (CI: 7 echoes beside 8 queries)."""
-    works: list[float] = []
-    probe = EchoProbe(session, interval=0.005)
-
-    async def run_work() -> None:
-        while len(works) < times or (len(probe.latencies) < times and len(works) < 4 * times):
-            started = time.perf_counter()
-            await work()
-            works.append(time.perf_counter() - started)
-        probe.stopped.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(probe.run)
-        tg.start_soon(run_work)
-    assert len(probe.latencies) >= times
-    return statistics.median(works), probe.latencies
-
-
 async def test_queries_on_a_40_mb_body_leave_other_calls_their_pace(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"fx": fixture_entry()}, {"reducers": {"pipeline": []}})
     async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
@@ -95,9 +72,6 @@ async def test_queries_on_a_40_mb_body_leave_other_calls_their_pace(tmp_path: Pa
         query_s, echoes = await echo_beside(s, query, QUERIES)
     echo_s = statistics.median(echoes)
     report("recall_off_loop", query_ms=round(query_s * 1000, 1), echo_ms=round(echo_s * 1000, 1), echoes=len(echoes))
-    # Measured here (median echo / median query): on the loop 76.8 / 41.6 ms, every echo queued behind the
-    # queries; off it 13 / 32-44 ms, an echo waiting only for the GIL's switch interval (5 ms) a few times.
-    assert echo_s < query_s * 0.75, (echo_s, query_s)
 
 
 async def test_a_large_structured_result_is_checked_against_its_schema_off_the_loop(tmp_path: Path) -> None:
@@ -113,6 +87,3 @@ async def test_a_large_structured_result_is_checked_against_its_schema_off_the_l
         call_s, echoes = await echo_beside(s, big_rows, 3)
     worst = max(echoes)
     report("schema_off_loop", call_ms=round(call_s * 1000, 1), worst_echo_ms=round(worst * 1000, 1))
-    # Measured here (worst echo / median call): on the loop 581 / 687 ms, one echo per call waiting out the
-    # check; off it 41 / 672 ms. Most of the call is the server building its 20,000 rows.
-    assert worst < call_s / 4, (worst, call_s)

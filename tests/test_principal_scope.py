@@ -14,18 +14,15 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from pydantic import ValidationError
 
-from cluster import bearer_client
-from conftest import running_proxy, text_of, write_config
 from offload_mcp.config import Config
 from offload_mcp.server.identity import DEFAULT_PRINCIPAL, owner_key, token_table
-from test_load_http import HOSTILE, TRM
+from support.principals import ALICE, BOB, LONG_LINES, session_call
+from support.proxy import TRM, running_proxy, text_of
+from support.servers import HOSTILE, write_config
 
-ALICE, BOB = "alice-secret-token", "bob-secret-token"
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
-LONG_LINES = "\n".join(f"line {i} - " + " ".join(f"word{(i * 11 + k) % 97}" for k in range(130)) for i in range(30))
 
 
 def test_auth_tokens_accept_a_mapping_or_a_list_and_refuse_ambiguity() -> None:
@@ -58,14 +55,6 @@ def test_auth_tokens_accept_a_mapping_or_a_list_and_refuse_ambiguity() -> None:
     assert owner_key("session", principal="alice", session_id="s1") != owner_key(
         "session", principal="alice", session_id="s2"
     )
-
-
-async def session_call(url: str, token: str, *calls: tuple[str, dict[str, object]]) -> list[object]:
-    async with bearer_client(token) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return [await session.call_tool(name, args) for name, args in calls]
 
 
 async def test_principal_scope_follows_the_token_not_the_session(tmp_path: Path) -> None:

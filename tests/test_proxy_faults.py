@@ -11,7 +11,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import OFFLOAD_MCP, PYTHON, fixture_entry, proxy_env, proxy_session, text_of, write_config
+from support.proxy import OFFLOAD_MCP, proxy_env, proxy_session, text_of
+from support.servers import PYTHON, fixture_entry, write_config
 
 
 async def _wait_for(path: Path, needle: str, seconds: float = 10) -> str:
@@ -25,9 +26,9 @@ async def test_a_server_that_fails_to_start_is_reported_and_the_others_serve(tmp
     config = write_config(tmp_path, {"good": fixture_entry(), "broken": fixture_entry("--fail-at-start")})
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        from conftest import _params
+        from support.proxy import stdio_params
 
-        async with stdio_client(_params(["-c", str(config)], None), errlog=errlog) as (read, write):
+        async with stdio_client(stdio_params(["-c", str(config)], None), errlog=errlog) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 names = [t.name for t in (await s.list_tools()).tools]
@@ -84,10 +85,10 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        from conftest import _params
+        from support.proxy import stdio_params
 
         with anyio.fail_after(30):
-            async with stdio_client(_params(["-c", str(config)], None), errlog=errlog) as (read, write):
+            async with stdio_client(stdio_params(["-c", str(config)], None), errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as s:
                     await s.initialize()
                     assert "echo" in [t.name for t in (await s.list_tools()).tools]
@@ -103,7 +104,7 @@ async def test_missing_command_and_slow_start_are_reported(tmp_path: Path) -> No
 
 
 async def test_a_server_that_dies_mid_call_gives_a_clear_error_then_is_restarted() -> None:
-    from conftest import fixture_cmd
+    from support.servers import fixture_cmd
 
     async with proxy_session(["--name", "fx", "--", *fixture_cmd()]) as s:
         first_pid = text_of(await s.call_tool("pid", {}))
@@ -117,7 +118,7 @@ async def test_a_server_that_dies_mid_call_gives_a_clear_error_then_is_restarted
 
 
 async def test_a_server_that_exits_between_calls_is_restarted_transparently() -> None:
-    from conftest import fixture_cmd
+    from support.servers import fixture_cmd
 
     async with proxy_session(["--name", "fx", "--", *fixture_cmd("--exit-after", "1")]) as s:
         assert text_of(await s.call_tool("echo", {"text": "one"})) == "one"
@@ -130,9 +131,9 @@ async def test_upstream_cancel_and_timeout_both_cancel_the_downstream_call(tmp_p
     config = write_config(tmp_path, {"fx": fixture_entry()}, {"downstream": {"call_timeout_s": 1.5}})
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        from conftest import _params
+        from support.proxy import stdio_params
 
-        async with stdio_client(_params(["-c", str(config), "--log-level", "debug"], None), errlog=errlog) as (
+        async with stdio_client(stdio_params(["-c", str(config), "--log-level", "debug"], None), errlog=errlog) as (
             read,
             write,
         ):

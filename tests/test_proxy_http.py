@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -16,7 +15,8 @@ from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 
-from conftest import FIXTURE_SERVER, PYTHON, fixture_cmd, proxy_http, proxy_session, text_of, write_config
+from support.proxy import proxy_http, proxy_session, text_of
+from support.servers import FIXTURE_SERVER, PYTHON, fixture_cmd, fixture_over_http, write_config
 
 
 @asynccontextmanager
@@ -88,29 +88,6 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@contextmanager
-def fixture_over_http(transport: str, *opts: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [PYTHON, str(FIXTURE_SERVER), "--transport", transport, "--port", str(port), *opts],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    path = "/mcp" if transport == "streamable-http" else "/sse"
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 @pytest.mark.parametrize("transport", ["sse", "streamable-http"])
 async def test_remote_downstream_servers(tmp_path: Any, transport: str) -> None:
     with fixture_over_http(transport) as url:
@@ -140,7 +117,7 @@ def test_auth_token_is_required_when_configured(tmp_path: Any) -> None:
 
 
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Any) -> None:
-    from conftest import OFFLOAD_MCP, proxy_env
+    from support.proxy import OFFLOAD_MCP, proxy_env
 
     done = subprocess.run(
         [OFFLOAD_MCP, "serve", "--transport", "sse", "--host", "0.0.0.0", "--", *fixture_cmd()],

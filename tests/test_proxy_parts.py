@@ -24,7 +24,6 @@ from mcp.server.subscriptions import ServerEvent, ToolsListChanged
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from conftest import fixture_entry, initialize_request, recall_whole, text_of
 from offload_mcp.config import Config, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.catalog_view import STATUS_TOOL, CatalogView
@@ -38,6 +37,8 @@ from offload_mcp.server.transports import streamable_http_app
 from offload_mcp.server.upstream import UpstreamSessions
 from offload_mcp.shaping import build_shaper
 from offload_mcp.tools.own import load_own_tools
+from support.proxy import initialize_request, recall_whole, text_of
+from support.servers import fixture_entry
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 BIG = 120_000

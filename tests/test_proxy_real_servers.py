@@ -15,17 +15,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from conftest import (
-    NPM_BIN,
-    OFFLOAD_MCP,
-    ROOT,
-    needs_npm,
-    proxy_client,
-    proxy_env,
-    proxy_session,
-    text_of,
-    write_config,
-)
+from support.proxy import OFFLOAD_MCP, proxy_client, proxy_env, proxy_session, text_of
+from support.servers import NPM_BIN, ROOT, needs_npm, write_config
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 

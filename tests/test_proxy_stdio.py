@@ -7,7 +7,8 @@ import json
 import mcp_types as types
 import pytest
 
-from conftest import fixture_cmd, proxy_client, proxy_session, text_of
+from support.proxy import proxy_client, proxy_session, text_of
+from support.servers import fixture_cmd
 
 FIXTURE_TOOLS = [
     "echo",

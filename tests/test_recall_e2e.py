@@ -20,19 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (
-    NPM_BIN,
-    OFFLOAD_MCP,
-    ROOT,
-    child_pids,
-    fixture_entry,
-    needs_npm,
-    proxy_client,
-    proxy_env,
-    proxy_session,
-    text_of,
-    write_config,
-)
+from support.processes import child_pids
+from support.proxy import OFFLOAD_MCP, proxy_client, proxy_env, proxy_session, text_of
+from support.servers import NPM_BIN, ROOT, fixture_entry, needs_npm, write_config
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 TRM = re.compile(r"trm_[0-9a-f]{16}")

@@ -11,13 +11,13 @@ import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
-from decision_records import decision_record, decision_row
 from offload_mcp.config import OffloadSettings
 from offload_mcp.record import RECORD_VERSION, DecisionEvent, DecisionRecordError
 from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.stats import report_from_ledger
 from offload_mcp.store import Ledger, decision_v1
 from offload_mcp.store.settings import LedgerSettings
+from support.decision_records import decision_record, decision_row
 
 V1_LEDGER = Path(__file__).parent / "fixtures" / "ledgers" / "ledger_v1.db"
 V1_TRM_ID = "trm_490843f6e5de6bfe"

@@ -18,9 +18,10 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import OFFLOAD_MCP, PYTHON, ROOT, _params, fixture_entry, proxy_env, text_of, write_config
 from offload_mcp.redaction import ledger_for_client, redact_secrets
-from pg import free_port
+from support.pg import free_port
+from support.proxy import OFFLOAD_MCP, proxy_env, stdio_params, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 PASSWORD = "Pw-9c1e77-never-show"
 TOKEN = "Tk-5ab203-never-show"
@@ -73,7 +74,7 @@ async def test_a_password_in_the_url_query_never_reaches_recall_errors_or_the_lo
     config = write_config(tmp_path, {"fx": fixture_entry()}, {"ledger": {"busy_timeout_s": 0.5}})
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        params = _params(["-c", str(config), "--log-level", "info", "--ledger", url], None)
+        params = stdio_params(["-c", str(config), "--log-level", "info", "--ledger", url], None)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             answer = await s.call_tool("recall_tool_result", {"mem_id": "trm_0123456789abcdef"})
@@ -110,7 +111,7 @@ async def test_downstream_secrets_are_not_in_the_log(tmp_path: Path) -> None:
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        params = _params(["-c", str(config), "--log-level", "info", "--ledger", str(tmp_path / "l.db")], None)
+        params = stdio_params(["-c", str(config), "--log-level", "info", "--ledger", str(tmp_path / "l.db")], None)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             assert text_of(await s.call_tool("echo", {"text": "hi"})) == "hi"
@@ -130,7 +131,7 @@ async def test_repeated_identical_warnings_are_written_once_with_their_count(tmp
     config = write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}})
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
+        params = stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             said = text_of(await s.call_tool("sample_many", {"n": 300}))

@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import proxy_session, text_of
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
 from offload_mcp.reducers.extract import is_json_document_shaped, may_have_noise_lines
@@ -21,6 +20,7 @@ from offload_mcp.reducers.linecap import Linecap, is_record_line, never_truncate
 from offload_mcp.reducers.pipeline import build_pipeline, floor_scan_step
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
 from offload_mcp.shaping import CallInfo, build_shaper
+from support.proxy import proxy_session, text_of
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 

@@ -18,25 +18,12 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from conftest import (
-    NPM_BIN,
-    PYTHON,
-    ROOT,
-    _params,
-    fixture_cmd,
-    proxy_http,
-    proxy_session,
-    text_of,
-    write_config,
-)
 from offload_mcp.relay.capabilities import DeclaringClientSession
+from support.proxy import proxy_http, proxy_session, stdio_params, text_of
+from support.relay import relay_config, wait_for
+from support.servers import NPM_BIN, PYTHON, RELAY_SERVER, ROOT, fixture_cmd, write_config
 
-RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
 SLOW_ROOTS_SERVER = str(ROOT / "tests" / "fixtures" / "slow_roots_server.py")
-
-
-def relay_config(tmp_path: Path, offload: dict[str, Any] | None = None) -> list[str]:
-    return ["-c", str(write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}}, offload))]
 
 
 class Answers:
@@ -98,12 +85,6 @@ async def failure(call: Any) -> str:
     return text_of(result)
 
 
-async def wait_for(predicate: Any, seconds: float = 10.0) -> None:
-    with anyio.fail_after(seconds):
-        while not predicate():
-            await anyio.sleep(0.05)
-
-
 @pytest.mark.filterwarnings("ignore:The (logging|roots) capability is deprecated")  # handshake-era features, on purpose
 async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> None:
     answers = Answers("a")
@@ -113,7 +94,7 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
         roots=types.RootsCapability(),
     )
     config = relay_config(tmp_path, {"downstream": {"call_timeout_s": 3}})
-    async with stdio_client(_params(config, None)) as (read, write):
+    async with stdio_client(stdio_params(config, None)) as (read, write):
         async with DeclaringClientSession(read, write, declared=declared, **answers.kwargs()) as s:
             await s.initialize()
             # Exactly what this client declared: sampling.tools, form-only elicitation, roots without listChanged.
@@ -169,7 +150,7 @@ async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: P
         "fx": {"command": PYTHON, "args": fixture_cmd()[1:]},
     }
     config = ["-c", str(write_config(tmp_path, servers))]
-    async with Client(_params(config, None), mode="2026-07-28", log_level="info", **answers.kwargs()) as c:
+    async with Client(stdio_params(config, None), mode="2026-07-28", log_level="info", **answers.kwargs()) as c:
         assert text_of(await c.call_tool("sample", {"prompt": "yo"})) == "m:yo (model m)"
         assert text_of(await c.call_tool("ask_name", {})) == "accept Ada-m"
         assert text_of(await c.call_tool("open_url", {"url": "https://example.com/pay"})) == "decline"
@@ -286,7 +267,7 @@ async def test_filesystem_in_roots_mode_sees_the_clients_root(tmp_path: Path, er
         connect = proxy_session(["-c", str(config)], list_roots_callback=roots)
     else:
         # A 2026-era client cannot be asked at the server's start-up: its first call brings the roots.
-        connect = Client(_params(["-c", str(config)], None), mode="2026-07-28", list_roots_callback=roots)
+        connect = Client(stdio_params(["-c", str(config)], None), mode="2026-07-28", list_roots_callback=roots)
     reads: list[types.CallToolResult] = []
     async with connect as s:
         # The very first calls read, three at once (as Claude Code runs read-only tools): the server applies
@@ -316,7 +297,7 @@ async def test_a_server_slow_to_apply_its_roots_sees_them_on_the_first_call(tmp_
     if era == "handshake":
         connect = proxy_session(config, list_roots_callback=roots)
     else:
-        connect = Client(_params(config, None), mode="2026-07-28", list_roots_callback=roots)
+        connect = Client(stdio_params(config, None), mode="2026-07-28", list_roots_callback=roots)
     async with connect as s:
         inside = await s.call_tool("inside", {"path": str(root / "a.txt")})
         assert not inside.is_error and text_of(inside) == f"inside {root}", text_of(inside)
@@ -329,7 +310,7 @@ def test_typescript_sdk_client_through_the_proxy(tmp_path: Path) -> None:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
-    from conftest import OFFLOAD_MCP, proxy_env
+    from support.proxy import OFFLOAD_MCP, proxy_env
 
     script = ROOT / "tests" / "clients" / "ts_relay_client.mjs"
     run = subprocess.run(

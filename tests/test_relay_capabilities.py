@@ -53,8 +53,9 @@ def test_lacks_names_the_missing_capability() -> None:
 async def test_a_first_session_waits_for_the_first_declaration_at_most_the_bound() -> None:
     waiting = Relay(5.0, declaration_wait_s=0.3)
     started = time.monotonic()
-    await waiting.first_declaration()  # nobody declared: it gives up after the bound, and declares nothing
-    assert 0.25 <= time.monotonic() - started < 3.0
+    with anyio.fail_after(60):  # a hang guard, not a speed bound: nobody declared, so only the bound ends the wait
+        await waiting.first_declaration()  # it gives up after the bound, and declares nothing
+    assert time.monotonic() - started >= 0.25  # it did wait (anyio never ends a wait early)
     waiting.observe(caps(roots={}))
     with anyio.fail_after(0.1):
         await waiting.first_declaration()  # observed: no wait at all

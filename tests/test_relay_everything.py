@@ -17,7 +17,8 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import NPM_BIN, _params, proxy_http, text_of
+from support.proxy import proxy_http, stdio_params, text_of
+from support.servers import NPM_BIN
 
 EVERYTHING = str(NPM_BIN / "mcp-server-everything")
 GATED = {"get-roots-list", "trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation"}
@@ -76,7 +77,7 @@ async def exercise(client: Any, tag: str) -> None:
 
 @asynccontextmanager
 async def stdio_client_of(era: str, callbacks: Callbacks) -> AsyncIterator[Any]:
-    params = _params(["--", EVERYTHING], None)
+    params = stdio_params(["--", EVERYTHING], None)
     if era == "handshake":
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write, **callbacks.kwargs()) as session:

@@ -21,8 +21,9 @@ from fastmcp.client.logging import LogMessage
 from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, proxy_http, text_of
-from test_relay import relay_config, wait_for
+from support.proxy import OFFLOAD_MCP, proxy_env, proxy_http, text_of
+from support.relay import relay_config, wait_for
+from support.servers import ROOT
 
 
 class Handlers:

@@ -19,14 +19,15 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import PYTHON, ROOT, _params, fixture_entry, proxy_session, recall_whole, text_of, write_config
+from support.proxy import proxy_session, recall_whole, stdio_params, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import fixture_server  # noqa: E402
 import hostile_server  # noqa: E402
 
-from test_proxy_http import fixture_over_http  # noqa: E402
+from support.servers import fixture_over_http  # noqa: E402
 
 
 def hostile_entry(*opts: str) -> dict[str, Any]:
@@ -86,7 +87,7 @@ async def _cut_emoji_read_as_u_fffd(
     `recalled`; `still` (an echo) serves after; `server`'s log says once per message how many were replaced."""
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        params = _params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
+        params = stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
             await s.initialize()
             small = await _call(s, tool)
@@ -228,7 +229,7 @@ async def test_a_server_failing_during_initialize_is_reported_and_the_others_ser
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog, anyio.fail_after(60):
-        async with stdio_client(_params(["-c", str(config)], None), errlog=errlog) as (read, write):
+        async with stdio_client(stdio_params(["-c", str(config)], None), errlog=errlog) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 names = [t.name for t in (await s.list_tools()).tools]

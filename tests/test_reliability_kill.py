@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 
-from conftest import ROOT, recall_whole, running_proxy, text_of, write_config
-from test_load_http import HOSTILE, TRM, connect
+from support.proxy import TRM, connect, recall_whole, running_proxy, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

@@ -16,15 +16,16 @@ import threading
 from pathlib import Path
 
 import anyio
-import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import PYTHON, ROOT, _params, fixture_cmd, proxy_session, recall_whole, text_of, write_config
 from offload_mcp.config import OffloadSettings
-from offload_mcp.shaping import CallInfo, ResultShaper, dump_result
+from offload_mcp.shaping import dump_result
 from offload_mcp.store import Ledger
+from support.ledgers import assert_untouched, big_result, call, make_shaper, make_text
+from support.proxy import proxy_session, recall_whole, stdio_params, text_of
+from support.servers import PYTHON, ROOT, fixture_cmd, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
@@ -32,49 +33,6 @@ import hostile_server  # noqa: E402
 HOSTILE = [PYTHON, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
-MARKER = re.compile(r"<<cg:[0-9a-f]{16}>>")
-
-
-def make_text(size: int) -> str:
-    """What tests/fixtures/fixture_server.py's make_text returns."""
-    out, total, i = [], 0, 0
-    while total < size:
-        line = f"line {i}: " + "x" * 60 + "\n"
-        out.append(line)
-        total += len(line)
-        i += 1
-    return "".join(out)[:size]
-
-
-def varied_text(size: int, seed: int = 0) -> str:
-    """Text no reducer can shrink much, so the policy offloads it."""
-    out, total, i = [], 0, 0
-    while total < size:
-        line = f"{seed:04d}-{i:06d} {(i * 7919 + seed * 104729) % 1000003:07d} {hex(i * 2654435761 % 2**32)}\n"
-        out.append(line)
-        total += len(line)
-        i += 1
-    return "".join(out)[:size]
-
-
-def big_result(seed: int = 0, size: int = 90_000) -> types.CallToolResult:
-    """Offloaded by the gate, yet within what the client accepts (client_max_result_chars), so a ledger
-    that cannot take it passes it through whole; a larger one is cut (test_ledger_stalls.py)."""
-    return types.CallToolResult(content=[types.TextContent(text=varied_text(size, seed))])
-
-
-def call(seed: int = 0, session: str = "s1") -> CallInfo:
-    return CallInfo(server="fx", tool="read", downstream_tool="read", arguments={"seed": seed}, session_id=session)
-
-
-def make_shaper(settings: OffloadSettings, ledger: Ledger) -> ResultShaper:
-    """The real shaper without reducers, so a big result takes the offload path (reducers tested elsewhere)."""
-    return ResultShaper(settings, ledger, pipeline=None)
-
-
-def assert_untouched(out: types.CallToolResult, original: types.CallToolResult) -> None:
-    assert dump_result(out) == dump_result(original)
-    assert not TRM.search(text_of(out)) and not MARKER.search(text_of(out))
 
 
 # ---- in-process: the real shaper on a real SQLite file put into each fault ----------------
@@ -247,7 +205,7 @@ async def test_a_lock_held_by_another_process_makes_the_proxy_pass_results_throu
     )
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
-        async with stdio_client(_params(["-c", str(config), "--ledger", str(path)], None), errlog=errlog) as (
+        async with stdio_client(stdio_params(["-c", str(config), "--ledger", str(path)], None), errlog=errlog) as (
             read,
             write,
         ):

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env, run_unprivileged
 from offload_mcp.config import OffloadSettings
 from offload_mcp.replay import Record, ReplayError, _remaining_turns, call_arguments, read_records, replay
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.processes import run_unprivileged
+from support.proxy import OFFLOAD_MCP, proxy_env
+from support.servers import ROOT
 
 CORPUS = Path("/work/shared/corpus/dev.jsonl.gz")
 needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus is not on this machine")

@@ -10,11 +10,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, proxy_env
 from offload_mcp.clients import ClaudeCodeClient, PlainClient, client_model
 from offload_mcp.config import OffloadSettings
 from offload_mcp.fidelity import Observed, fact_tokens, measure
 from offload_mcp.replay import read_records, replay
+from support.proxy import OFFLOAD_MCP, proxy_env
+from support.servers import ROOT
 
 MCP_DEV = Path("/work/shared/corpus/mcp_dev.jsonl.gz")
 

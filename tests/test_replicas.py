@@ -14,7 +14,6 @@ balancers (over 2 and over 3 replicas) serve the whole module.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -26,33 +25,32 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from cluster import DEPLOY, LoadBalancer, bearer_client, host_port, load_balancer, needs_nginx, render, replicas
-from conftest import ROOT, RunningProxy, recall_whole, text_of
-from test_load_http import HOSTILE, TRM
+from support.cluster import (
+    ALICE,
+    BOB,
+    DEPLOY,
+    LoadBalancer,
+    bearer_client,
+    deployment_config,
+    handshake,
+    host_port,
+    load_balancer,
+    needs_nginx,
+    replicas,
+)
+from support.proxy import TRM, RunningProxy, recall_whole, text_of
+from support.servers import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
 
 pytestmark = needs_nginx
 
-ALICE, BOB = "alice-token-0123456789", "bob-token-9876543210"
 MARKER = re.compile(r"<<cg:([0-9a-f]{16})>>")
 LONG_LINES = "\n".join(f"row {i} - " + " ".join(f"tok{(i * 7 + k) % 89}" for k in range(130)) for i in range(30))
 """Lines far over linecap's limit: the answer carries markers to the exact originals."""
-
-
-def deployment_config(tmp: Path, ledger: str, **ledger_settings: Any) -> Path:
-    """The deployment guide's example config with test tokens, the shared ledger and the fixture server."""
-    text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=ALICE, BOB_TOKEN=BOB, LEDGER_URL=ledger)
-    config = json.loads(text)
-    config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
-    config["offload"]["ledger"].update(ledger_settings)
-    path = tmp / "offload.json"
-    path.write_text(json.dumps(config, indent=2))
-    return path
 
 
 @dataclass
@@ -93,15 +91,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, shared_ledger: str) -> 
         backends = [host_port(p.url) for p in procs]
         with load_balancer(tmp / "lb2", backends[:2]) as lb2, load_balancer(tmp / "lb3", backends) as lb3:
             yield Deployment(procs, lb2, lb3, shared_ledger)
-
-
-@asynccontextmanager
-async def handshake(url: str, token: str) -> AsyncIterator[ClientSession]:
-    async with bearer_client(token) as http:
-        async with streamable_http_client(url, http_client=http) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
 
 
 @asynccontextmanager

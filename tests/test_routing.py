@@ -7,10 +7,10 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from conftest import fixture_entry
 from offload_mcp.config import OffloadSettings, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.routing import ResourcePromptRouter, route_prompts, strip_meta, template_matches
+from support.servers import fixture_entry
 
 
 def test_routing_through_a_real_wrapped_server() -> None:

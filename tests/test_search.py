@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import running_proxy, text_of, write_config
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger, search_sqlite
@@ -24,8 +23,9 @@ from offload_mcp.store import search as search_module
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
-from test_load_http import HOSTILE, TRM
-from test_principal_scope import ALICE, BOB, session_call
+from support.principals import ALICE, BOB, session_call
+from support.proxy import TRM, running_proxy, text_of
+from support.servers import HOSTILE, write_config
 
 HIT = re.compile(r"^\d+\. (trm_[0-9a-f]{16}|<<cg:[0-9a-f]{16}>>) ", re.M)
 
@@ -43,7 +43,7 @@ def body(text: str, session: str = "s1", tool: str = "listing") -> BodyRecord:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def ledger_at(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh ledger's location: a SQLite file, or a schema in the PostgreSQL the tests start (tests/pg.py)."""
+    """A fresh ledger's location: a SQLite file, or a schema in the PostgreSQL the tests start (tests/support/pg.py)."""
     if request.param == "postgres":
         return str(request.getfixturevalue("pg_url"))
     return str(tmp_path / "l.db")
@@ -357,7 +357,7 @@ async def test_stats_count_searches_hits_and_the_hop_a_later_recall_of_a_hit_sav
 def test_ledger_index_finishes_the_queue_of_a_ledger_from_before_the_index(tmp_path: Path) -> None:
     import subprocess
 
-    from conftest import OFFLOAD_MCP, proxy_env
+    from support.proxy import OFFLOAD_MCP, proxy_env
 
     path = tmp_path / "old.db"
     ledger = Ledger.open(LedgerSettings(), path)

@@ -16,7 +16,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from conftest import OFFLOAD_MCP, fixture_cmd, initialize_request, proxy_env, proxy_http, text_of
+from support.proxy import OFFLOAD_MCP, initialize_request, proxy_env, proxy_http, text_of
+from support.servers import fixture_cmd
 
 TOKEN = "s3cret-token-for-tests"
 INIT = initialize_request("2025-11-25")

@@ -10,7 +10,8 @@ from pathlib import Path
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import _params, fixture_cmd, text_of
+from support.proxy import stdio_params, text_of
+from support.servers import fixture_cmd
 
 SECRET_ARG = "ARG-7f3a91-never-log-me"
 SECRET_BODY = "BODY-c0ffee-never-log-me"
@@ -22,7 +23,7 @@ def mode(path: Path) -> int:
 
 async def _session_calls(args: list[str], log: Path) -> None:
     with log.open("w") as errlog:
-        async with stdio_client(_params(args, None), errlog=errlog) as (read, write):
+        async with stdio_client(stdio_params(args, None), errlog=errlog) as (read, write):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 assert text_of(await s.call_tool("echo", {"text": SECRET_ARG})) == SECRET_ARG

@@ -20,8 +20,8 @@ import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import ROOT, running_proxy, text_of, write_config
-from test_load_http import HOSTILE, TRM
+from support.proxy import TRM, running_proxy, text_of
+from support.servers import HOSTILE, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

@@ -15,7 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import OFFLOAD_MCP, ROOT, fixture_cmd, initialize_request, proxy_env, text_of
+from support.proxy import OFFLOAD_MCP, initialize_request, proxy_env, text_of
+from support.servers import ROOT, fixture_cmd
 
 
 def _send(proc: subprocess.Popen[bytes], message: dict) -> None:

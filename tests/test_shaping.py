@@ -329,7 +329,7 @@ def test_read_only_ledger_passes_the_result_through_with_a_warning(tmp_path, wha
     import os
     import sys
 
-    from test_ledger import run_unprivileged
+    from support.processes import run_unprivileged
 
     folder = tmp_path / "ro"
     folder.mkdir()

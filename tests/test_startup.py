@@ -13,7 +13,8 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from conftest import PYTHON, ROOT, _params, fixture_entry, running_proxy, text_of, write_config
+from support.proxy import running_proxy, stdio_params, text_of
+from support.servers import PYTHON, ROOT, fixture_entry, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 
@@ -36,7 +37,7 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
             changed[-1].set()
 
     with anyio.fail_after(60):
-        async with stdio_client(_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)) as (
+        async with stdio_client(stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)) as (
             read,
             write,
         ):
@@ -61,10 +62,11 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
                 names = [t.name for t in (await s.list_tools()).tools]
                 assert "late__echo" in names and "offload_mcp_status" not in names
                 assert text_of(await s.call_tool("late__echo", {"text": "joined"})) == "joined"
-                # A later listing never waits, though `hung` is still starting.
+                # A later listing never waits, though `hung` is still starting: a wait would last the whole
+                # first_list_wait_s (8 s). How fast it answers: bench/bench_loop_pace.py (listing).
                 started = time.monotonic()
                 await s.list_tools()
-                assert time.monotonic() - started < 1.0
+                assert time.monotonic() - started < 4.0, "a later listing waited for a server still starting"
                 unknown = await s.call_tool("hung__echo", {})
                 assert unknown.is_error and "Still starting (their tools join when ready): hung." in text_of(unknown)
 
@@ -73,7 +75,7 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
     import json
     import subprocess
 
-    from conftest import OFFLOAD_MCP, proxy_env
+    from support.proxy import OFFLOAD_MCP, proxy_env
 
     config = write_config(
         tmp_path,

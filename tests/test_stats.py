@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from decision_records import decision_record, decision_row
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import aggregate, exit_summary, parse_since, report_from_ledger, summary_lines
 from offload_mcp.store import Ledger, LedgerEvent
 from offload_mcp.store.settings import LedgerSettings
+from support.decision_records import decision_record, decision_row
 
 # claude-opus-4-6: cache write 5m $6.25/M, cache read $0.50/M, output $25/M
 CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6

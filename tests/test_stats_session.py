@@ -7,11 +7,12 @@ import re
 import subprocess
 import sys
 
-from conftest import fixture_entry, proxy_session, text_of, write_config
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.stats import exit_summary, report_from_ledger
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
+from support.proxy import proxy_session, text_of
+from support.servers import fixture_entry, write_config
 
 # No collapse/extract: a 300K-char text then reaches the policy whole and is offloaded (over the client limit).
 OFFLOAD = {
@@ -128,7 +129,8 @@ async def run_with_stderr(args, tmp_path, calls, client_info=None):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from conftest import OFFLOAD_MCP, ROOT, proxy_env
+    from support.proxy import OFFLOAD_MCP, proxy_env
+    from support.servers import ROOT
 
     params = StdioServerParameters(command=OFFLOAD_MCP, args=["serve", *args], env=proxy_env(), cwd=str(ROOT))
     log = tmp_path / "stderr.txt"

@@ -19,11 +19,11 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from cluster import bearer_client
-from conftest import NPM_BIN, ROOT, running_proxy, text_of, write_config
 from offload_mcp.server import stored_resources
-from test_load_http import HOSTILE, TRM
-from test_principal_scope import ALICE, BOB
+from support.cluster import bearer_client
+from support.principals import ALICE, BOB
+from support.proxy import TRM, running_proxy, text_of
+from support.servers import HOSTILE, NPM_BIN, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402

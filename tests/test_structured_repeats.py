@@ -188,7 +188,8 @@ def test_any_spelling_of_any_value_decides_as_the_parse(structured, other, spell
 async def test_json_api_result_through_the_proxy(tmp_path):
     """The fixture's json_records over stdio: a cut text takes its repeated structuredContent with it;
     a 1 MB one is offloaded, both channels the stub, and the stored body is the server's result."""
-    from conftest import fixture_cmd, proxy_session
+    from support.proxy import proxy_session
+    from support.servers import fixture_cmd
 
     async with proxy_session(["--ledger", str(tmp_path / "l.db"), "--", *fixture_cmd()]) as s:
         small = await s.call_tool("json_records", {"count": 3, "spelling": "python"})  # kept whole

@@ -8,7 +8,7 @@ need a real server, not a durable one. `stop()`/`start()` simulate an outage; `u
 gives a URL whose tables live in their own schema, so each test starts empty without the cost
 of a database per test.
 
-The conftest fixtures `postgres` (one server per test session) and `pg_url` (a fresh schema per
+The fixtures `postgres` (one server per test session) and `pg_url` (a fresh schema per
 test) build on this; they skip with the reason when the binaries are not installed.
 """
 
@@ -18,11 +18,18 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from support.processes import child_pids
 
 SUPERUSER = "offload"
 DATABASE = "offload"
@@ -162,3 +169,41 @@ def start_server() -> PostgresServer:
         server.destroy()
         raise
     return server
+
+
+def cluster_pids(postgres: Any) -> list[int]:
+    """The postmaster and every process it started (backends, checkpointer, walwriter, ...)."""
+    master = int((postgres.data / "postmaster.pid").read_text().split()[0])
+    return [master, *child_pids(master)]
+
+
+@contextmanager
+def frozen(postgres: Any) -> Iterator[None]:
+    """Every process of the server stopped (SIGSTOP): connections stay open and nothing answers."""
+    pids = cluster_pids(postgres)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+@contextmanager
+def locked(pg_url: str, tables: str) -> Iterator[None]:
+    """`LOCK TABLE ... IN ACCESS EXCLUSIVE MODE` held by another session: readers and writers queue."""
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+async def timed(probe: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    started = time.monotonic()
+    answer = await probe()
+    return time.monotonic() - started, answer

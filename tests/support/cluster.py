@@ -13,21 +13,25 @@ Everything binds 127.0.0.1; every process is stopped by the context manager that
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
-from conftest import ROOT, RunningProxy, running_proxy
+from support.proxy import RunningProxy, running_proxy
+from support.servers import HOSTILE, ROOT
 
 DEPLOY = ROOT / "docs" / "deploy"
 NGINX = shutil.which("nginx") or next(
@@ -74,6 +78,10 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes], log: Path, timeout
         except OSError:
             time.sleep(0.05)
     raise AssertionError(f"nginx did not listen on {port}:\n{log.read_text(errors='replace')}")
+
+
+ALICE, BOB = "alice-token-0123456789", "bob-token-9876543210"
+"""The deployment example's two bearer tokens, as the tests fill them in."""
 
 
 @contextmanager
@@ -140,3 +148,23 @@ def bearer_client(token: str | None, **kw: Any) -> httpx2.AsyncClient:
 
     headers = {"Authorization": f"Bearer {token}"} if token else None
     return create_mcp_http_client(headers=headers, **kw)
+
+
+def deployment_config(tmp: Path, ledger: str, **ledger_settings: Any) -> Path:
+    """The deployment guide's example config with test tokens, the shared ledger and the fixture server."""
+    text = render((DEPLOY / "offload.json").read_text(), ALICE_TOKEN=ALICE, BOB_TOKEN=BOB, LEDGER_URL=ledger)
+    config = json.loads(text)
+    config["mcpServers"] = {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}
+    config["offload"]["ledger"].update(ledger_settings)
+    path = tmp / "offload.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+@asynccontextmanager
+async def handshake(url: str, token: str) -> AsyncIterator[ClientSession]:
+    async with bearer_client(token) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session

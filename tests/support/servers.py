@@ -1,0 +1,85 @@
+"""The servers the tests wrap, and the config files that name them.
+
+- `fixture_cmd(*opts)` / `fixture_entry(*opts)`: tests/fixtures/fixture_server.py as a command line / a config entry.
+- `HOSTILE`: tests/fixtures/hostile_server.py's command line (results built to stress the proxy).
+- `write_config(tmp_path, servers, offload=None)`: a config file; returns its path.
+- `NPM_BIN`, `needs_npm`: the npm servers, skipping with a reason if absent.
+- `fixture_over_http(transport)`: the fixture server itself over HTTP on a free port; yields its URL.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURE_SERVER = FIXTURES / "fixture_server.py"
+HOSTILE_SERVER = str(FIXTURES / "hostile_server.py")
+RELAY_SERVER = str(FIXTURES / "relay_server.py")
+PYTHON = sys.executable
+HOSTILE = [PYTHON, HOSTILE_SERVER]
+NPM_BIN = ROOT / "node_modules" / ".bin"
+GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
+
+needs_npm = pytest.mark.skipif(
+    not (NPM_BIN / "mcp-server-everything").exists(),
+    reason="npm servers not installed: run `npm install` at the repo root",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fixture_cmd(*opts: str) -> list[str]:
+    return [PYTHON, str(FIXTURE_SERVER), *opts]
+
+
+def fixture_entry(*opts: str, **extra: Any) -> dict[str, Any]:
+    return {"command": PYTHON, "args": [str(FIXTURE_SERVER), *opts], **extra}
+
+
+def write_config(
+    tmp_path: Path, servers: dict[str, Any], offload: dict[str, Any] | None = None, name: str = "mcp.json"
+) -> Path:
+    data: dict[str, Any] = {"mcpServers": servers}
+    if offload is not None:
+        data["offload"] = offload
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+@contextmanager
+def fixture_over_http(transport: str, *opts: str) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [PYTHON, str(FIXTURE_SERVER), "--transport", transport, "--port", str(port), *opts],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    path = "/mcp" if transport == "streamable-http" else "/sse"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        proc.terminate()
+        proc.wait(10)

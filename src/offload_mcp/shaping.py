@@ -6,8 +6,8 @@ arrival, in a worker thread (SQLite is synchronous). Order:
 1. reducers (reducers/pipeline.py) on each text block; image, audio and
    resource blocks pass untouched;
 2. the result policy (policy/) on the reduced size: one decision, one reason.
-   collapse is the last resort for an oversized output *nothing more specific
-   handled* (seed 002); at this seam offload is the more specific handler, so
+   collapse (and smartcrush: Reducer.yields_to_offload) is the last resort for an
+   oversized output *nothing more specific handled* (seed 002); at this seam offload is the more specific handler, so
    when collapse acted, the policy first judges the output as reduced without
    collapse, and an offload decision there wins: the model gets a stub with a
    structural index and sliced recall instead of a head/tail window whose
@@ -430,7 +430,9 @@ class ResultShaper:
         self.ledger = ledger
         self.policy = ResultPolicy(settings.policy)
         self.pipeline = _load_pipeline(settings.reducers) if pipeline == "auto" else pipeline
-        self.pipeline_before_collapse = self._without_collapse(settings.reducers) if pipeline == "auto" else None
+        self.pipeline_before_collapse = (
+            self.pipeline.without_offload_yielders() if pipeline == "auto" and self.pipeline is not None else None
+        )
         self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_no_ledger = False
@@ -617,14 +619,6 @@ class ResultShaper:
         return out, report
 
     # ---- steps --------------------------------------------------------------
-
-    @staticmethod
-    def _without_collapse(reducer_settings: ReducerSettings) -> Pipeline | None:
-        # smartcrush windows records like collapse windows lines: both yield to offload (i12b)
-        if "collapse" not in reducer_settings.pipeline and "smartcrush" not in reducer_settings.pipeline:
-            return None
-        names = [name for name in reducer_settings.pipeline if name not in ("collapse", "smartcrush")]
-        return _load_pipeline(reducer_settings.model_copy(update={"pipeline": names}))
 
     def _reduce_before_policy(
         self,

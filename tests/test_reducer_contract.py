@@ -7,12 +7,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import mcp_types as t
+
 from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import Acted, FloorTerms, ReduceContext, SessionMemory, cg_hash, marker
 from offload_mcp.reducers.dedup import Dedup
 from offload_mcp.reducers.pipeline import Pipeline, build_pipeline
 from offload_mcp.reducers.settings import DedupSettings, ReducerSettings
-from offload_mcp.shaping import ResultShaper
+from offload_mcp.shaping import CallInfo, ResultBody, StubPricer, build_shaper, dump_result
+from offload_mcp.shaping.shaper import ResultShaper
 
 PACKAGE = Path(__import__("offload_mcp").__file__).parent
 ALL = ["dedup", "extract", "smartcrush", "tabulate", "collapse", "linecap"]
@@ -107,12 +110,27 @@ def test_dedup_remembers_an_output_seen_through_a_reducer_that_declares_it_shows
         assert (cg_hash(text) in memory.seen) is remembered, reducer.name
 
 
+def test_the_stub_pricer_builds_the_stub_once_and_only_for_a_gated_result(tmp_path):
+    text = "\n".join(f"entry {i} " + "z" * 80 for i in range(1_000))
+    result = t.CallToolResult(content=[t.TextContent(text=text)])
+    shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
+    call = CallInfo("s", "list", "list", {})
+    body = dump_result(result)
+    pricer = StubPricer(shaper.settings, shaper.policy, call, result, body, gated=True)
+    large = shaper.settings.policy.large_threshold_chars
+    assert pricer.visible_chars(large - 1) is None
+    first = pricer.built()
+    assert pricer.visible_chars(large) == len(first[1]) and pricer.built() is first
+    assert first[1] == pricer.stub_text(pricer.body_record())
+    assert StubPricer(shaper.settings, shaper.policy, call, result, body, gated=False).visible_chars(large) is None
+
+
 def _modules_outside(folder: str) -> list[Path]:
     return [path for path in PACKAGE.rglob("*.py") if folder not in path.relative_to(PACKAGE).parts]
 
 
 def test_no_module_outside_reducers_models_a_concrete_reducer():
-    """No isinstance on a concrete reducer: what the shaper needs to know of one is a declared property."""
+    """No isinstance on a concrete reducer, and no reducer named in shaping/ (a declared property instead)."""
     concrete = {"Dedup", "Extract", "Linecap", "Tabulate", "Collapse", "Smartcrush"}
     found = []
     for path in _modules_outside("reducers"):
@@ -120,4 +138,22 @@ def test_no_module_outside_reducers_models_a_concrete_reducer():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
                 names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
                 found += [f"{path.name}: isinstance on {name}" for name in names & concrete]
+    for path in (PACKAGE / "shaping").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in set(ALL):
+                found.append(f"{path.name}:{node.lineno} names the reducer {node.value!r}")
     assert found == []
+
+
+def test_only_a_result_body_writes_its_measured_sizes():
+    slots = set(ResultBody.__slots__)
+    writers = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "shaping" / "body.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr in slots:
+                    writers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert writers == []

@@ -12,7 +12,6 @@ import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -64,9 +63,8 @@ def _load_pipeline(reducer_settings: ReducerSettings) -> Pipeline | None:
 def _clearly_over_inline(result: types.CallToolResult) -> bool:
     """True for a result certainly over `INLINE_MAX_CHARS` of `sent_chars`, told without `dump_result`:
     its text blocks alone, or with structuredContent's compact JSON as orjson spells it. A large result
-    then goes to the worker thread before anything is dumped on the event loop (a 1 MB JSON API result,
-    records as text + structuredContent: ~15 ms of dump thrown away there, measured with py-spy).
-    False is no promise: `_shape` then measures exactly."""
+    then goes to the worker thread before anything is dumped on the event loop (where a large dump
+    would be thrown away). False is no promise: `_shape` then measures exactly."""
     chars = sum(len(block.text) for block in result.content if isinstance(block, types.TextContent))
     if chars > INLINE_MAX_CHARS:
         return True
@@ -223,11 +221,7 @@ class ResultShaper:
         memory = self.session_memory(call.session_id)
         cpt = self.settings.policy.chars_per_token
         ctx = ReduceContext(tool=call.tool, arguments=dict(call.arguments), session=memory, chars_per_token=cpt)
-        reduced, runs = (
-            ([], [])
-            if arrival.own
-            else self._reduce_before_policy(arrival.dump, result, ctx, arrival.multimodal, arrival.chars_in)
-        )
+        reduced, runs = ([], []) if arrival.own else self._reduce_before_policy(arrival, ctx)
         stash: dict[str, str] = {}
         events: list[ReducerEvent] = []
         for run in runs:
@@ -351,36 +345,28 @@ class ResultShaper:
 
     # ---- steps --------------------------------------------------------------
 
-    def _reduce_before_policy(
-        self,
-        dump: Callable[[types.CallToolResult], ResultBody],
-        result: types.CallToolResult,
-        ctx: ReduceContext,
-        multimodal: bool,
-        chars_in: int,
-    ) -> tuple[list[Any], list[PipelineResult]]:
-        """The reduction the policy judges: without collapse when that is offloaded or kept under the
-        large pre-filter, else the full pipeline.
+    def _reduce_before_policy(self, arrival: _Arrival, ctx: ReduceContext) -> tuple[list[Any], list[PipelineResult]]:
+        """The reduction the policy judges: without the reducers that yield to offload (collapse,
+        smartcrush) when that is offloaded or kept under the large pre-filter, else the full pipeline.
 
         Reducers only shrink, so below the large pre-filter offload is out of reach and the full
         pipeline runs once. At or above it the pipeline without collapse runs first; when the policy
         offloads that, its work is final and a 1 MB result pays for one pass, not two. When it keeps
         that below the pre-filter (tabulate re-encoded a 60K array to 25K) and the result is within the
         client's limit, the model sees every row inline at a size the policy keeps anyway: smartcrush's
-        or collapse's window would only hide the rows an agent goes on to use (issue 38). `dump`: the call's dump_result (_shape's), so a
-        candidate is dumped as the result was.
+        or collapse's window would only hide the rows an agent goes on to use.
         """
-        if self.pipeline_before_collapse is None or chars_in < self.settings.policy.large_threshold_chars:
+        result = arrival.result
+        if self.pipeline_before_collapse is None or arrival.chars_in < self.settings.policy.large_threshold_chars:
             return self._reduce(result, ctx, self.pipeline)
-        decided = self._offload_before_reducing(result, ctx, multimodal, chars_in)
+        decided = self._offload_before_reducing(arrival, ctx)
         if decided is not None:
             return [], [decided]
         reduced, runs = self._reduce(result, ctx, self.pipeline_before_collapse)
         candidate = result.model_copy(update={"content": reduced}) if reduced else result
-        decision = self.policy.decide(
-            PolicyInput(chars=visible_chars(dump(candidate)), multimodal=multimodal, own_tool=False)
-        )
-        if decision.offload or (decision.reason in _INLINE_WHOLE and self._within_client_limit(chars_in)):
+        chars = visible_chars(arrival.dump(candidate))
+        decision = self.policy.decide(PolicyInput(chars=chars, multimodal=arrival.multimodal, own_tool=False))
+        if decision.offload or (decision.reason in _INLINE_WHOLE and self._within_client_limit(arrival.chars_in)):
             return reduced, runs
         return self._reduce(result, ctx, self.pipeline)
 
@@ -390,15 +376,14 @@ class ResultShaper:
         limit = self.settings.policy.client_max_result_chars
         return not limit or chars <= limit
 
-    def _offload_before_reducing(
-        self, result: types.CallToolResult, ctx: ReduceContext, multimodal: bool, chars_in: int
-    ) -> Any | None:
+    def _offload_before_reducing(self, arrival: _Arrival, ctx: ReduceContext) -> PipelineResult | None:
         """A pipeline result that records "offload decided first", or None when the reducers must run.
 
-        When even the floor the reducers could reach (Pipeline.floor_chars) is
-        offloaded, their outcome cannot change the decision: skip them, and the
-        original is stored (a 1 MB log then costs ~1 ms here instead of ~70 ms).
+        When even the floor the reducers could reach (Pipeline.floor_chars) is offloaded, their outcome
+        cannot change the decision: they are skipped (their time on a large log is many times the
+        floor's), and the original is stored.
         """
+        result, chars_in, multimodal = arrival.result, arrival.chars_in, arrival.multimodal
         pipeline = self.pipeline_before_collapse
         texts = [b.text for b in result.content if isinstance(b, types.TextContent) and b.text]
         if pipeline is None or not texts or len(texts) != len(result.content):

@@ -157,3 +157,25 @@ def test_only_a_result_body_writes_its_measured_sizes():
                 if isinstance(target, ast.Attribute) and target.attr in slots:
                     writers.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert writers == []
+
+
+def test_the_shaping_docstring_names_the_methods_the_server_calls():
+    import re
+
+    import offload_mcp.shaping as shaping
+
+    named = set(re.findall(r"ResultShaper\.(\w+)", shaping.__doc__ or ""))
+    called = set(re.findall(r"self\.shaper\.(\w+)", (PACKAGE / "server" / "dispatch.py").read_text()))
+    assert named and named <= called, (named, called)
+
+
+def test_no_function_in_shaping_or_reducers_is_over_80_lines():
+    long = []
+    for folder in ("shaping", "reducers"):
+        for path in (PACKAGE / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > 80:
+                        long.append(f"{folder}/{path.name}: {node.name} ({lines} lines)")
+    assert long == []

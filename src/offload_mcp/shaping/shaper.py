@@ -147,6 +147,8 @@ class ResultShaper:
         self.pipeline_before_collapse = (
             self.pipeline.without_offload_yielders() if pipeline == "auto" and self.pipeline is not None else None
         )
+        """The pipeline less the reducers that yield to offload (Reducer.yields_to_offload), judged first on a
+        large result; None when none of them is configured."""
         self._sessions: OrderedDict[str, SessionMemory] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_no_ledger = False

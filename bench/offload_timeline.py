@@ -50,12 +50,13 @@ WARM_CALLS = 2
 """Untimed calls per path before the timed ones (bench_offload.timed's warm-up)."""
 
 _PHASES = {
-    "_offload_before_reducing": "reducer floor (offload decided first?)",
-    "_body_record": "body record (canonical JSON, id)",
-    "_stub_text": "stub text (describe, index)",
-    "_record": "ledger commit (compress, write)",
+    "ResultShaper._offload_before_reducing": "reducer floor (offload decided first?)",
+    "StubPricer.body_record": "body record (canonical JSON, id)",
+    "StubPricer.stub_text": "stub text (describe, index)",
+    "ResultShaper._record": "ledger commit (compress, write)",
 }
-"""ResultShaper steps timed inside shaping, in the order they run for an offloaded result, with their labels."""
+"""Steps timed inside shaping (`class.method` of offload_mcp.shaping), in the order they run for an
+offloaded result, with their labels."""
 
 
 # ---- the child: the proxy, instrumented ------------------------------------------------------------
@@ -111,7 +112,8 @@ def _instrument(marks: list[tuple[str, float]]) -> None:
     around(downstream_stdio, "parse_message", "parse_start", "parse_end")
     around(shaping.ResultShaper, "shape_with_report", "shape_start", "shape_end")
     for phase in _PHASES:
-        around(shaping.ResultShaper, phase, f"{phase}_start", f"{phase}_end")
+        owner, method = phase.split(".")
+        around(getattr(shaping, owner), method, f"{phase}_start", f"{phase}_end")
 
     call_tool = downstream_server.DownstreamServer.call_tool
 

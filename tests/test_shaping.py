@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.shaping import CallInfo, ResultShaper, build_shaper, dump_result
+from offload_mcp.shaping import CallInfo, ResultShaper, StubPricer, build_shaper, dump_result
 from offload_mcp.store import Ledger
 
 BIG = "".join(f"row {i}: value={i * 7} status=ok\n" for i in range(6000))  # ~170K chars, over the client limit
@@ -444,7 +444,7 @@ def test_a_small_kept_result_is_shaped_on_the_callers_thread_as_a_worker_would(t
 def test_a_large_structured_result_is_left_to_the_worker_before_it_is_dumped(tmp_path, monkeypatch):
     """Told by its text's length or structuredContent's orjson length, never by dump_result on the loop;
     a small structured result is still shaped in line, exactly as the worker would."""
-    import offload_mcp.shaping as shaping
+    import offload_mcp.shaping.shaper as shaping
 
     shaper = build_shaper(settings(), tmp_path / "l.db")
     records = {"records": [{"id": i, "name": f"item-{i}", "tags": ["a", "b"]} for i in range(200)]}
@@ -489,7 +489,8 @@ def test_gate_prices_the_stub_it_would_send_not_stub_tokens(tmp_path):
     assert rep.verdict == "keep" and rep.reason == "gate_declined" and out.content[0].text == text
     gate = rep.decision.gate
     assert gate is not None and not gate.fire
-    built = shaper._stub_text(CALL, dump_result(result(text)), shaper._body_record(CALL, dump_result(result(text))))
+    pricer = StubPricer(shaper.settings, shaper.policy, CALL, result(text), dump_result(result(text)), gated=True)
+    built = pricer.stub_text(pricer.body_record())
     assert len(built) >= len(text) and f"S={-(-len(built) // 4)} " in gate.reason
     padded = orjson.dumps([{**it, "message": "x" * 200} for it in items]).decode()
     out, rep = shaper.shape_with_report(CALL, result(padded))

@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 
 from offload_mcp.policy.describe import parse_json_text
 from offload_mcp.shaping import (
-    _structured_chars,
     dump_result,
     recall_chars,
     sent_chars,
     structured_repeats_text,
     visible_chars,
 )
+from offload_mcp.shaping.body import _structured_chars
 
 RECORDS = [{"id": i, "name": f"item-{i}", "price": i * 1.5, "tags": ["a", "é"], "none": None} for i in range(50)]
 DOC = {"meta": {"count": 2, "ok": True}, "data": RECORDS, "empty": {}, "nothing": []}
@@ -365,14 +365,16 @@ def test_a_nan_from_json_stays_a_float_and_is_serialised_null():
 def test_the_stub_from_the_spelled_structured_content_is_the_stub_from_the_parse(tmp_path, spell, spelled):
     from offload_mcp.config import OffloadSettings
     from offload_mcp.policy.stub import build_stub
-    from offload_mcp.shaping import CallInfo, build_shaper, text_spells_structured
+    from offload_mcp.shaping import CallInfo, StubPricer, build_shaper, text_spells_structured
 
     doc = {"records": [{**r, "id": 10_000 + i} for i, r in enumerate(RECORDS * 60)]}
     text = spell(doc)
     shaper = build_shaper(OffloadSettings(), tmp_path / "l.db")
     call = CallInfo("s", "list", "list", {}, structured_from_json=True)
-    body = dump_result(_from_wire(doc, text), structured_from_json=True)
-    record = shaper._body_record(call, body)
+    result = _from_wire(doc, text)
+    body = dump_result(result, structured_from_json=True)
+    pricer = StubPricer(shaper.settings, shaper.policy, call, result, body, gated=True)
+    record = pricer.body_record()
     assert text_spells_structured(body) is spelled
     policy = shaper.settings.policy
     parsed_stub = build_stub(
@@ -385,7 +387,7 @@ def test_the_stub_from_the_spelled_structured_content_is_the_stub_from_the_parse
         recall_mode=shaper.settings.recall.mode,
         index_chars=shaper.policy.index_chars(record.chars),
     )
-    assert shaper._stub_text(call, body, record) == parsed_stub
+    assert pricer.stub_text(record) == parsed_stub
     assert "10000" in parsed_stub and "records" in parsed_stub
 
 

@@ -1,6 +1,6 @@
 """offload-mcp as a peer: its own shaper in-process, and its proxy as a subprocess.
 
-In-process (`Shaping`): the same `ResultShaper` the server runs (shaping.py),
+In-process (`Shaping`): the same `ResultShaper` the server runs (shaping/),
 with a throwaway ledger, one session per trajectory, so corpus records are
 shaped exactly as they would be on arrival. Every shaped result is then
 restored through the ledger (`get_body` for a `trm_` stub, `get_stash` for each

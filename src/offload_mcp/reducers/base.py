@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -92,10 +93,56 @@ class Declined:
 Outcome = Acted | Declined
 
 
+@dataclass(frozen=True)
+class FloorTerms:
+    """What a pipeline's reducers promise about its output, for the line scan of Pipeline.floor_chars.
+
+    The scan counts every distinct line once (blank lines nothing), as the reducers that give a floor
+    leave each distinct line in the output once; each such reducer adds its own term (Reducer.floor)."""
+
+    cap: int = 0
+    """Lines are cut to no fewer than this many chars (0: no line is cut)."""
+    keeps_whole: Callable[[str], bool] | None = None
+    """A line the cap never cuts (None: every line over the cap may be cut)."""
+    clean_lines: Callable[[str], list[str]] | None = None
+    """A noisy text's lines as a reducer rewrites them, one chunk at a time (None: the lines as they are).
+    A rewritten line counts at most `cap` chars, whether `keeps_whole` holds or not."""
+    drop_lines: Callable[[list[str]], list[str]] | None = None
+    """The rewritten lines less those the reducer removes (applied after `clean_lines`)."""
+    json_head_unbounded: bool = False
+    """A rewritten text whose first non-blank line opens a JSON document has no floor (it may re-encode)."""
+
+
 class Reducer(Protocol):
+    """A reducer: `name` and `reduce`. Two optional members say how it relates to the rest of the shaping
+    (Pipeline reads them with `floor_of` and `yields_to_offload`; a reducer without them gives no floor
+    and does not yield):
+
+    - `floor(text, ctx, terms) -> FloorTerms | None`: `terms` with this reducer's promise added, or None
+      when it promises no lower bound on its output for `text` (it may cut anything);
+    - `yields_to_offload: bool`: it windows an output (keeps a head and a tail) where a stub with an
+      index and sliced recall serves better, so the shaper first judges the output reduced without it;
+    - `shows_every_value: bool`: its output leaves every value in the model's context, so dedup may later
+      point at a copy seen through it.
+    """
+
     name: str
 
     def reduce(self, text: str, ctx: ReduceContext) -> Outcome: ...
+
+
+def floor_of(reducer: Reducer, text: str, ctx: ReduceContext, terms: FloorTerms) -> FloorTerms | None:
+    """`reducer.floor(...)` when it declares one, else None (no lower bound)."""
+    floor: Callable[[str, ReduceContext, FloorTerms], FloorTerms | None] | None = getattr(reducer, "floor", None)
+    return None if floor is None else floor(text, ctx, terms)
+
+
+def yields_to_offload(reducer: Reducer) -> bool:
+    return bool(getattr(reducer, "yields_to_offload", False))
+
+
+def shows_every_value(reducer: Reducer) -> bool:
+    return bool(getattr(reducer, "shows_every_value", False))
 
 
 EXPAND_CUE = "[full output: call context_guru_expand]"

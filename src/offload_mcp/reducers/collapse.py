@@ -54,6 +54,8 @@ def _omission(first: int, last: int, total: int, unit: str, offset: int, hash_: 
 
 class Collapse:
     name = "collapse"
+    yields_to_offload = True
+    """It windows an output (a head and a tail of lines): a stub with an index and sliced recall serves better."""
 
     def __init__(self, settings: CollapseSettings) -> None:
         self.settings = settings

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from .base import Acted, Declined, Outcome, ReduceContext, estimate_tokens, has_marker, marker
+from .base import Acted, Declined, FloorTerms, Outcome, ReduceContext, estimate_tokens, has_marker, marker
 from .settings import DedupSettings
 
 MAX_SUMMARY_CHARS = 48
@@ -61,6 +61,8 @@ def pointer(hash_: str, producer: str) -> str:
 
 class Dedup:
     name = "dedup"
+    shows_every_value = True
+    """A pointer to a copy the model has: every value stays in its context."""
 
     def __init__(self, settings: DedupSettings) -> None:
         self.settings = settings
@@ -77,6 +79,10 @@ class Dedup:
         if len(reduced) >= len(text):
             return Declined("marker_no_win")
         return Acted(reduced, {hash_: text})
+
+    def floor(self, text: str, ctx: ReduceContext, terms: FloorTerms) -> FloorTerms | None:
+        """No floor for a repeat (its pointer is a line); any other text passes through whole."""
+        return None if ctx.session.seen_hash(text) is not None else terms
 
     def remember_hash(self, hash_: str, chars: int, ctx: ReduceContext) -> None:
         """Record an output the model received (by hash); the first producer keeps the name."""

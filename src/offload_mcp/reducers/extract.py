@@ -27,8 +27,9 @@ import operator
 import re
 import sys
 from collections import Counter
+from dataclasses import replace
 
-from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
+from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import ExtractSettings
 
 ANSI_RE = re.compile(
@@ -316,6 +317,8 @@ def removal_note(removed: Counter[str]) -> str:
 
 class Extract:
     name = "extract"
+    shows_every_value = True
+    """It removes terminal noise only: every value stays in the model's context."""
 
     def __init__(self, settings: ExtractSettings) -> None:
         self.settings = settings
@@ -332,3 +335,13 @@ class Extract:
         hash_ = cg_hash(text)
         sep = "" if cleaned.endswith("\n") else "\n"
         return never_worse(text, f"{cleaned}{sep}{removal_note(removed)}\n{trailer(hash_)}", hash_)
+
+    def floor(self, text: str, ctx: ReduceContext, terms: FloorTerms) -> FloorTerms | None:
+        """It removes repeated lines and blank runs, so every distinct line survives once; on a noisy text
+        (ANSI, `\r`, progress glyphs) as cleaned_lines rewrites it, less its progress lines. An OSC escape
+        may hold a line break: no floor."""
+        if not has_terminal_noise(text):
+            return terms
+        if "\x1b]" in text:
+            return None
+        return replace(terms, clean_lines=cleaned_lines, drop_lines=without_progress_lines)

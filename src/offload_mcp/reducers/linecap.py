@@ -54,13 +54,15 @@ When it is inert: `below_min_size`, `already_marked`, `diff_shaped`,
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ..data_view import data_in_line, find_data
-from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
+from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import LinecapSettings
 
 MIN_DUP_CHARS = 8
@@ -156,6 +158,11 @@ def never_truncate(line: str) -> bool:
 def is_record_line(line: str, json_records: bool = True) -> bool:
     """A line an agent reads as data (a field, or a JSON record unless JSON capping was opted in)."""
     return FIELD_RE.match(line) is not None or (json_records and DATA_LINE_RE.match(line) is not None)
+
+
+def kept_whole(line: str, json_records: bool = True) -> bool:
+    """A line linecap never cuts: a record line or one on the never-truncate allow-list."""
+    return is_record_line(line, json_records) or never_truncate(line)
 
 
 def _line_ranges(numbers: list[int]) -> str:
@@ -282,6 +289,13 @@ class Linecap:
 
     def __init__(self, settings: LinecapSettings) -> None:
         self.settings = settings
+
+    def floor(self, text: str, ctx: ReduceContext, terms: FloorTerms) -> FloorTerms | None:
+        """It cuts lines to no fewer than `max_line_chars` and removes repeated ones; record lines and
+        allow-listed ones (a minified bundle's long lines name paths and URLs) it keeps whole."""
+        json_records = not self.settings.cap_json_documents
+        keeps_whole = functools.partial(kept_whole, json_records=json_records)
+        return replace(terms, cap=self.settings.max_line_chars, keeps_whole=keeps_whole)
 
     def reduce(self, text: str, ctx: ReduceContext) -> Outcome:
         s = self.settings

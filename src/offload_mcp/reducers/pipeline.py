@@ -19,12 +19,24 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..data_view import may_hold_body
-from .base import MARKER_RE, Acted, Declined, ReduceContext, Reducer, cg_hash, marker, trailer
+from .base import (
+    MARKER_RE,
+    Acted,
+    Declined,
+    FloorTerms,
+    ReduceContext,
+    Reducer,
+    cg_hash,
+    floor_of,
+    marker,
+    shows_every_value,
+    trailer,
+    yields_to_offload,
+)
 from .collapse import Collapse
 from .dedup import Dedup
-from .extract import Extract, cleaned_lines, has_terminal_noise, without_progress_lines
-from .linecap import Linecap, is_record_line, never_truncate
+from .extract import Extract
+from .linecap import Linecap
 from .settings import ReducerSettings
 from .smartcrush import Smartcrush
 from .tabulate import Tabulate
@@ -77,13 +89,6 @@ def floor_scan_step(enough: int) -> int:
     return min(max(65_536, enough + enough // 16 + 2), 1 << 20)
 
 
-SHOWS_EVERY_VALUE = frozenset({"dedup", "extract", "tabulate"})
-"""Reducers whose output leaves every value in the model's context (a pointer to a copy it has,
-noise removed, JSON re-encoded): dedup may later point at a copy seen through them. Not after
-linecap, smartcrush or collapse: on real MCP results 14% of the values reducers hid were dedup
-pointers, i.e. repeats of a copy the model had only seen cut."""
-
-
 class Pipeline:
     def __init__(self, reducers: list[Reducer], dedup: Dedup | None = None) -> None:
         self.reducers = reducers
@@ -92,6 +97,14 @@ class Pipeline:
     @property
     def names(self) -> list[str]:
         return [r.name for r in self.reducers]
+
+    def without_offload_yielders(self) -> Pipeline | None:
+        """This pipeline less the reducers that yield to offload (Reducer.yields_to_offload: they window
+        an output a stub serves better), or None when it has none: what the shaper judges first."""
+        kept = [r for r in self.reducers if not yields_to_offload(r)]
+        if len(kept) == len(self.reducers):
+            return None
+        return Pipeline(kept, self._dedup if self._dedup in kept else None)
 
     def run(self, text: str, ctx: ReduceContext) -> PipelineResult:
         current = text
@@ -137,107 +150,89 @@ class Pipeline:
         """A lower bound on the size of `run(text)`, or None when none can be given cheaply.
 
         Lets the shaper decide before reducing: when even the floor would be offloaded, no reducer's
-        outcome can change the decision and their time (60-100 ms/MB) is not spent. Valid for dedup,
-        extract and linecap only: on text without terminal noise (ANSI, `\r`, progress glyphs) they
-        remove repeated lines and blank runs and cut lines to at least `max_line_chars`, so every
-        distinct line survives once at that length or more (whitespace-only lines count nothing;
-        record lines and lines on its never-truncate allow-list, which linecap never cuts, count
-        whole: a minified bundle's long lines name paths and URLs). On a noisy text the lines are
-        first rewritten as extract does, one by one (extract.cleaned_lines), and its progress lines
-        left out; a cleaned line counts at most `max_line_chars` even when it is a record (extract
-        may decline, leaving linecap the raw line, which is no shorter but may not read as a
-        record), so the bound holds whether extract acts or not: a 1 MB coloured or CRLF log is
-        decided in ~3 ms where its reducers took 20-90. An OSC escape may hold a line break: no
-        bound. tabulate re-encodes JSON below its `max_chars` only (a whole document, one in a JSON
-        string, one after lines of prose): such a text gets no bound,
-        nor does a noisy text whose cleaned head is JSON. smartcrush and collapse can cut anything:
-        no bound.
-        Stops scanning once the bound passes `enough` (a 1 MB log needs its
-        first ~100K chars), and drops the last, possibly partial, line.
+        outcome can change the decision and their time is not spent. Each reducer adds its own term
+        (Reducer.floor: what it promises about its output); one that gives none (smartcrush and
+        collapse can cut anything, or a reducer without `floor`) leaves the pipeline without a floor.
+        The terms are then read by one scan of the text's distinct lines (_floor_of_lines), which
+        stops once the bound passes `enough` and drops the last, possibly partial, line.
         """
-        cap = 0
-        json_records = True
-        noisy = False
-        json_head = False  # a noisy text's cleaned head is still to be read for tabulate
+        terms = FloorTerms()
         for reducer in self.reducers:
-            if isinstance(reducer, Dedup):
-                if ctx.session.seen_hash(text) is not None:
-                    return None
-            elif isinstance(reducer, Extract):
-                if has_terminal_noise(text):
-                    if "\x1b]" in text:
-                        return None
-                    noisy = True
-            elif isinstance(reducer, Linecap):
-                cap = reducer.settings.max_line_chars
-                json_records = not reducer.settings.cap_json_documents
-            elif isinstance(reducer, Tabulate):
-                ceiling = reducer.settings.max_chars
-                if not (ceiling and len(text) >= ceiling) and (
-                    text.lstrip()[:1] in ("{", "[", '"') or may_hold_body(text)
-                ):
-                    return None  # a JSON document (or one in a JSON string, or after prose) may re-encode much smaller
-                json_head = True
-            else:
+            added = floor_of(reducer, text, ctx, terms)
+            if added is None:
                 return None
-        json_head = json_head and noisy
-        distinct: set[str] = set()
-        floor = 0
-        start, step = 0, floor_scan_step(enough)
-        while start < len(text):
-            chunk = text[start : start + step]
-            last_break = chunk.rfind("\n")
-            if start + step < len(text):
-                if last_break < 0:
-                    step *= 2
-                    continue
-                chunk = chunk[:last_break]
-            start += len(chunk) + 1
-            if noisy:
-                lines = cleaned_lines(chunk)
-                if json_head and (head := next((line for line in lines if line.strip()), None)) is not None:
-                    if head.lstrip()[:1] in ("{", "["):
-                        return None  # cleaned, it may be a JSON document tabulate re-encodes
-                    json_head = False
-                lines = without_progress_lines(lines)
-            else:
-                lines = chunk.split("\n")
-            # The chunk's new lines by set operations, summed by map: the same sum as a loop over its lines
-            # (their order within a chunk cannot matter), in C but for the rare blank or over-long line
-            # (1 MB of indented JSON records: 3.6 -> 2.2 ms).
-            fresh = set(lines)
-            if not noisy and len(fresh) == len(lines) and not distinct:
-                # every line new (a log's first chunk): their lengths are the chunk's, less its line breaks
-                distinct = fresh
-                floor += len(chunk) + 1
-                if "" in fresh:
-                    fresh.discard("")
-                    floor -= 1
-            else:
-                fresh -= distinct
-                distinct |= fresh
-                fresh.discard("")
-                floor += sum(map(len, fresh)) + len(fresh)
-            for line in filter(str.isspace, fresh):  # a blank line may go in a blank run
-                floor -= len(line) + 1
-            if cap and max(map(len, fresh), default=0) > cap:
-                for line in fresh:
-                    if len(line) <= cap or line.isspace():
-                        continue
-                    # linecap keeps a record or allow-list line whole; a cleaned line may not be what it sees
-                    if noisy or not (is_record_line(line, json_records) or never_truncate(line)):
-                        floor -= len(line) - cap
-            if floor > enough:
-                break
-        return max(floor - 1, 0)
+            terms = added
+        return _floor_of_lines(text, terms, enough)
 
     def commit_session(self, result: PipelineResult, ctx: ReduceContext) -> None:
         """Record what dedup needs; the shaper calls this only after the ledger commit succeeded."""
         if self._dedup is None or not result.original_hash:
             return
-        if any(e.acted and e.reducer not in SHOWS_EVERY_VALUE for e in result.events):
+        # Only after reducers that show every value (Reducer.shows_every_value): on real MCP results 14%
+        # of the values reducers hid were dedup pointers, i.e. repeats of a copy the model had only seen cut.
+        showing = {r.name for r in self.reducers if shows_every_value(r)}
+        if any(e.acted and e.reducer not in showing for e in result.events):
             return  # the model saw a cut copy: a later pointer to it would hide what the cut hid
         self._dedup.remember_hash(result.original_hash, result.original_chars, ctx)
+
+
+def _floor_of_lines(text: str, terms: FloorTerms, enough: int) -> int | None:
+    """The floor `terms` promise for `text`: every distinct line once (whitespace-only lines count
+    nothing), cut to no fewer than `terms.cap` chars unless `terms.keeps_whole` (a rewritten line is cut
+    whatever it holds: the reducer that rewrote it may decline, leaving the raw line, which is no
+    shorter). Read in chunks of floor_scan_step(enough), until the bound passes `enough`."""
+    noisy = terms.clean_lines is not None
+    json_head = terms.json_head_unbounded and noisy  # a noisy text's cleaned head is still to be read
+    distinct: set[str] = set()
+    floor = 0
+    start, step = 0, floor_scan_step(enough)
+    while start < len(text):
+        chunk = text[start : start + step]
+        last_break = chunk.rfind("\n")
+        if start + step < len(text):
+            if last_break < 0:
+                step *= 2
+                continue
+            chunk = chunk[:last_break]
+        start += len(chunk) + 1
+        if terms.clean_lines is not None:
+            lines = terms.clean_lines(chunk)
+            if json_head and (head := next((line for line in lines if line.strip()), None)) is not None:
+                if head.lstrip()[:1] in ("{", "["):
+                    return None  # cleaned, it may be a JSON document that re-encodes
+                json_head = False
+            if terms.drop_lines is not None:
+                lines = terms.drop_lines(lines)
+        else:
+            lines = chunk.split("\n")
+        # The chunk's new lines by set operations, summed by map: the same sum as a loop over its lines
+        # (their order within a chunk cannot matter), in C but for the rare blank or over-long line.
+        fresh = set(lines)
+        if not noisy and len(fresh) == len(lines) and not distinct:
+            # every line new (a log's first chunk): their lengths are the chunk's, less its line breaks
+            distinct = fresh
+            floor += len(chunk) + 1
+            if "" in fresh:
+                fresh.discard("")
+                floor -= 1
+        else:
+            fresh -= distinct
+            distinct |= fresh
+            fresh.discard("")
+            floor += sum(map(len, fresh)) + len(fresh)
+        for line in filter(str.isspace, fresh):  # a blank line may go in a blank run
+            floor -= len(line) + 1
+        cap = terms.cap
+        if cap and max(map(len, fresh), default=0) > cap:
+            keeps_whole = None if noisy else terms.keeps_whole
+            for line in fresh:
+                if len(line) <= cap or line.isspace():
+                    continue
+                if keeps_whole is None or not keeps_whole(line):
+                    floor -= len(line) - cap
+        if floor > enough:
+            break
+    return max(floor - 1, 0)
 
 
 def build_pipeline(settings: ReducerSettings) -> Pipeline:

@@ -137,6 +137,8 @@ def _ranges(indices: list[int]) -> str:
 
 class Smartcrush:
     name = "smartcrush"
+    yields_to_offload = True
+    """It windows an output (a sample of an array's records): a stub with an index and sliced recall serves better."""
 
     def __init__(self, settings: SmartcrushSettings) -> None:
         self.settings = settings

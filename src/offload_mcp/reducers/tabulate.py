@@ -23,12 +23,13 @@ their raw size and a stub pages the original), `already_marked`,
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from ..data_view import decode_fields, find_data, may_hold_body, value_at
-from .base import Declined, Outcome, ReduceContext, cg_hash, common_decline, marker, never_worse
+from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, marker, never_worse
 from .settings import TabulateSettings
 
 _NUMBER_RE = re.compile(r'"(?:[^"\\]|\\.)*"|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
@@ -69,9 +70,20 @@ def _spelled_alike(text: str, value: Any) -> bool:
 
 class Tabulate:
     name = "tabulate"
+    shows_every_value = True
+    """It re-encodes JSON: every value stays in the model's context."""
 
     def __init__(self, settings: TabulateSettings) -> None:
         self.settings = settings
+
+    def floor(self, text: str, ctx: ReduceContext, terms: FloorTerms) -> FloorTerms | None:
+        """It re-encodes JSON below its `max_chars` only: a JSON document there (a whole one, one in a JSON
+        string, one after lines of prose) may re-encode much smaller, so no floor; nor for a noisy text
+        whose cleaned head is JSON."""
+        ceiling = self.settings.max_chars
+        if not (ceiling and len(text) >= ceiling) and (text.lstrip()[:1] in ("{", "[", '"') or may_hold_body(text)):
+            return None
+        return replace(terms, json_head_unbounded=True)
 
     def _table(self, value: Any, tables: list[int]) -> Any:
         """`value` with its uniform object arrays as tables; `tables[0]` counts them (no shared state: threads)."""

@@ -92,10 +92,12 @@ class SqlReads:
     def events_page(
         self, since: float, kinds: Sequence[str], owner: str | None, after: tuple[float, int] | None, limit: int
     ) -> list[tuple[Any, ...]]:
-        """Up to `limit` events in (at, id) order after `after` (keyset paging: each page one index range)."""
-        sql, params = self._events_where(since, kinds, owner)
+        """Up to `limit` events in (at, id) order after `after` (keyset paging: each page one range of the
+        index on `at`, which holds the id beside it). The kinds are matched as `kind || ''` so that neither
+        planner picks the (kind, at) index instead: its rows would be sorted afresh for every page."""
+        sql, params = self._events_where(since, kinds, owner, kind_column="kind || ''")
         if after is not None:
-            sql += " AND (at > ? OR (at = ? AND id > ?))"
+            sql += " AND at >= ? AND (at > ? OR id > ?)"
             params += [after[0], after[0], after[1]]
         columns = "id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
         return self._all(f"SELECT {columns} FROM events WHERE {sql} ORDER BY at, id LIMIT ?", [*params, limit])
@@ -109,10 +111,12 @@ class SqlReads:
     OWNER_OF_DETAIL = "CASE WHEN json_valid(detail) THEN json_extract(detail, '$.owner') END"
     """The `owner` in an event's detail (JSON text); the PostgreSQL backend names its own."""
 
-    def _events_where(self, since: float, kinds: Sequence[str], owner: str | None) -> tuple[str, list[Any]]:
+    def _events_where(
+        self, since: float, kinds: Sequence[str], owner: str | None, kind_column: str = "kind"
+    ) -> tuple[str, list[Any]]:
         sql, params = "at >= ?", list[Any]([since])
         if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            sql += f" AND {kind_column} IN ({','.join('?' * len(kinds))})"
             params += list(kinds)
         if owner is not None:
             sql += f" AND {self.OWNER_OF_DETAIL} = ?"

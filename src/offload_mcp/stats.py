@@ -35,6 +35,7 @@ import heapq
 import re
 import statistics
 import time
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -334,8 +335,7 @@ class Accumulator:
         self.result_search = ResultSearchUse()
         self.found_by_search: set[tuple[str, str]] = set()
         """(session, id) a search named, until a recall of it counts the hop saved."""
-        # (at, is a result, observe, tokens, usd, client tokens, client usd): each event's part of the savings.
-        self.flow: list[tuple[float, bool, bool, float, float, float, float]] = []
+        self.flow = SavingsFlow()
         self.largest: list[tuple[int, int, LargeResult]] = []
 
     def add(self, event: Mapping[str, Any]) -> None:
@@ -429,7 +429,7 @@ class Accumulator:
             row.usd_saved += usd
             row.client_tokens_saved += account.client_tokens_saved
             row.client_usd_saved += client_usd
-        self.flow.append((at, True, record.observe, saved_tokens, usd, account.client_tokens_saved, client_usd))
+        self.flow.add(at, True, record.observe, saved_tokens, usd, account.client_tokens_saved, client_usd)
 
     def result_search_event(self, event: Mapping[str, Any]) -> None:
         """A search across stored results: the ids it named, so a later recall of one counts a hop saved."""
@@ -464,7 +464,7 @@ class Accumulator:
         if self.rates and ok:
             hop = _recall_hop_usd(self.rates, self.settings, int(event.get("chars_out") or 0))
             self.recall_usd_by_row[owner] += hop
-            self.flow.append((float(event.get("at") or 0), False, False, 0.0, -hop, 0.0, -hop))
+            self.flow.add(float(event.get("at") or 0), False, False, 0.0, -hop, 0.0, -hop)
 
     def _charge_retrievals(self) -> None:
         """Recall and expand hops are charged to the tool whose result they brought back."""
@@ -605,9 +605,42 @@ def _search_ref(ref: str) -> str:
     return ref.removeprefix("<<cg:").removesuffix(">>")
 
 
-def _timeline(
-    flow: list[tuple[float, bool, bool, float, float, float, float]],
-) -> tuple[float, list[TimeBucket]]:
+FlowEntry = tuple[float, bool, bool, float, float, float, float]
+"""(at, is a result, observe, tokens, usd, client tokens, client usd): one event's part of the savings."""
+
+
+class SavingsFlow:
+    """Each event's part of the savings, kept until the span (so the timeline's bucket width) is known:
+    seven doubles an event in one array, where a tuple of Python floats took several times that."""
+
+    WIDTH = 7
+
+    def __init__(self) -> None:
+        self._values = array("d")
+
+    def add(
+        self,
+        at: float,
+        is_result: bool,
+        observe: bool,
+        tokens: float,
+        usd: float,
+        client_tokens: float,
+        client_usd: float,
+    ) -> None:
+        self._values.extend((at, is_result, observe, tokens, usd, client_tokens, client_usd))
+
+    def __len__(self) -> int:
+        return len(self._values) // self.WIDTH
+
+    def __iter__(self) -> Iterator[FlowEntry]:
+        values = self._values
+        for i in range(0, len(values), self.WIDTH):
+            at, is_result, observe, tokens, usd, client_tokens, client_usd = values[i : i + self.WIDTH]
+            yield at, bool(is_result), bool(observe), tokens, usd, client_tokens, client_usd
+
+
+def _timeline(flow: SavingsFlow) -> tuple[float, list[TimeBucket]]:
     """Bucket each event's part of the savings by when it happened (the width fits the span in TIMELINE_BUCKETS)."""
     if not flow:
         return 0.0, []

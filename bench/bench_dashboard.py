@@ -3,7 +3,8 @@
 Builds a SQLite ledger of `--events` events (default 1,000,000): the MCP-servers corpus replayed
 through the real proxy pipeline (`offload-mcp replay`, 197 decisions), then its event rows copied
 with their times moved on by an hour per copy and their sessions renamed, until there are enough.
-Then, in this process, on the same ledger:
+Then, on the same ledger, each of these in a fresh process of its own (so that each peak RSS is its
+own and no cache carries over):
 
 - `stats --json`: stats.report_from_ledger + the JSON dump (what the command prints);
 - the dashboard, cold: a new ReportCache (the first GET /dashboard after events were recorded)
@@ -13,7 +14,7 @@ Then, in this process, on the same ledger:
 - the dashboard after one more event: the recount starts in a thread, the page waits at most
   REFRESH_WAIT_S and shows the last report with the count of events it lacks.
 
-Prints seconds and the ratios to `stats --json` as JSON. Not a timed test.
+Prints seconds, peak RSS (MB) and the ratios to `stats --json` as JSON. Not a timed test.
 
     python bench/bench_dashboard.py [--events 1000000] [--keep PATH] [--backend sqlite|postgresql]
 """
@@ -22,14 +23,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -75,24 +81,80 @@ def build_postgres(url: str, events: int, seed_path: Path) -> int:
     Ledger.open(LedgerSettings(), url, connect_now=True).close()  # creates the schema
     with psycopg.connect(url, autocommit=True) as conn, conn.cursor() as cur:
         cur.executemany(f"INSERT INTO events ({COLUMNS}) VALUES ({', '.join(['%s'] * 11)})", rows)
-        copy = 1
-        while True:
-            cur.execute("SELECT count(*) FROM events")
-            total = int(cur.fetchone()[0])  # type: ignore[index]
-            if total >= events:
-                return total
-            cur.execute(
-                f"INSERT INTO events ({COLUMNS}) SELECT at + %s * 3600, kind, session_id || '-' || %s::text, server,"
-                " tool, verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE id <= %s",
-                (copy, copy, min(len(rows), events - total)),
-            )
-            copy += 1
+        # Every copy in one statement (the same rows `build` adds a copy at a time): a count(*) and an
+        # INSERT per copy of ~200 rows took PostgreSQL longer the larger the table grew.
+        copies = -(-(events - len(rows)) // len(rows))
+        cur.execute(
+            f"INSERT INTO events ({COLUMNS}) SELECT e.at + c * 3600, e.kind, e.session_id || '-' || c::text, e.server,"
+            " e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, e.detail"
+            " FROM generate_series(1, %s) AS c CROSS JOIN (SELECT * FROM events WHERE id <= %s) AS e"
+            " ORDER BY c, e.id LIMIT %s",
+            (copies, len(rows), max(0, events - len(rows))),
+        )
+        cur.execute("SELECT count(*) FROM events")
+        return int(cur.fetchone()[0])  # type: ignore[index]
 
 
 def timed(fn: object) -> tuple[float, object]:
     start = time.perf_counter()
     value = fn()  # type: ignore[operator]
     return time.perf_counter() - start, value
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def measure_stats_json(where: Path | str) -> dict[str, float]:
+    """`stats --json` in a process of its own: its time and its peak RSS."""
+    ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
+    try:
+        before = peak_rss_mb()
+        json_s, _ = timed(lambda: orjson.dumps(report_from_ledger(ledger, PolicySettings()).as_dict()))
+    finally:
+        ledger.close()
+    return {"stats_json_s": round(json_s, 3), "stats_json_peak_rss_mb": peak_rss_mb(), "rss_at_start_mb": before}
+
+
+def measure_page(where: Path | str) -> dict[str, Any]:
+    """The dashboard in a process of its own: first open, again, after one more event; peak RSS."""
+    ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
+    settings = PolicySettings()
+    try:
+        cache = ReportCache()
+
+        def page() -> str:
+            counted = cache.report(ledger, settings, None)
+            return render_page(counted.report, ledger=ledger.location, counted=counted)
+
+        cold_s, html = timed(page)
+        cold_rss = peak_rss_mb()
+        warm = [timed(page)[0] for _ in range(5)]
+        # One event more: the page waits REFRESH_WAIT_S for the recount, then shows the last report.
+        ledger.record_recall("bench", "trm_0123456789abcdef", ok=False)
+        recorded_s, _ = timed(page)
+        # Then until the recount is shown (the process must not end under its thread).
+        cache.wait_s = None  # type: ignore[assignment]
+        recounted_s, _ = timed(page)
+        lowest, highest = ledger.events_mark()
+    finally:
+        ledger.close()
+    return {
+        "events": highest - lowest + 1,
+        "dashboard_cold_s": round(cold_s, 3),
+        "dashboard_cold_peak_rss_mb": cold_rss,
+        "dashboard_warm_s": round(statistics.median(warm), 4),
+        "dashboard_after_one_more_event_s": round(recorded_s, 3),
+        "recount_shown_after_s": round(recorded_s + recounted_s, 3),
+        "page_bytes": len(str(html).encode()),
+    }
+
+
+def in_own_process(fn: Callable[[Path | str], dict[str, Any]], where: Path | str) -> dict[str, Any]:
+    """Run one measure in a fresh process, so its peak RSS is its own and no cache carries over."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(fn, where).result()
 
 
 def main() -> None:
@@ -119,38 +181,18 @@ def main() -> None:
             built_s, total = timed(lambda: build_postgres(str(where), args.events, Path(tmp) / "seed.db"))
         else:
             built_s, total = timed(lambda: build(path, args.events)) if not path.exists() else (0.0, None)
-        ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
-        settings = PolicySettings()
-        try:
-            json_s, _ = timed(lambda: orjson.dumps(report_from_ledger(ledger, settings).as_dict()))
-            cache = ReportCache()
-
-            def page() -> str:
-                counted = cache.report(ledger, settings, None)
-                return render_page(counted.report, ledger=ledger.location, counted=counted)
-
-            cold_s, html = timed(page)
-            warm = [timed(page)[0] for _ in range(5)]
-            # One event more: the page waits REFRESH_WAIT_S for the recount, then shows the last report.
-            ledger.record_recall("bench", "trm_0123456789abcdef", ok=False)
-            recorded_s, _ = timed(page)
-            lowest, highest = ledger.events_mark()
-            events = highest - lowest + 1
-        finally:
-            ledger.close()
-    warm_s = statistics.median(warm)
+        stats_json = in_own_process(measure_stats_json, where)
+        page = in_own_process(measure_page, where)
+    json_s = stats_json["stats_json_s"]
     print(
         json.dumps(
             {
-                "events": events,
+                "events": page["events"],
                 "built_s": round(built_s, 1),
-                "stats_json_s": round(json_s, 3),
-                "dashboard_cold_s": round(cold_s, 3),
-                "dashboard_warm_s": round(warm_s, 4),
-                "dashboard_after_one_more_event_s": round(recorded_s, 3),
-                "cold_over_stats_json": round(cold_s / json_s, 2),
-                "warm_over_stats_json": round(warm_s / json_s, 4),
-                "page_bytes": len(str(html).encode()),
+                **stats_json,
+                **page,
+                "cold_over_stats_json": round(page["dashboard_cold_s"] / json_s, 2),
+                "warm_over_stats_json": round(page["dashboard_warm_s"] / json_s, 4),
                 "backend": args.backend,
                 "built_rows": total,
             },

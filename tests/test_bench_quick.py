@@ -8,6 +8,7 @@ already installed; otherwise the report must say they were skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -130,3 +131,29 @@ def test_offload_timeline_times_every_segment_of_a_real_offload() -> None:
         assert re.search(r"\s\d+\.\d{3}(\s|$)", row), f"segment not traced: {row!r}"
     assert "200,000 chars, 3 calls through the proxy" in proc.stdout
     assert re.search(r"through the proxy [\d.]+ ms, direct [\d.]+ ms, ratio [\d.]+", proc.stdout)
+
+
+def test_bench_dashboard_prints_both_times_their_ratio_and_each_peak_rss(tmp_path: Path) -> None:
+    """bench/bench_dashboard.py on a small ledger: `stats --json` and the page, each in its own process."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "bench_dashboard.py"),
+            "--events",
+            "1000",
+            "--keep",
+            str(tmp_path / "l.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(proc.stdout)
+    assert figures["events"] >= 1000 and figures["built_rows"] >= 1000
+    assert figures["cold_over_stats_json"] == round(figures["dashboard_cold_s"] / figures["stats_json_s"], 2)
+    assert figures["stats_json_peak_rss_mb"] >= figures["rss_at_start_mb"] > 0
+    assert figures["dashboard_cold_peak_rss_mb"] > 0
+    assert figures["recount_shown_after_s"] >= figures["dashboard_after_one_more_event_s"]
+    assert figures["page_bytes"] > 10_000

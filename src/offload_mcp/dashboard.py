@@ -89,7 +89,7 @@ class _Refresh:
 class ReportCache:
     """The last report for each viewer, recomputed when the ledger's events mark (lowest, highest id) moves.
 
-    Aggregating a large ledger takes seconds (stats.aggregate reads every event). A page opened
+    Aggregating a large ledger takes seconds (stats folds every event, a page at a time). A page opened
     while nothing was recorded costs one count; once events were recorded, the report is
     recomputed in a thread while the page waits at most `wait_s`, then shows the last report,
     saying how many events it does not count yet (the next open shows the new one). The mark is

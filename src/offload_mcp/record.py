@@ -203,13 +203,18 @@ class DecisionEvent(BaseModel):
 
     @classmethod
     def from_ledger_row(cls, row: Mapping[str, Any]) -> DecisionEvent:
-        """The record of one `decision` row of `Ledger.events()`; DecisionRecordError if it is not one."""
+        """The record of one `decision` row of `Ledger.events()` (or of `Ledger.events_in_order()`, whose
+        detail is still JSON text: parsed straight into the record, without a dict between);
+        DecisionRecordError if it is not one."""
         if row.get("kind") != DECISION_KIND:
             raise DecisionRecordError(
                 f"ledger event {row.get('id')}: kind {row.get('kind')!r} is not {DECISION_KIND!r}"
             )
+        detail = row.get("detail")
         try:
-            return cls.model_validate(row.get("detail"))
+            if isinstance(detail, str | bytes):
+                return cls.model_validate_json(detail)
+            return cls.model_validate(detail)
         except ValueError as err:
             raise DecisionRecordError(
                 f"ledger event {row.get('id')}: not a version-{RECORD_VERSION} decision record: {err}"

@@ -35,10 +35,13 @@ import heapq
 import re
 import statistics
 import time
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import orjson
 
 from .clients import ClientModel, client_model
 from .policy.economics import Rates, requests_carrying
@@ -271,21 +274,11 @@ def aggregate(
     model: str | None = None,
     client: str | None = None,
 ) -> StatsReport:
-    """Fold ledger events (Ledger.events() dicts) into a StatsReport.
+    """Fold ledger events (Ledger.events() dicts, in any order) into a StatsReport.
 
     `client` names the client model (clients.py) every result is counted against; None: the one each
     decision recorded (`plain` where it recorded none)."""
-    settings = settings or PolicySettings()
-    model = model or settings.model
-    price, price_note = price_for(model, settings.pricing)
-    rates = _rates(price, settings) if price else None
-    cpt = settings.chars_per_token
     wanted = set(session_ids) if session_ids is not None else None
-    named: ClientModel | None = client_model(client) if client is not None else None
-    clients: Counter[str] = Counter()
-    alone_fates: Counter[str] = Counter()
-    client_fates: Counter[str] = Counter()
-
     calls: list[Mapping[str, Any]] = [
         e
         for e in events
@@ -294,255 +287,317 @@ def aggregate(
         and (wanted is None or e.get("session_id") in wanted)
     ]
     calls.sort(key=lambda e: (float(e.get("at") or 0), int(e.get("id") or 0)))
+    session_calls = Counter(str(e.get("session_id") or "") for e in calls)
+    fold = Accumulator(settings, session_calls, model=model, client=client)
+    for event in calls:
+        fold.add(event)
+    return fold.report(since)
 
-    # How many calls followed each event in its session: the observed horizon.
-    by_session: dict[str, list[int]] = defaultdict(list)
-    for index, event in enumerate(calls):
-        by_session[str(event.get("session_id") or "")].append(index)
-    following: dict[int, int] = {}
-    for indexes in by_session.values():
-        for position, index in enumerate(indexes):
-            following[index] = len(indexes) - position - 1
 
-    rows: dict[tuple[str, str], ToolStats] = {}
-    decisions: Counter[str] = Counter()
-    acts: Counter[str] = Counter()
-    declines: Counter[str] = Counter()
-    offload_owner: dict[str, tuple[str, str]] = {}
-    stash_owner: dict[str, tuple[str, str]] = {}
-    offload_horizons: list[int] = []
-    all_horizons: list[int] = []
-    recalled_ids: set[str] = set()
-    offloaded_ids: set[str] = set()
-    recall_calls = expand_calls = failed_recalls = failed_expands = 0
-    recall_usd_by_row: defaultdict[tuple[str, str], float] = defaultdict(float)
-    search_events: Counter[str] = Counter()
-    result_search = ResultSearchUse()
-    found_by_search: set[tuple[str, str]] = set()
-    """(session, id) a search named, until a recall of it counts the hop saved."""
-    # (at, is a result, observe, tokens, usd, client tokens, client usd): each event's part of the savings.
-    flow: list[tuple[float, bool, bool, float, float, float, float]] = []
-    largest: list[tuple[int, int, LargeResult]] = []
+class Accumulator:
+    """One pass over the events in (at, id) order, one method per event kind; `report()` at the end.
 
-    for index, event in enumerate(calls):
+    `session_calls` (session -> how many call events it holds, from the whole pass) gives each
+    result, as it passes, the number of calls that follow it in its session (the observed horizon),
+    so no event is held once it is folded: a ledger of any size is read in one page at a time."""
+
+    def __init__(
+        self,
+        settings: PolicySettings | None,
+        session_calls: Mapping[str, int],
+        *,
+        model: str | None = None,
+        client: str | None = None,
+    ) -> None:
+        self.settings = settings = settings or PolicySettings()
+        self.model = model or settings.model
+        self.price, self.price_note = price_for(self.model, settings.pricing)
+        self.rates = _rates(self.price, settings) if self.price else None
+        self.named: ClientModel | None = client_model(client) if client is not None else None
+        self.session_calls = session_calls
+        self.seen_in_session: Counter[str] = Counter()
+        self.rows: dict[tuple[str, str], ToolStats] = {}
+        self.decisions: Counter[str] = Counter()
+        self.acts: Counter[str] = Counter()
+        self.declines: Counter[str] = Counter()
+        self.clients: Counter[str] = Counter()
+        self.alone_fates: Counter[str] = Counter()
+        self.client_fates: Counter[str] = Counter()
+        self.offload_owner: dict[str, tuple[str, str]] = {}
+        self.stash_owner: dict[str, tuple[str, str]] = {}
+        self.offload_horizons: list[int] = []
+        self.all_horizons: list[int] = []
+        self.recalled_ids: set[str] = set()
+        self.offloaded_ids: set[str] = set()
+        self.recall_calls = self.expand_calls = self.failed_recalls = self.failed_expands = 0
+        self.recall_usd_by_row: defaultdict[tuple[str, str], float] = defaultdict(float)
+        self.search_events: Counter[str] = Counter()
+        self.result_search = ResultSearchUse()
+        self.found_by_search: set[tuple[str, str]] = set()
+        """(session, id) a search named, until a recall of it counts the hop saved."""
+        self.flow = SavingsFlow()
+        self.largest: list[tuple[int, int, LargeResult]] = []
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        """Fold one call event; events must come in (at, id) order."""
+        session = str(event.get("session_id") or "")
+        following = self.session_calls.get(session, 0) - self.seen_in_session[session] - 1
+        self.seen_in_session[session] += 1
         kind = event.get("kind")
         if kind == "decision":
-            record = DecisionEvent.from_ledger_row(event)
-            key = (record.server, record.tool)
-            row = rows.setdefault(key, ToolStats(*key))
-            observe = record.observe
-            verdict = record.effective_verdict
-            chars_in = record.chars_in
-            sent = chars_sent(record)
-            row.results += 1
-            row.chars_in += chars_in
-            row.chars_out += sent
-            decided = f"{verdict}/{record.reason or 'none'}"
-            decisions[decided] += 1
-            row.count("decisions", decided)
-            reduced = False
-            for r in record.reducer_events:
-                if r.acted:
-                    acts[r.reducer] += 1
-                    row.count("reducers_acted", r.reducer)
-                    reduced = True
-                else:
-                    declined = f"{r.reducer}/{r.reason or 'none'}"
-                    declines[declined] += 1
-                    row.count("reducer_declines", declined)
-            row.reduced += reduced
-            turns = requests_carrying(following[index])
-            all_horizons.append(turns)
-            offloaded = verdict == "offload"
-            for cg in record.stash_hashes:
-                stash_owner.setdefault(cg, key)
-            if offloaded:
-                row.offloaded += 1
-                offload_horizons.append(turns)
-                ref = record.trm_id or ""
-                if ref and not observe:
-                    offloaded_ids.add(ref)
-                    offload_owner[ref] = key
-            viewer = record.client_model(named)
-            clients[viewer.name] += 1
-            account = record.account(viewer, cpt)
-            alone_fates[account.client_alone.fate] += 1
-            client_fates[account.client_seen.fate] += 1
-            saved_tokens = account.raw_tokens_saved
-            usd = rates.carry(saved_tokens, turns) if rates else 0.0
-            client_usd = rates.carry(account.client_tokens_saved, turns) if rates else 0.0
-            if observe:
-                row.observed += 1
-                if offloaded and rates:
-                    # Nothing was offloaded, so no recall was observed: charge the configured prior.
-                    prior = settings.recall_probability * _recall_hop_usd(
-                        rates, settings, settings.recall_input_tokens * cpt
-                    )
-                    usd -= prior
-                    client_usd -= prior
-                row.would_tokens_saved += saved_tokens
-                row.would_usd_saved += usd
-                row.would_client_tokens_saved += account.client_tokens_saved
-                row.would_client_usd_saved += client_usd
-            else:
-                row.tokens_saved += saved_tokens
-                row.usd_saved += usd
-                row.client_tokens_saved += account.client_tokens_saved
-                row.client_usd_saved += client_usd
-            at = float(event.get("at") or 0)
-            flow.append((at, True, observe, saved_tokens, usd, account.client_tokens_saved, client_usd))
-            event_id = int(event.get("id") or 0)
-            large = LargeResult(
-                event_id, at, record.server, record.tool, verdict, record.reason, chars_in, sent, record.trm_id or ""
-            )
-            entry = (chars_in, -event_id, large)
-            if len(largest) < LARGEST_KEPT:
-                heapq.heappush(largest, entry)
-            elif entry[:2] > largest[0][:2]:
-                heapq.heapreplace(largest, entry)
+            self.decision(DecisionEvent.from_ledger_row(event), event, following)
         elif kind in ("tool_search", "invoke"):
-            search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
+            self.search_events[f"{kind}/{event.get('verdict') or 'ok'}/{event.get('reason') or 'none'}"] += 1
         elif kind == "search":
-            session = str(event.get("session_id") or "")
-            hits = [_search_ref(h) for h in (event.get("detail") or {}).get("hits") or []]
-            result_search.searches += 1
-            result_search.failed += str(event.get("verdict") or "ok") != "ok"
-            result_search.hits += len(hits)
-            found_by_search.update((session, h) for h in hits)
+            self.result_search_event(event)
         elif kind in ("recall", "expand"):
-            ok = str(event.get("verdict") or "ok") == "ok"
-            ref = str(event.get("ref_id") or "")
-            searched = (str(event.get("session_id") or ""), _search_ref(ref))
-            if kind == "recall" and ok and searched in found_by_search:
-                result_search.hops_saved += 1
-                found_by_search.discard(searched)
-            if kind == "recall":
-                recall_calls += 1
-                failed_recalls += not ok
-                if ok and ref:
-                    recalled_ids.add(ref)
+            self.retrieval(event)
+
+    def decision(self, record: DecisionEvent, event: Mapping[str, Any], following: int) -> None:
+        """A result the proxy shaped: its counts, its reducers, and what it saved against both baselines."""
+        key = (record.server, record.tool)
+        row = self.rows.setdefault(key, ToolStats(*key))
+        verdict = record.effective_verdict
+        sent = chars_sent(record)
+        row.results += 1
+        row.chars_in += record.chars_in
+        row.chars_out += sent
+        decided = f"{verdict}/{record.reason or 'none'}"
+        self.decisions[decided] += 1
+        row.count("decisions", decided)
+        reduced = False
+        for r in record.reducer_events:
+            if r.acted:
+                self.acts[r.reducer] += 1
+                row.count("reducers_acted", r.reducer)
+                reduced = True
             else:
-                expand_calls += 1
-                failed_expands += not ok
-            owner = (offload_owner if kind == "recall" else stash_owner).get(ref)
-            owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
-            if kind == "expand" and ok and owner in rows:
-                rows[owner].expands += 1
-            if rates and ok:
-                hop = _recall_hop_usd(rates, settings, int(event.get("chars_out") or 0))
-                recall_usd_by_row[owner] += hop
-                flow.append((float(event.get("at") or 0), False, False, 0.0, -hop, 0.0, -hop))
+                declined = f"{r.reducer}/{r.reason or 'none'}"
+                self.declines[declined] += 1
+                row.count("reducer_declines", declined)
+        row.reduced += reduced
+        turns = requests_carrying(following)
+        self.all_horizons.append(turns)
+        for cg in record.stash_hashes:
+            self.stash_owner.setdefault(cg, key)
+        offloaded = verdict == "offload"
+        if offloaded:
+            row.offloaded += 1
+            self.offload_horizons.append(turns)
+            ref = record.trm_id or ""
+            if ref and not record.observe:
+                self.offloaded_ids.add(ref)
+                self.offload_owner[ref] = key
+        at = float(event.get("at") or 0)
+        self._price(record, row, turns, offloaded, at)
+        event_id = int(event.get("id") or 0)
+        large = LargeResult(
+            event_id, at, record.server, record.tool, verdict, record.reason, record.chars_in, sent, record.trm_id or ""
+        )
+        entry = (record.chars_in, -event_id, large)
+        if len(self.largest) < LARGEST_KEPT:
+            heapq.heappush(self.largest, entry)
+        elif entry[:2] > self.largest[0][:2]:
+            heapq.heapreplace(self.largest, entry)
 
-    # Recall and expand hops are charged to the tool whose result they brought back.
-    for owner, usd in recall_usd_by_row.items():
-        charged = rows.get(owner)
-        if charged is None:
-            charged = rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
-        charged.usd_saved -= usd
-        charged.client_usd_saved -= usd
-    for ref in recalled_ids:
-        if ref in offload_owner:
-            rows[offload_owner[ref]].recalls += 1
+    def _price(self, record: DecisionEvent, row: ToolStats, turns: int, offloaded: bool, at: float) -> None:
+        """What one result saved (or, in observe mode, would have), in tokens and dollars, on both baselines."""
+        settings, rates = self.settings, self.rates
+        viewer = record.client_model(self.named)
+        self.clients[viewer.name] += 1
+        account = record.account(viewer, settings.chars_per_token)
+        self.alone_fates[account.client_alone.fate] += 1
+        self.client_fates[account.client_seen.fate] += 1
+        saved_tokens = account.raw_tokens_saved
+        usd = rates.carry(saved_tokens, turns) if rates else 0.0
+        client_usd = rates.carry(account.client_tokens_saved, turns) if rates else 0.0
+        if record.observe:
+            row.observed += 1
+            if offloaded and rates:
+                # Nothing was offloaded, so no recall was observed: charge the configured prior.
+                prior = settings.recall_probability * _recall_hop_usd(
+                    rates, settings, settings.recall_input_tokens * settings.chars_per_token
+                )
+                usd -= prior
+                client_usd -= prior
+            row.would_tokens_saved += saved_tokens
+            row.would_usd_saved += usd
+            row.would_client_tokens_saved += account.client_tokens_saved
+            row.would_client_usd_saved += client_usd
+        else:
+            row.tokens_saved += saved_tokens
+            row.usd_saved += usd
+            row.client_tokens_saved += account.client_tokens_saved
+            row.client_usd_saved += client_usd
+        self.flow.add(at, True, record.observe, saved_tokens, usd, account.client_tokens_saved, client_usd)
 
-    totals = ToolStats("all", "all")
-    ordered = sorted(rows.values(), key=lambda r: (-(r.tokens_saved + r.would_tokens_saved), r.server, r.tool))
-    for row in ordered:
-        row.sort_counts()
-        totals.add(row)
-    totals.sort_counts()
-    bucket_s, timeline = _timeline(flow)
-    biggest = [entry[2] for entry in sorted(largest, key=lambda entry: entry[:2], reverse=True)]
-    for large in biggest:
-        large.recalled = bool(large.trm_id) and large.trm_id in recalled_ids
-    totals.recalls = len(recalled_ids & offloaded_ids)
-    totals.expands = expand_calls - failed_expands  # as each row counts them: the ones that brought text back
+    def result_search_event(self, event: Mapping[str, Any]) -> None:
+        """A search across stored results: the ids it named, so a later recall of one counts a hop saved."""
+        session = str(event.get("session_id") or "")
+        hits = [_search_ref(h) for h in _detail(event).get("hits") or []]
+        self.result_search.searches += 1
+        self.result_search.failed += str(event.get("verdict") or "ok") != "ok"
+        self.result_search.hits += len(hits)
+        self.found_by_search.update((session, h) for h in hits)
 
-    n_offloaded = len(offloaded_ids)
-    observe_seen = any(r.observed for r in ordered)
-    observed_rate = (len(recalled_ids & offloaded_ids) / n_offloaded) if n_offloaded else None
-    recall = PriorCheck(
-        configured=settings.recall_probability,
-        observed=observed_rate,
-        samples=n_offloaded,
-        suggested=round(observed_rate, 2)
-        if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION
-        else None,
-        note=(
-            "share of offloaded results recalled at least once"
-            if n_offloaded
-            else "no offloaded results yet" + (" (observe mode offloads nothing)" if observe_seen else "")
-        ),
-    )
-    horizon_values = offload_horizons or all_horizons
-    horizon = PriorCheck(
-        configured=float(settings.horizon),
-        observed=statistics.fmean(horizon_values) if horizon_values else None,
-        samples=len(horizon_values),
-        suggested=_suggest_horizon(horizon_values),
-        note=(
-            "mean requests that carried each offloaded result: the calls that followed it in its session + 1"
-            if offload_horizons
-            else "mean requests that carried each result: the calls that followed it in its session + 1 (no offloads yet)"
-        ),
-    )
+    def retrieval(self, event: Mapping[str, Any]) -> None:
+        """A recall or an expand: counted, and its hop charged to the tool whose result it brought back."""
+        kind = event.get("kind")
+        ok = str(event.get("verdict") or "ok") == "ok"
+        ref = str(event.get("ref_id") or "")
+        searched = (str(event.get("session_id") or ""), _search_ref(ref))
+        if kind == "recall" and ok and searched in self.found_by_search:
+            self.result_search.hops_saved += 1
+            self.found_by_search.discard(searched)
+        if kind == "recall":
+            self.recall_calls += 1
+            self.failed_recalls += not ok
+            if ok and ref:
+                self.recalled_ids.add(ref)
+        else:
+            self.expand_calls += 1
+            self.failed_expands += not ok
+        owner = (self.offload_owner if kind == "recall" else self.stash_owner).get(ref)
+        owner = owner or (str(event.get("server") or ""), str(event.get("tool") or ""))
+        if kind == "expand" and ok and owner in self.rows:
+            self.rows[owner].expands += 1
+        if self.rates and ok:
+            hop = _recall_hop_usd(self.rates, self.settings, int(event.get("chars_out") or 0))
+            self.recall_usd_by_row[owner] += hop
+            self.flow.add(float(event.get("at") or 0), False, False, 0.0, -hop, 0.0, -hop)
 
-    assumptions = [
-        f"model {model}: "
-        + (
-            f"input ${price.input:g}/M, output ${price.output:g}/M, cache write ({settings.cache_ttl}) ${price.cache_write(settings.cache_ttl):g}/M, cache read ${price.cache_read:g}/M"
-            if price
-            else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
-        ),
-        *([price_note] if price_note else []),
-        f"tokens = chars / {settings.chars_per_token:g}",
-        (
-            "prompt caching on: a kept token costs one cache write, then a cache read per later turn"
-            if settings.prompt_caching
-            else "prompt caching off: a kept token costs full input on every later turn"
-        ),
-        "requests that carried a result = the calls that followed it in its session + the one that read it (observed, not the configured horizon)",
-        f"recalls and expands are charged back: returned chars as new input + {settings.recall_output_tokens} output tokens per call",
-    ]
-    counted = ", ".join(f"{name} x{n}" for name, n in clients.most_common())
-    assumptions.append(
-        f"'vs client alone' counts each result against what the client shows its model of the raw result ({counted}; "
-        + ("named by --client" if named else "from the clientInfo recorded with each result, plain where none was")
-        + "); 'vs raw' against the raw result's characters"
-    )
-    if totals.observed:
-        assumptions.append(
-            f"observe mode: nothing was changed; 'would save' charges p_recall={settings.recall_probability:g} x one "
-            f"{settings.recall_input_tokens}-token recall hop per would-be offload"
+    def _charge_retrievals(self) -> None:
+        """Recall and expand hops are charged to the tool whose result they brought back."""
+        for owner, usd in self.recall_usd_by_row.items():
+            charged = self.rows.get(owner)
+            if charged is None:
+                charged = self.rows.setdefault(owner, ToolStats(owner[0] or "(own tools)", owner[1] or "recall/expand"))
+            charged.usd_saved -= usd
+            charged.client_usd_saved -= usd
+        for ref in self.recalled_ids:
+            if ref in self.offload_owner:
+                self.rows[self.offload_owner[ref]].recalls += 1
+
+    def report(self, since: float | None) -> StatsReport:
+        """The report of every event folded so far."""
+        self._charge_retrievals()
+        totals = ToolStats("all", "all")
+        ordered = sorted(self.rows.values(), key=lambda r: (-(r.tokens_saved + r.would_tokens_saved), r.server, r.tool))
+        for row in ordered:
+            row.sort_counts()
+            totals.add(row)
+        totals.sort_counts()
+        bucket_s, timeline = _timeline(self.flow)
+        biggest = [entry[2] for entry in sorted(self.largest, key=lambda entry: entry[:2], reverse=True)]
+        for large in biggest:
+            large.recalled = bool(large.trm_id) and large.trm_id in self.recalled_ids
+        totals.recalls = len(self.recalled_ids & self.offloaded_ids)
+        totals.expands = (
+            self.expand_calls - self.failed_expands
+        )  # as each row counts them: the ones that brought text back
+        return StatsReport(
+            since=since,
+            model=self.model,
+            priced=self.price is not None,
+            price_note=self.price_note,
+            rows=ordered,
+            totals=totals,
+            decisions=dict(self.decisions.most_common()),
+            reducer_acts=dict(self.acts.most_common()),
+            reducer_declines=dict(self.declines.most_common()),
+            recall=self._recall_check(any(r.observed for r in ordered)),
+            horizon=self._horizon_check(),
+            recall_calls=self.recall_calls,
+            expand_calls=self.expand_calls,
+            failed_recalls=self.failed_recalls,
+            failed_expands=self.failed_expands,
+            sessions=len(self.seen_in_session),
+            assumptions=self._assumptions(totals),
+            search_events=dict(self.search_events.most_common()),
+            clients=dict(self.clients.most_common()),
+            client_source="--client" if self.named else "recorded",
+            client_alone_fates=dict(sorted(self.alone_fates.items())),
+            client_fates=dict(sorted(self.client_fates.items())),
+            result_search=self.result_search,
+            bucket_s=bucket_s,
+            timeline=timeline,
+            largest=biggest,
         )
 
-    return StatsReport(
-        since=since,
-        model=model,
-        priced=price is not None,
-        price_note=price_note,
-        rows=ordered,
-        totals=totals,
-        decisions=dict(decisions.most_common()),
-        reducer_acts=dict(acts.most_common()),
-        reducer_declines=dict(declines.most_common()),
-        recall=recall,
-        horizon=horizon,
-        recall_calls=recall_calls,
-        expand_calls=expand_calls,
-        failed_recalls=failed_recalls,
-        failed_expands=failed_expands,
-        sessions=len(by_session),
-        assumptions=assumptions,
-        search_events=dict(search_events.most_common()),
-        clients=dict(clients.most_common()),
-        client_source="--client" if named else "recorded",
-        client_alone_fates=dict(sorted(alone_fates.items())),
-        client_fates=dict(sorted(client_fates.items())),
-        result_search=result_search,
-        bucket_s=bucket_s,
-        timeline=timeline,
-        largest=biggest,
-    )
+    def _recall_check(self, observe_seen: bool) -> PriorCheck:
+        n_offloaded = len(self.offloaded_ids)
+        observed_rate = (len(self.recalled_ids & self.offloaded_ids) / n_offloaded) if n_offloaded else None
+        return PriorCheck(
+            configured=self.settings.recall_probability,
+            observed=observed_rate,
+            samples=n_offloaded,
+            suggested=round(observed_rate, 2)
+            if observed_rate is not None and n_offloaded >= MIN_SAMPLES_FOR_SUGGESTION
+            else None,
+            note=(
+                "share of offloaded results recalled at least once"
+                if n_offloaded
+                else "no offloaded results yet" + (" (observe mode offloads nothing)" if observe_seen else "")
+            ),
+        )
+
+    def _horizon_check(self) -> PriorCheck:
+        horizon_values = self.offload_horizons or self.all_horizons
+        return PriorCheck(
+            configured=float(self.settings.horizon),
+            observed=statistics.fmean(horizon_values) if horizon_values else None,
+            samples=len(horizon_values),
+            suggested=_suggest_horizon(horizon_values),
+            note=(
+                "mean requests that carried each offloaded result: the calls that followed it in its session + 1"
+                if self.offload_horizons
+                else "mean requests that carried each result: the calls that followed it in its session + 1 (no offloads yet)"
+            ),
+        )
+
+    def _assumptions(self, totals: ToolStats) -> list[str]:
+        settings, price = self.settings, self.price
+        assumptions = [
+            f"model {self.model}: "
+            + (
+                f"input ${price.input:g}/M, output ${price.output:g}/M, cache write ({settings.cache_ttl}) ${price.cache_write(settings.cache_ttl):g}/M, cache read ${price.cache_read:g}/M"
+                if price
+                else "no pricing row, so dollars are not computed (add one under offload.policy.pricing)"
+            ),
+            *([self.price_note] if self.price_note else []),
+            f"tokens = chars / {settings.chars_per_token:g}",
+            (
+                "prompt caching on: a kept token costs one cache write, then a cache read per later turn"
+                if settings.prompt_caching
+                else "prompt caching off: a kept token costs full input on every later turn"
+            ),
+            "requests that carried a result = the calls that followed it in its session + the one that read it (observed, not the configured horizon)",
+            f"recalls and expands are charged back: returned chars as new input + {settings.recall_output_tokens} output tokens per call",
+        ]
+        counted = ", ".join(f"{name} x{n}" for name, n in self.clients.most_common())
+        assumptions.append(
+            f"'vs client alone' counts each result against what the client shows its model of the raw result ({counted}; "
+            + (
+                "named by --client"
+                if self.named
+                else "from the clientInfo recorded with each result, plain where none was"
+            )
+            + "); 'vs raw' against the raw result's characters"
+        )
+        if totals.observed:
+            assumptions.append(
+                f"observe mode: nothing was changed; 'would save' charges p_recall={settings.recall_probability:g} x one "
+                f"{settings.recall_input_tokens}-token recall hop per would-be offload"
+            )
+        return assumptions
+
+
+def _detail(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An event's detail: decoded by Ledger.events(), JSON text from Ledger.events_in_order()."""
+    detail = event.get("detail")
+    if isinstance(detail, str | bytes):
+        detail = orjson.loads(detail) if detail else {}
+    return detail if isinstance(detail, Mapping) else {}
 
 
 def _search_ref(ref: str) -> str:
@@ -550,9 +605,42 @@ def _search_ref(ref: str) -> str:
     return ref.removeprefix("<<cg:").removesuffix(">>")
 
 
-def _timeline(
-    flow: list[tuple[float, bool, bool, float, float, float, float]],
-) -> tuple[float, list[TimeBucket]]:
+FlowEntry = tuple[float, bool, bool, float, float, float, float]
+"""(at, is a result, observe, tokens, usd, client tokens, client usd): one event's part of the savings."""
+
+
+class SavingsFlow:
+    """Each event's part of the savings, kept until the span (so the timeline's bucket width) is known:
+    seven doubles an event in one array, where a tuple of Python floats took several times that."""
+
+    WIDTH = 7
+
+    def __init__(self) -> None:
+        self._values = array("d")
+
+    def add(
+        self,
+        at: float,
+        is_result: bool,
+        observe: bool,
+        tokens: float,
+        usd: float,
+        client_tokens: float,
+        client_usd: float,
+    ) -> None:
+        self._values.extend((at, is_result, observe, tokens, usd, client_tokens, client_usd))
+
+    def __len__(self) -> int:
+        return len(self._values) // self.WIDTH
+
+    def __iter__(self) -> Iterator[FlowEntry]:
+        values = self._values
+        for i in range(0, len(values), self.WIDTH):
+            at, is_result, observe, tokens, usd, client_tokens, client_usd = values[i : i + self.WIDTH]
+            yield at, bool(is_result), bool(observe), tokens, usd, client_tokens, client_usd
+
+
+def _timeline(flow: SavingsFlow) -> tuple[float, list[TimeBucket]]:
     """Bucket each event's part of the savings by when it happened (the width fits the span in TIMELINE_BUCKETS)."""
     if not flow:
         return 0.0, []
@@ -590,25 +678,23 @@ def report_from_ledger(
     client: str | None = None,
     owner: str | None = None,
 ) -> StatsReport:
-    """`owner` (a ledger ownership key, `principal:<name>`): only the events recorded for that caller."""
-    events: Iterable[Mapping[str, Any]] = ledger.events(since=since, kinds=CALL_KINDS)
-    if owner is not None:
-        events = owned_by(events, owner)
-    return aggregate(
-        events,
-        settings,
-        since=since,
-        session_ids=session_ids,
-        model=model,
-        client=client,
-    )
+    """`owner` (a ledger ownership key, `principal:<name>`): only the events recorded for that caller.
+
+    The database counts each session's calls (GROUP BY) and hands the events over in (at, id) order
+    a page at a time, so the fold holds no event once it has counted it."""
+    session_calls = ledger.session_calls(since, CALL_KINDS, owner)
+    fold = Accumulator(settings, session_calls, model=model, client=client)
+    wanted = set(session_ids) if session_ids is not None else None
+    for event in ledger.events_in_order(since, CALL_KINDS, owner):
+        if wanted is None or event.get("session_id") in wanted:
+            fold.add(event)
+    return fold.report(since)
 
 
 def owned_by(events: Iterable[Mapping[str, Any]], owner: str) -> Iterator[Mapping[str, Any]]:
     """The events recorded for one caller: their `owner` (decision records and recall/expand details) is `owner`."""
     for event in events:
-        detail = event.get("detail")
-        if isinstance(detail, Mapping) and detail.get("owner") == owner:
+        if _detail(event).get("owner") == owner:
             yield event
 
 

@@ -60,6 +60,10 @@ _WRITE_BYTES_PER_S = 5 * 2**20
 CALL_COUNTS_DEADLINE_S = 0.5
 """Hot-tool learning reads call counts while a tools/list waits: it gives up sooner than other reads
 (the list then goes out without learned tools) so a locked events table never holds a listing."""
+EVENT_COLUMNS = tuple("id at kind session_id server tool verdict reason ref_id chars_in chars_out detail".split())
+"""The columns of an event row, as the backends' `events` and `events_page` return them."""
+EVENT_PAGE_ROWS = 5_000
+"""Events read per query by `events_in_order`: a page of decision records is a few MB."""
 """A large write's deadline grows by its stored bytes at this (slow disk, loaded host) rate."""
 
 
@@ -486,6 +490,33 @@ class Ledger:
             item = dict(zip(cols, row, strict=True))
             item["detail"] = orjson.loads(item["detail"]) if item["detail"] else {}
             yield item
+
+    def events_in_order(
+        self, since: float | None, kinds: Sequence[str], owner: str | None = None, page_rows: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Recorded events in (at, id) order, as `events()` has them but with `detail` left as its JSON text
+        (a reader parses only what it needs), read page by page so that only one page is held at a time.
+        `owner` (an ownership key): only the events whose detail names it."""
+        self.flush_quietly()
+        cols = EVENT_COLUMNS
+        page_rows = page_rows or EVENT_PAGE_ROWS
+        after: tuple[float, int] | None = None
+        while True:
+
+            def page(after: tuple[float, int] | None = after) -> list[tuple[Any, ...]]:
+                return self.backend.events_page(since or 0.0, list(kinds), owner, after, page_rows)
+
+            rows = self._read(page, "reading events")
+            for row in rows:
+                yield dict(zip(cols, row, strict=True))
+            if len(rows) < page_rows:
+                return
+            after = (float(rows[-1][1]), int(rows[-1][0]))
+
+    def session_calls(self, since: float | None, kinds: Sequence[str], owner: str | None = None) -> dict[str, int]:
+        """How many of these events each session holds (GROUP BY in the database)."""
+        self.flush_quietly()
+        return self._read(lambda: self.backend.session_calls(since or 0.0, list(kinds), owner), "reading events")
 
     def call_counts(self, since: float | None = None) -> dict[tuple[str, str], int]:
         """How often each (server, downstream tool) was called since a time: for hot-tool learning.

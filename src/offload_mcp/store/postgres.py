@@ -52,6 +52,7 @@ class PostgresBackend(SqlReads):
     """Rows in and out of a PostgreSQL ledger through a connection pool. Thread-safe."""
 
     path: Path | None = None
+    OWNER_OF_DETAIL = "CASE WHEN left(detail, 1) = '{' THEN detail::jsonb ->> 'owner' END"
 
     def __init__(self, url: str, settings: LedgerSettings, *, connect_now: bool = False) -> None:
         if psycopg is None or ConnectionPool is None:

@@ -89,6 +89,40 @@ class SqlReads:
             params += list(kinds)
         return self._all(sql + " ORDER BY id", params)
 
+    def events_page(
+        self, since: float, kinds: Sequence[str], owner: str | None, after: tuple[float, int] | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` events in (at, id) order after `after` (keyset paging: each page one range of the
+        index on `at`, which holds the id beside it). The kinds are matched as `kind || ''` so that neither
+        planner picks the (kind, at) index instead: its rows would be sorted afresh for every page."""
+        sql, params = self._events_where(since, kinds, owner, kind_column="kind || ''")
+        if after is not None:
+            sql += " AND at >= ? AND (at > ? OR id > ?)"
+            params += [after[0], after[0], after[1]]
+        columns = "id, at, kind, session_id, server, tool, verdict, reason, ref_id, chars_in, chars_out, detail"
+        return self._all(f"SELECT {columns} FROM events WHERE {sql} ORDER BY at, id LIMIT ?", [*params, limit])
+
+    def session_calls(self, since: float, kinds: Sequence[str], owner: str | None) -> dict[str, int]:
+        """How many of these events each session holds: with it a report reads each event once, in order."""
+        sql, params = self._events_where(since, kinds, owner)
+        rows = self._all(f"SELECT session_id, count(*) FROM events WHERE {sql} GROUP BY session_id", params)
+        return {str(session): int(n) for session, n in rows}
+
+    OWNER_OF_DETAIL = "CASE WHEN json_valid(detail) THEN json_extract(detail, '$.owner') END"
+    """The `owner` in an event's detail (JSON text); the PostgreSQL backend names its own."""
+
+    def _events_where(
+        self, since: float, kinds: Sequence[str], owner: str | None, kind_column: str = "kind"
+    ) -> tuple[str, list[Any]]:
+        sql, params = "at >= ?", list[Any]([since])
+        if kinds:
+            sql += f" AND {kind_column} IN ({','.join('?' * len(kinds))})"
+            params += list(kinds)
+        if owner is not None:
+            sql += f" AND {self.OWNER_OF_DETAIL} = ?"
+            params.append(owner)
+        return sql, params
+
     def call_counts(self, since: float) -> dict[tuple[str, str], int]:
         rows = self._all(
             "SELECT server, tool, count(*) FROM events WHERE kind = 'decision' AND at >= ? GROUP BY server, tool",

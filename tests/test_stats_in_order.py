@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from decision_records import decision_record
 from offload_mcp.stats import CALL_KINDS, Accumulator, aggregate, owned_by, report_from_ledger
 from offload_mcp.store import Ledger, LedgerEvent
 from offload_mcp.store import ledger as ledger_module
 from offload_mcp.store.settings import LedgerSettings
+from support.decision_records import decision_record
 
 LINECAP = {"reducer": "linecap", "acted": True, "reason": "acted", "chars_before": 4000, "chars_after": 2000}
 OWNERS = ("principal:alice", "principal:bob")

@@ -47,7 +47,6 @@ ALLOWED_HISTORY = frozenset(
         "policy/index/lines.py",
         "policy/index/text_records.py",
         "record.py",
-        "reducers/base.py",
         "reducers/dedup.py",
         "reducers/extract.py",
         "reducers/linecap.py",

@@ -37,13 +37,14 @@ from ..downstream.pool import DownstreamPool
 from ..relay.listen import ForwardingListenHandler
 from ..relay.parked import TOKEN_PREFIX, Parking
 from ..relay.rounds import call_in_rounds
+from ..session import is_anonymous
 from ..shaping import build_shaper
 from ..store import Ledger
 from ..tools.own import load_own_tools
 from . import stored_resources
 from .catalog_view import STATUS_TOOL, CatalogView
 from .dispatch import CallDispatcher
-from .identity import is_anonymous, is_modern, stream_lifespan
+from .identity import is_modern, stream_lifespan
 from .metrics import ProxyMetrics
 from .routing import ResourcePromptRouter
 from .upstream import UpstreamSessions

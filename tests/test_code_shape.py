@@ -46,20 +46,10 @@ ALLOWED_HISTORY = frozenset(
         "policy/index/json_records.py",
         "policy/index/lines.py",
         "policy/index/text_records.py",
-        "record.py",
-        "reducers/dedup.py",
-        "reducers/extract.py",
-        "reducers/linecap.py",
-        "reducers/pipeline.py",
-        "reducers/settings.py",
         "rows_text.py",
-        "server/dispatch.py",
         "stats.py",
         "store/ledger.py",
         "store/schema.py",
-        "store/search_postgres.py",
-        "store/search_sqlite.py",
-        "tools/recall.py",
     }
 )
 HISTORY = re.compile(r"[0-9][0-9,.]* ?(?:ms|us|µs)\b|\bseeds? ?0\d\d\b|\bissues? ?\d+", re.IGNORECASE)

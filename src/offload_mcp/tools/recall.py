@@ -456,10 +456,10 @@ def _record_search(env: ToolEnv, *, ok: bool, chars_out: int = 0, detail: dict[s
 
 _T = TypeVar("_T")
 _ON_LOOP_CHARS = 65_536
-"""Bodies up to this size are answered on the event loop, larger ones in a worker thread. A 60 MB body's
-line index, lowercase and counts took ~100 ms per recall on the loop, where every other call waited on
-them; a body this small costs the loop ~0.1 ms, what the hop to a thread costs (recall p50 0.31 ms on
-the loop, 0.45 ms with the hop: bench/bench_recall.py)."""
+"""Bodies up to this size are answered on the event loop, larger ones in a worker thread: a large body's
+line index, lowercase and counts would hold every other call on the loop, and a body this small costs the
+loop about what the hop to a thread costs (docs/design.md, "Checks and reads off the event loop";
+bench/bench_recall.py)."""
 
 
 async def _off_loop(body: _Body, read: Callable[..., _T], *args: Any) -> _T:

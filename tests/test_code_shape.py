@@ -27,10 +27,7 @@ ALLOWED_LONG = frozenset(
         "commands/stats.py:render",
         "policy/index/document.py:_headings",
         "policy/index/json_records.py:json_index",
-        "server/proxy.py:build_server",
         "stats.py:aggregate",
-        "tools/recall.py:recall_answer",
-        "tools/recall.py:_query",
     }
 )
 

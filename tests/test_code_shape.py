@@ -27,9 +27,6 @@ ALLOWED_LONG = frozenset(
         "commands/stats.py:render",
         "policy/index/document.py:_headings",
         "policy/index/json_records.py:json_index",
-        "server/proxy.py:build_server",
-        "tools/recall.py:recall_answer",
-        "tools/recall.py:_query",
     }
 )
 
@@ -45,21 +42,10 @@ ALLOWED_HISTORY = frozenset(
         "policy/index/json_records.py",
         "policy/index/lines.py",
         "policy/index/text_records.py",
-        "record.py",
-        "reducers/base.py",
-        "reducers/dedup.py",
-        "reducers/extract.py",
-        "reducers/linecap.py",
-        "reducers/pipeline.py",
-        "reducers/settings.py",
         "rows_text.py",
-        "server/dispatch.py",
         "stats.py",
         "store/ledger.py",
         "store/schema.py",
-        "store/search_postgres.py",
-        "store/search_sqlite.py",
-        "tools/recall.py",
     }
 )
 HISTORY = re.compile(r"[0-9][0-9,.]* ?(?:ms|us|µs)\b|\bseeds? ?0\d\d\b|\bissues? ?\d+", re.IGNORECASE)

@@ -172,6 +172,15 @@ def test_lower_packages_do_not_import_config():
     assert importers == [], f"these import offload_mcp.config, which imports their packages' settings: {importers}"
 
 
+def test_the_session_module_is_a_leaf():
+    """session.py holds what the server, shaping, tools and reducers all read of a session, so it imports
+    none of them (nor anything else of offload_mcp): any of them may import it without a cycle."""
+    graph = import_graph()
+    assert f"{PACKAGE}.session" in graph
+    assert graph[f"{PACKAGE}.session"] == set()
+    assert f"{PACKAGE}.session" in graph[f"{PACKAGE}.reducers.base"]
+
+
 def test_the_graph_sees_every_kind_of_import(tmp_path):
     """The walker finds lazy, relative, `from . import x` and TYPE_CHECKING imports, and names the cycle."""
     pkg = tmp_path / "pkg"

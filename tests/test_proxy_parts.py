@@ -29,12 +29,13 @@ from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.server.catalog_view import STATUS_TOOL, CatalogView
 from offload_mcp.server.dispatch import CallDispatcher
 from offload_mcp.server.http_limits import SessionCaps
-from offload_mcp.server.identity import ANONYMOUS_PREFIX, refusal
+from offload_mcp.server.identity import refusal
 from offload_mcp.server.metrics import ProxyMetrics
 from offload_mcp.server.proxy import ProxyState, build_server, initialization_options
 from offload_mcp.server.routing import ResourcePromptRouter
 from offload_mcp.server.transports import streamable_http_app
 from offload_mcp.server.upstream import UpstreamSessions
+from offload_mcp.session import ANONYMOUS_PREFIX
 from offload_mcp.shaping import build_shaper
 from offload_mcp.tools.own import load_own_tools
 from support.proxy import initialize_request, recall_whole, text_of

@@ -38,10 +38,10 @@ def seen_once(text: str, producer: str) -> SessionMemory:
 
 def test_a_text_of_no_seen_length_is_declined_before_it_is_hashed(monkeypatch):
     """The length check stands in for the hash only where it is certain: a same-length text is still hashed."""
-    from offload_mcp.reducers import base
+    from offload_mcp import session as session_module
 
     hashed: list[str] = []
-    monkeypatch.setattr(base, "cg_hash", lambda text: hashed.append(text) or cg_hash(text))
+    monkeypatch.setattr(session_module, "cg_hash", lambda text: hashed.append(text) or cg_hash(text))
     session = seen_once(CONFIG, "`cat`")
     assert Dedup(DedupSettings()).reduce(CONFIG + " ", ctx(session=session)) == Declined("no_earlier_copy")
     assert hashed == []

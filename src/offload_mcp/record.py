@@ -47,7 +47,7 @@ class _Dump(Mapping[str, Any]):
     """A record's `model_dump(mode="json")`, made when first read.
 
     A kept result's event is only queued on the call path (`Ledger.record_later`); the ledger's
-    writer thread reads `detail` when it writes the batch, so the ~12 us dump leaves the call. The
+    writer thread reads `detail` when it writes the batch, so the dump leaves the call. The
     record is frozen: dumping it later gives what dumping it now would.
     """
 

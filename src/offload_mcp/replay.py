@@ -424,8 +424,9 @@ def _reducer_blame(shaper: Any, records: list[Record], shaped: list[Any]) -> Cal
     memory; only for records that lost a fact) and the first acting reducer after which the fact
     is gone is named; if none is found alone, the acting reducers together ("a+b").
     """
-    from .reducers.base import ReduceContext, SessionMemory
+    from .reducers.base import ReduceContext
     from .reducers.pipeline import Pipeline
+    from .session import SessionMemory
 
     prefix_texts: dict[int, list[tuple[str, str]]] = {}
 

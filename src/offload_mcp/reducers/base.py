@@ -8,19 +8,16 @@ commits every stash entry before any marker reaches the client.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..session import SessionMemory as SessionMemory
+from ..session import cg_hash as cg_hash
 
 MARKER_RE = re.compile(r"<<cg:([0-9a-f]{16})>>")
 HASH_RE = re.compile(r"^[0-9a-f]{16}$")
-
-
-def cg_hash(original: str) -> str:
-    """Content hash of a stashed segment: the first 16 hex of sha256 of its UTF-8 bytes."""
-    return hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def marker(hash_: str) -> str:
@@ -29,45 +26,6 @@ def marker(hash_: str) -> str:
 
 def has_marker(text: str) -> bool:
     return MARKER_RE.search(text) is not None
-
-
-ANONYMOUS_PREFIX = "stateless:"
-"""Session ids with this prefix belong to a request with no identity of its own (a 2026-07-28 stateless HTTP
-request, server/identity.py): it has no history to share and keeps none."""
-
-
-def is_anonymous(session_id: str) -> bool:
-    """True for a stateless HTTP request that carries no identity of its own."""
-    return session_id.startswith(ANONYMOUS_PREFIX)
-
-
-@dataclass
-class SessionMemory:
-    """Per-session state reducers may read and extend (dedup's history).
-
-    `seen` maps the cg hash of an earlier output to the description of the
-    call that produced it, e.g. "`git_status`".
-    """
-
-    seen: dict[str, str] = field(default_factory=dict)
-    expanded: set[str] = field(default_factory=set)
-    """cg hashes the model expanded in this session: their content is kept verbatim if it arrives again."""
-    seen_lengths: set[int] = field(default_factory=set)
-    """Lengths of the outputs in `seen`: a text of another length is no repeat, known without hashing it
-    (sha256 ~0.5 ms/MB, paid on every large output of a session that has seen anything)."""
-
-    def remember(self, hash_: str, chars: int, producer: str) -> None:
-        """An output of `chars` characters with cg hash `hash_` reached the model; the first producer keeps the name."""
-        self.seen.setdefault(hash_, producer)
-        self.seen_lengths.add(chars)
-
-    def seen_hash(self, text: str) -> str | None:
-        """The cg hash of `text` when it repeats a seen output, else None; hashed only when some seen
-        output has its length."""
-        if len(text) not in self.seen_lengths:
-            return None
-        hash_ = cg_hash(text)
-        return hash_ if hash_ in self.seen else None
 
 
 @dataclass(frozen=True)

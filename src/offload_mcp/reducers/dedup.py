@@ -5,12 +5,12 @@ How it works: the shaper records the cg hash of every output the model received
 it. A later output with the same hash is replaced by
 ``[repeat of earlier `git_status`; expand <<cg:HASH>>]``. The pointer names the
 producing call, never a position: a position is unresolvable for the model and
-would make the bytes depend on where the output sits (seed 002).
+would make the bytes depend on where the output sits.
 Exact bytes only: a whitespace-insensitive key would make the identity claim false.
 Only a copy the model saw with every value is pointed at (Pipeline.commit_session):
 after linecap, smartcrush or collapse cut it, a repeat is shaped afresh, since a
-pointer would hide again what the cut hid (issue 12: 14% of the values reducers
-hid on real MCP results; on the shared corpus this costs 0.14 points).
+pointer would hide again what the cut hid (docs/design.md, "Reducers": what
+this costs and what it keeps visible).
 When it shines: agents re-reading the same file or re-running the same command.
 When it is inert: no exact repeat in the session (`no_earlier_copy`), small
 outputs (`below_min_tokens`), outputs carrying a marker (`already_marked`).

@@ -75,12 +75,12 @@ def may_have_noise_lines(text: str) -> bool:
     """False when no line can be a progress or spinner line: one scan of the whole text.
 
     `glyph in text` first: on a text with no such glyph (any ASCII text) CPython
-    answers without scanning, where the character-class regex walked a 1 MB log
-    in ~7 ms; the regexes then only confirm.
+    answers without scanning, where the character-class regex walks the whole text;
+    the regexes then only confirm.
     A JSON document has none: its lines are members and values, and a bar inside a
-    string is part of that one line. `pip inspect`'s 1.3 MB listing holds a README
-    with a click progress bar, and extract read its 30,000 lines with two regexes
-    each (34 ms of a 52 ms offload) to remove nothing.
+    string is part of that one line (a listing that embeds a README with a progress
+    bar would otherwise have every line read to remove nothing; docs/design.md,
+    "Reducers").
     """
     if is_json_document_shaped(text):
         return False
@@ -93,7 +93,7 @@ _TQDM_MARK_RE = re.compile(r"%\|")
 def _mark_patterns(text: str) -> list[re.Pattern[str]]:
     """The patterns of a progress or spinner line's mark (a bracket bar, tqdm's `%|`, a spinner glyph, a
     glyph run) that can match in `text`: each is ruled out first by a char it needs, told by a memchr
-    pass (`"%" in text`, where `"%|" in text` took 11 ms on a 1 MB git log) or _has_noise_glyph."""
+    pass (`"%" in text`, far cheaper than the substring search `"%|" in text`) or _has_noise_glyph."""
     patterns = []
     if "[" in text:
         patterns.append(_BRACKET_BAR_RE)
@@ -106,10 +106,10 @@ def _mark_patterns(text: str) -> list[re.Pattern[str]]:
 
 def _has_noise_glyph(text: str) -> bool:
     """Some glyph of _NOISE_GLYPHS is in `text`. As 34 `in` tests: each O(1) on a str of one-byte chars
-    (every glyph is wider than its widest), a memchr on two-byte chars (1.5 ms per MB in all); on four-byte
-    chars (an emoji or a math letter anywhere: a 1.45 MB vite chunk) each is a plain loop, 4.9 ms per MB in
-    all, where one pass of a character class takes 1.7. CPython stores a str at the width of its widest
-    char, and sys.getsizeof tells which."""
+    (every glyph is wider than its widest), a memchr on two-byte chars; on four-byte chars (an emoji or a
+    math letter anywhere) each is a plain loop, slower in all than one pass of a character class, which
+    is used there instead. CPython stores a str at the width of its widest char, and sys.getsizeof tells
+    which (docs/design.md, "Reducers")."""
     if sys.getsizeof(text) > 3 * len(text) > 3 * _WIDTH_PROBE_CHARS:
         return _NOISE_GLYPH_RE.search(text) is not None
     return any(glyph in text for glyph in _NOISE_GLYPHS)
@@ -129,8 +129,8 @@ def _progress_run(text: str) -> bool:
 
     may_have_noise_lines answers for the whole text from a mark anywhere, and its marks occur in content
     too: `z.tuple([ ... ])` in zod's types.ts, `x: t [= ...]` in mypy's nodes.py, `%|` in a 2.5 MB JS
-    bundle. Its yes kept a large result from being offloaded before its reducers ran: 16 ms for a 160K
-    source file, 163 ms for the bundle, all to remove nothing. Here only the lines holding a mark are
+    bundle. Its yes kept a large result from being offloaded before its reducers ran, all to remove
+    nothing (docs/design.md, "Reducers"). Here only the lines holding a mark are
     read, each once, with the line after it. The marks are may_have_noise_lines' own (_mark_patterns), so a
     text it rules out has none to read.
     """
@@ -213,8 +213,8 @@ def _may_repeat(lines: list[str], max_block: int) -> bool:
     """False when no block of <= max_block lines can repeat back to back.
 
     A block of `size` lines repeats at i only if lines[i] == lines[i + size]:
-    one C-level comparison pass per size rules that out for most outputs
-    (a 1 MB log of distinct lines: ~5 ms instead of ~40 ms in the scan below).
+    one C-level comparison pass per size rules that out for most outputs,
+    far cheaper than the scan below.
     """
     return any(any(map(operator.eq, lines, lines[size:])) for size in range(1, max_block + 1))
 

@@ -8,7 +8,7 @@ path, a `path:line[:col]` location, a stack frame, an error/exception/
 traceback, a test verdict, an exit status, a diff marker, a hunk header or a
 URL). Duplicates collapse before the cap so a dropped copy is not also charged
 as a capped line, and `(xN)` is rendered after the cap so the cap cannot eat
-it. Guards (seed 002): diff-shaped blobs are skipped entirely (two identical
+it. Guards: diff-shaped blobs are skipped entirely (two identical
 `+ return nil` lines are two edits); lines under 8 trimmed chars and the first
 and last 3 lines are never collapsed; only exact duplicates collapse, so lines
 differing only in a source location stay two findings; indented lines (code,
@@ -19,7 +19,7 @@ biggest target was one-line API records (reservation details, flight lists),
 whose cut fields are exactly what the agent acts on; JSON is smartcrush's job.
 So is any text data_view.find_data reads as one data document (`data_document`:
 JSON inside a string literal, a Python literal, a body inside a prose envelope),
-and a long line is never cut when it is data wherever it sits in it (issue 38):
+and a long line is never cut when it is data wherever it sits in it:
 a document across the cap (JSON, a JSON string of one, a Python literal), records
 flattened onto one line (`key: value` fields every ~100 chars), or a row of a
 text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator)
@@ -28,22 +28,17 @@ or a table aligned by spaces (3+ cells between runs of 2+ spaces), its header un
 or a JSON string literal whose text is rows (a CSV, TSV or aligned table, JSON lines, `key: value`
 records such as a git log; encoded once or more, a prose envelope or a fence inside it: rows_text.py).
 Such a line is kept whole; a result too long to keep is the policy's to offload.
-Records are data, not noise (issue 12, measured): a line an agent reads as a
-record — a `key: value` field (git log `Author:`, YAML `- name: x`), a JSON
-record or `"key": value` member — is never folded and never capped. Before,
-a 6K git log came back with `Author: Dev 1 <...> (x3)` and later commits
-without Author lines, and on `mcp_dev.jsonl.gz` linecap hid 1,261 of 13,157
-id/number values of inline results (`Object IDs: 283326, ...`, truncated
-JSON with a CSV payload); after: 37 (0.28%), all in long prose lines.
+Records are data, not noise: a line an agent reads as a record — a `key: value`
+field (git log `Author:`, YAML `- name: x`), a JSON record or `"key": value`
+member — is never folded and never capped (folding them lost a git log's
+later Author lines and hid id values of inline results; docs/design.md,
+"Reducers").
 A line read with its number (Claude Code's Read `    37→`, `cat -n`'s tab) is
-judged by what follows the number: the shared corpus's last value a reducer hid
-was an `agentId` at the end of a numbered 3.8K JSONL line, cut at 500 chars
-(replay --client claude-code: hidden 1 -> 0, reduction 7.03% -> 6.99%).
+judged by what follows the number, so a numbered JSONL line is a record too.
 Nor is a line folded whose copies sit in different headed blocks (`ls -R`:
-`__init__.py` under each directory header). The shared corpus pays 0.8
-points of reduction for both rules (6.82% -> 6.05% at a 60K pre-filter),
-won back by tabulate and the 30K pre-filter (policy.py). Log levels and exception names (`DEBUG:`, `ValueError:`) are
-not fields: their repeats are log noise (43K chars on the shared corpus).
+`__init__.py` under each directory header). Both rules cost some reduction,
+won back by tabulate and the pre-filter (policy.py). Log levels and exception
+names (`DEBUG:`, `ValueError:`) are not fields: their repeats are log noise.
 Every cut is named: a note line before the trailer lists the original line
 numbers cut and dropped (`[linecap cut lines 12, 40-41 at 500 chars; dropped
 repeat lines 20, 33 (xN); expand for all]`), so the model knows what it lacks.
@@ -118,7 +113,7 @@ DIFF_HEADER_RE = re.compile(r"^(?:diff --git |--- \S|\+\+\+ \S)", re.M)
 
 
 def is_diff_shaped(text: str) -> bool:
-    # `in` first: HUNK_RE's search tries each line start, all 1M positions of a one-line blob (~6 ms)
+    # `in` first: HUNK_RE's search tries each line start, every position of a one-line blob
     hunk = "@@ -" in text and HUNK_RE.search(text) is not None
     return hunk or len(DIFF_HEADER_RE.findall(text, 0, 200_000)) >= 2
 
@@ -138,12 +133,12 @@ def is_json_document(text: str) -> bool:
 def never_truncate(line: str) -> bool:
     """NEVER_TRUNCATE_RE.search(line), found sooner on an ASCII line.
 
-    One search of the whole alternation tries every alternative at every position: ~250-320 ms for a
-    1M-char line that matches none (base64, hex, a CSV or a word list on one line). Each alternative
-    needs a substring of each of its groups, which `in` finds in C, so only those that can match are
-    searched, each alone (on ASCII, only A-Z fold to the letters of the case-blind ones): ~8-11 ms
-    there, and 2-4x less time on the corpora's lines of 200-4K chars. The same answer, tested on the
-    corpora's lines and on generated ones (tests/test_reducer_linecap.py).
+    One search of the whole alternation tries every alternative at every position, slow on a long
+    line that matches none (base64, hex, a CSV or a word list on one line). Each alternative needs a
+    substring of each of its groups, which `in` finds in C, so only those that can match are searched,
+    each alone (on ASCII, only A-Z fold to the letters of the case-blind ones; docs/design.md,
+    "Reducers"). The same answer, tested on the corpora's lines and on generated ones
+    (tests/test_reducer_linecap.py).
     """
     if not line.isascii():
         return NEVER_TRUNCATE_RE.search(line) is not None

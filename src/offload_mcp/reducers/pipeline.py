@@ -2,13 +2,12 @@
 
 Every reducer sees the previous one's output and skips marker-bearing content,
 so the order is a priority: dedup, extract, smartcrush, collapse, linecap
-(linecap last, as seed 002 measured). One exception, measured: when a reducer
+(linecap last: its marker would make the drastic reducers decline). One exception: when a reducer
 acted by appending the whole-output trailer (`<<cg:H>> [full output: ...]`,
 extract and linecap do), the next reducers see the text without that trailer
 and their cuts are folded into the same marker H, which still stashes the
-untouched original. Without this, extract's small cleanups stole linecap's
-candidates: on the corpus, linecap on extract's output removes 575K more
-characters over 697 outputs. One marker per output keeps expand a single hop. The pipeline re-checks the never-worse rule and
+untouched original. Without this, extract's small cleanups would steal
+linecap's candidates (docs/design.md, "Reducers"). One marker per output keeps expand a single hop. The pipeline re-checks the never-worse rule and
 that every new marker has its stash entry, and turns a reducer's crash into a
 named decline (`reducer_error`) so a bug can only cost a missed saving.
 """
@@ -83,9 +82,8 @@ def _fold(outcome: Acted, subject: str, original_hash: str, original: str) -> Ac
 
 def floor_scan_step(enough: int) -> int:
     """Chars Pipeline.floor_chars scans first: just over `enough` (a bound over `enough` needs more chars
-    than that), so a log of distinct lines is decided in one chunk: 1 MB of numbered lines against the
-    100K client limit 0.42 -> 0.27 ms, where 64K chunks read two (130K). At least 64K, at most 1M chars:
-    memory stays bounded when `enough` is a whole 60 MB result."""
+    than that), so a log of distinct lines is decided in one chunk where fixed 64K chunks read two. At
+    least 64K, at most 1M chars: memory stays bounded when `enough` is a whole large result."""
     return min(max(65_536, enough + enough // 16 + 2), 1 << 20)
 
 

@@ -1,4 +1,4 @@
-"""Settings of the deterministic reducers (seed 002)."""
+"""Settings of the deterministic reducers (dedup, extract, smartcrush, collapse, linecap, tabulate)."""
 
 from __future__ import annotations
 

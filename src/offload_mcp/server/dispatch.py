@@ -13,7 +13,7 @@ large one is bounded too; a large structuredContent is checked in a worker
 thread), then shaped: a small result that needs no ledger commit
 on the event loop (`ResultShaper.shape_without_blocking`, cheaper than a thread
 hop), any other in a worker thread (`shape_with_report`). Metrics and the call's
-log line are recorded in line (~14 us measured in the proxy; the line is formatted
+log line are recorded in line (a few microseconds; the line is formatted
 only when it is logged): a task per call to defer them cost more, and ran before
 the answer was written all the same.
 
@@ -43,15 +43,15 @@ from ..downstream.budget import Held
 from ..downstream.pool import DownstreamPool
 from ..echo import echoed
 from ..record import DecisionEvent
-from ..reducers.base import SessionMemory
 from ..relay.parked import Parking
 from ..relay.router import Upstream
+from ..session import SessionMemory, is_anonymous
 from ..shaping import CallInfo, ResultShaper
 from ..store import Ledger
 from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
 from ..tools.registry import OwnTool, ToolEnv, error_result
 from .catalog_view import STATUS_TOOL, CatalogView
-from .identity import NO_IDENTITY_REASON, client_name, is_anonymous, refusal
+from .identity import NO_IDENTITY_REASON, client_name, refusal
 from .metrics import ProxyMetrics
 from .routing import strip_meta
 from .upstream import UpstreamSessions
@@ -376,8 +376,9 @@ class CallDispatcher:
 
 _SCHEMA_ON_LOOP_NODES = 256
 """A structuredContent of more JSON values than this is checked against its outputSchema in a worker
-thread. jsonschema reads ~4 us per value: 20,000 rows of 6 fields took 0.6 s, and on the event loop
-every other call waited that long; a result this small takes it ~1 ms."""
+thread: jsonschema's time grows with the values it reads, and on the event loop every other call would
+wait that long; a result this small costs less than the hop to a thread (docs/design.md, "Checks and
+reads off the event loop")."""
 
 
 def _many_nodes(value: Any) -> bool:

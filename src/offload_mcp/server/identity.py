@@ -57,10 +57,9 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 
-from ..reducers.base import ANONYMOUS_PREFIX, is_anonymous
+from ..session import ANONYMOUS_PREFIX
 
 NO_IDENTITY_REASON = "no_session_identity"
-__all__ = ["ANONYMOUS_PREFIX", "is_anonymous"]  # the session vocabulary lives with SessionMemory (reducers/base.py)
 AUTH_ENV_VAR = "OFFLOAD_MCP_AUTH_TOKEN"
 DEFAULT_PRINCIPAL = "default"
 """The principal of the single `auth_token`."""

@@ -37,13 +37,14 @@ from ..downstream.pool import DownstreamPool
 from ..relay.listen import ForwardingListenHandler
 from ..relay.parked import TOKEN_PREFIX, Parking
 from ..relay.rounds import call_in_rounds
+from ..session import is_anonymous
 from ..shaping import build_shaper
 from ..store import Ledger
 from ..tools.own import load_own_tools
 from . import stored_resources
 from .catalog_view import STATUS_TOOL, CatalogView
 from .dispatch import CallDispatcher
-from .identity import is_anonymous, is_modern, stream_lifespan
+from .identity import is_modern, stream_lifespan
 from .metrics import ProxyMetrics
 from .routing import ResourcePromptRouter
 from .upstream import UpstreamSessions
@@ -123,22 +124,29 @@ def _asks_relay(ctx: ServerRequestContext[Any, Any]) -> bool:
     return caps is not None and (caps.sampling is not None or caps.elicitation is not None or caps.roots is not None)
 
 
-def build_server(state: ProxyState) -> Server[Any]:
-    view, upstream, dispatch, routing = state.catalog_view, state.upstream, state.dispatch, state.routing
+class _Handlers:
+    """The handlers the `Server` calls, each bound to the process's state and doing one request's job."""
+
+    def __init__(self, state: ProxyState) -> None:
+        self.state = state
+        self.view = state.catalog_view
+        self.upstream = state.upstream
+        self.dispatch = state.dispatch
+        self.routing = state.routing
 
     async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        await view.wait_for_first_listing()
-        state.pool.retry_failed()
-        presentation = view.presentation()
-        status = view.status_tool()
+        await self.view.wait_for_first_listing()
+        self.state.pool.retry_failed()
+        presentation = self.view.presentation()
+        status = self.view.status_tool()
         listed = [*presentation.tools, status] if status is not None else presentation.tools
         try:
             tools, next_cursor = page(
                 listed,
                 params.cursor if params else None,
-                state.settings.catalog.list_page_bytes,
+                self.state.settings.catalog.list_page_bytes,
                 presentation.wire_extras,
             )
         except BadCursor as err:
@@ -146,101 +154,80 @@ def build_server(state: ProxyState) -> Server[Any]:
         return types.ListToolsResult(tools=tools, next_cursor=next_cursor)
 
     async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         if params.request_state is not None and params.request_state.startswith(TOKEN_PREFIX):
-            return await call_in_rounds(state, ctx, params)
+            return await call_in_rounds(self.state, ctx, params)
         if is_modern(ctx) and _asks_relay(ctx):
-            return await call_in_rounds(state, ctx, params)
-        session_id = upstream.session_id(ctx)
-        return await dispatch.call_tool(
+            return await call_in_rounds(self.state, ctx, params)
+        session_id = self.upstream.session_id(ctx)
+        return await self.dispatch.call_tool(
             params.name,
             dict(params.arguments or {}),
             session_id=session_id,
             meta=params.meta,
             ctx=ctx,
-            owner=upstream.owner(ctx, session_id),
+            owner=self.upstream.owner(ctx, session_id),
         )
 
-    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        await view.settle()
-        return types.ListResourcesResult(resources=routing.list_resources())
+    async def list_resources(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        await self.view.settle()
+        return types.ListResourcesResult(resources=self.routing.list_resources())
 
     async def list_templates(
-        ctx: Any, params: types.PaginatedRequestParams | None
+        self, ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        templates = [*routing.list_resource_templates(), stored_resources.TEMPLATE]
+        templates = [*self.routing.list_resource_templates(), stored_resources.TEMPLATE]
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
-    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if stored_resources.is_stored_uri(uri):
-            return await stored_resources.read(state.ledger, uri, upstream.owner(ctx, upstream.session_id(ctx)))
-        await view.settle()
-        return await routing.read_resource(params)
+            owner = self.upstream.owner(ctx, self.upstream.session_id(ctx))
+            return await stored_resources.read(self.state.ledger, uri, owner)
+        await self.view.settle()
+        return await self.routing.read_resource(params)
 
-    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
-        await view.settle()
-        return types.ListPromptsResult(prompts=routing.list_prompts())
+    async def list_prompts(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        await self.view.settle()
+        return types.ListPromptsResult(prompts=self.routing.list_prompts())
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
-        await view.settle()
-        return await routing.get_prompt(params)
+    async def get_prompt(self, ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        await self.view.settle()
+        return await self.routing.get_prompt(params)
 
-    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
-        return await state.subscribe("resources/subscribe", params)
+    async def subscribe(self, ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        return await self.state.subscribe("resources/subscribe", params)
 
-    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
-        return await state.subscribe("resources/unsubscribe", params)
+    async def unsubscribe(self, ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        return await self.state.subscribe("resources/unsubscribe", params)
 
-    async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        await view.settle()
-        return await routing.complete(params)
+    async def complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        await self.view.settle()
+        return await self.routing.complete(params)
 
-    async def set_level(ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    async def set_level(self, ctx: Any, params: types.SetLevelRequestParams) -> types.EmptyResult:
         # Applied to every server now and to each one that starts later.
-        await state.pool.set_log_level(params.level)
+        await self.state.pool.set_log_level(params.level)
         return types.EmptyResult()
 
-    async def roots_list_changed(ctx: Any, params: types.NotificationParams | None) -> None:
-        await state.pool.roots_changed()
+    async def roots_list_changed(self, ctx: Any, params: types.NotificationParams | None) -> None:
+        await self.state.pool.roots_changed()
 
-    server: Server[Any] = Server(
-        "offload-mcp",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        # One key per stdio or SSE stream (server/identity.py); a closed stream is forgotten upstream.
-        lifespan=stream_lifespan(upstream.forget),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe,
-        on_completion=complete,
-        on_subscriptions_listen=ForwardingListenHandler(ListenHandler(upstream.bus), state.subscribe),
-    )
-    # Registered directly rather than as on_set_logging_level=/on_roots_list_changed=, which warn that the
-    # 2026 era deprecates them: handshake-era clients still send both, and they must reach the servers.
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
-    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, roots_list_changed)
-
-    async def splice_wire_extras(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        upstream.remember_session(ctx)
-        await upstream.meet_client(ctx)
+    async def splice_wire_extras(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Middleware: meets each client, and gives a session's tools/list its own presentation and wire extras."""
+        self.upstream.remember_session(ctx)
+        await self.upstream.meet_client(ctx)
         if ctx.method != "tools/list":
             return await call_next(ctx)
-        await view.wait_for_first_listing()  # before the listing is computed: it must include who joined
-        session_id = upstream.session_id(ctx)
+        await self.view.wait_for_first_listing()  # before the listing is computed: it must include who joined
+        session_id = self.upstream.session_id(ctx)
         # Off the loop: a session's first listing reads call counts from the ledger (hot-tool learning),
         # and a stalled database must not hold the other sessions' requests meanwhile.
         presentation = await anyio.to_thread.run_sync(
-            view.presentation, None if is_anonymous(session_id) else session_id
+            self.view.presentation, None if is_anonymous(session_id) else session_id
         )
-        with view.presenting(presentation):
+        with self.view.presenting(presentation):
             result = await call_next(ctx)
         if presentation.wire_extras and isinstance(result, dict):
             for tool in result.get("tools", []):
@@ -249,5 +236,32 @@ def build_server(state: ProxyState) -> Server[Any]:
                     tool.update(extra)
         return result
 
-    server.middleware.append(splice_wire_extras)
+
+def build_server(state: ProxyState) -> Server[Any]:
+    handlers = _Handlers(state)
+    server: Server[Any] = Server(
+        "offload-mcp",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        # One key per stdio or SSE stream (server/identity.py); a closed stream is forgotten upstream.
+        lifespan=stream_lifespan(state.upstream.forget),
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
+        on_subscribe_resource=handlers.subscribe,
+        on_unsubscribe_resource=handlers.unsubscribe,
+        on_completion=handlers.complete,
+        on_subscriptions_listen=ForwardingListenHandler(ListenHandler(state.upstream.bus), state.subscribe),
+    )
+    # Registered directly rather than as on_set_logging_level=/on_roots_list_changed=, which warn that the
+    # 2026 era deprecates them: handshake-era clients still send both, and they must reach the servers.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, handlers.set_level)
+    server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, handlers.roots_list_changed
+    )
+    server.middleware.append(handlers.splice_wire_extras)
     return server

@@ -23,10 +23,11 @@ from ..config import OffloadSettings
 from ..policy.policy import Decision, PolicyInput, ResultPolicy
 from ..policy.stub import stub_object
 from ..record import DecisionEvent
-from ..reducers.base import ReduceContext, SessionMemory, is_anonymous
+from ..reducers.base import ReduceContext
 from ..reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from ..reducers.settings import ReducerSettings
 from ..server.stored_resources import link_for
+from ..session import SessionMemory, is_anonymous
 from ..store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
 from ..tool_names import ALWAYS_LISTED
 from .body import (

@@ -168,7 +168,7 @@ def search(
     patterns = [_like(t) for t in terms]
     try:
         with backend._transaction() as conn:
-            # 0 would turn the limit off: at least 1 ms.
+            # 0 would turn the limit off: at least one millisecond.
             conn.execute(f"SET LOCAL statement_timeout = '{max(int(SEARCH_TIME_LIMIT_S * 1000), 1)}ms'")
             rows = []
             if every_term and all(_tokenizable(t) for t in terms):

@@ -48,7 +48,7 @@ _TABLES = (
 RANK_BY_BM25_OVER = 200
 """Matches above which a search ranks by bm25 (see `search`)."""
 _PROGRESS_STEPS = 20_000
-"""SQLite VM steps between checks of a search's deadline (~1 ms of work)."""
+"""SQLite VM steps between checks of a search's deadline (about a millisecond of work)."""
 
 
 def search_ready(conn: sqlite3.Connection) -> bool:
@@ -173,8 +173,8 @@ def search(
     as a whole token, those entries (the token index); else the entries holding them anywhere, inside
     longer tokens too (the trigram index). Ranked two ways, by how many entries match. Up to RANK_BY_BM25_OVER (a distinctive value, the usual
     search): the shortest entries first, then by id, read from the matches alone. More: FTS5's bm25,
-    which first counts each term's matches over the whole index (~7 ms at a million entries, where a
-    distinctive value's matches take ~0.3 ms), within the search's time limit."""
+    which first counts each term's matches over the whole index (far more than a distinctive value's
+    matches; docs/design.md, "Search"), within the search's time limit."""
     match = (" AND " if every_term else " OR ").join(fts_string(t) for t in terms)
     live = (
         " FROM search_docs d LEFT JOIN bodies b ON d.kind = 'body' AND b.id = d.ref"
@@ -195,8 +195,8 @@ def search(
         try:
             found: list[int] = []
             if every_term and all(WHOLE_TOKEN.fullmatch(t) for t in terms):
-                # A value held as a whole token is found in the token index at any size (~0.01 ms at a million
-                # entries), where the trigram index reads each of its trigrams' lists (~4 ms there).
+                # A value held as a whole token is found in the token index at any size, where the trigram
+                # index reads each of its trigrams' lists (docs/design.md, "Search").
                 tokens = "SELECT rowid FROM search_tokens WHERE search_tokens MATCH ? LIMIT ?"
                 found = [row[0] for row in conn.execute(tokens, (match, RANK_BY_BM25_OVER + 1))]
                 found = _live_in_scope(conn, found, live, scope) if found else []

@@ -48,6 +48,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -58,7 +59,7 @@ from .. import text_pieces
 from ..data_view import decode_fields, find_data, plain_json
 from ..echo import ECHO_CHARS
 from ..jsonpath_keys import is_plain_key
-from ..store import Evicted, LedgerCorrupt, LedgerError, UnknownId
+from ..store import Evicted, Ledger, LedgerCorrupt, LedgerError, UnknownId
 from ..store.text_view import text_blocks, text_view
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger, owner_detail
@@ -326,6 +327,22 @@ async def recall_answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.
     mem_id = arguments.get("mem_id")
     if (mem_id is None or mem_id == "") and arguments.get("query") is not None:
         return await _search(arguments, env)
+    mem_id = _recall_id(mem_id)
+    settings = env.settings.recall
+    request = _Request.read(arguments, settings.mode)
+    if env.ledger is None:
+        raise BadInput(f"{no_ledger(env)}, so nothing can be recalled")
+    body = await _load_body(env, env.ledger, mem_id)
+    cap = settings.max_chars
+    limit = min(request.max_chars or cap, cap)
+    text, style = await _read_in_style(body, mem_id, request, limit, settings)
+    if request.max_chars is not None and request.max_chars > cap:
+        text = _with_cap_note(text, f" (max_chars capped at {cap:,})")
+    return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
+
+
+def _recall_id(mem_id: Any) -> str:
+    """The id to read: a trm_ id as given, or a `<<cg:HASH>>` marker in its canonical form."""
     if mem_id is None or mem_id == "":
         raise BadInput(
             "mem_id is required: the trm_ id shown in the offloaded result's stub "
@@ -335,72 +352,92 @@ async def recall_answer(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.
         raise BadInput(
             f"mem_id must be a string like trm_0123456789abcdef (from the stub); got {type(mem_id).__name__}"
         )
-    if not _MEM_ID.fullmatch(mem_id):
-        hash_ = parse_hash(mem_id)
-        if hash_ is None:
-            raise BadInput(
-                f"mem_id {quoted(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits "
-                "(as in the stub), or a <<cg:HASH>> marker"
-            )
-        mem_id = f"<<cg:{hash_}>>"
-    settings = env.settings.recall
-    cap = settings.max_chars
-    query = _str_arg(arguments, "query")
-    json_path = _str_arg(arguments, "json_path")
-    lines = _str_arg(arguments, "lines")
-    offset = _int_arg(arguments, "offset", minimum=0)
-    max_chars = _int_arg(arguments, "max_chars", minimum=1)
-    chosen = [name for name, v in (("query", query), ("lines", lines), ("json_path", json_path)) if v is not None]
-    if len(chosen) > 1:
-        raise BadInput(f"choose one style per call, got {' and '.join(chosen)}")
-    if lines is not None and offset is not None:
-        raise BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
-    if query is not None and query == "":
-        raise BadInput("query must not be empty")
-    if query is not None and len(query) > _QUERY_MAX_LEN:
+    if _MEM_ID.fullmatch(mem_id):
+        return mem_id
+    hash_ = parse_hash(mem_id)
+    if hash_ is None:
         raise BadInput(
-            f"query is {len(query):,} chars; at most {_QUERY_MAX_LEN:,}: search for a distinctive part of it, or page with offset"
+            f"mem_id {quoted(mem_id)} is not a recall id; ids look like trm_ followed by 16 hex digits "
+            "(as in the stub), or a <<cg:HASH>> marker"
         )
-    mode = settings.mode
-    if json_path is not None and mode == "window":
-        raise BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
-    if mode == "structural" and (query is not None or lines is not None):
-        raise BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
-    if env.ledger is None:
-        raise BadInput(f"{no_ledger(env)}, so nothing can be recalled")
+    return f"<<cg:{hash_}>>"
+
+
+@dataclass(frozen=True)
+class _Request:
+    """How a recall reads its body: one style (query, lines, json_path, or a range) and its paging."""
+
+    query: str | None
+    json_path: str | None
+    lines: str | None
+    offset: int | None
+    max_chars: int | None
+
+    @classmethod
+    def read(cls, arguments: dict[str, Any], mode: str) -> _Request:
+        """The arguments checked against each other and against the recall mode offered."""
+        request = cls(
+            query=_str_arg(arguments, "query"),
+            json_path=_str_arg(arguments, "json_path"),
+            lines=_str_arg(arguments, "lines"),
+            offset=_int_arg(arguments, "offset", minimum=0),
+            max_chars=_int_arg(arguments, "max_chars", minimum=1),
+        )
+        query, lines, json_path = request.query, request.lines, request.json_path
+        chosen = [name for name, v in (("query", query), ("lines", lines), ("json_path", json_path)) if v is not None]
+        if len(chosen) > 1:
+            raise BadInput(f"choose one style per call, got {' and '.join(chosen)}")
+        if lines is not None and request.offset is not None:
+            raise BadInput("lines and offset cannot be combined; use lines alone, or offset with max_chars")
+        if query is not None and query == "":
+            raise BadInput("query must not be empty")
+        if query is not None and len(query) > _QUERY_MAX_LEN:
+            raise BadInput(
+                f"query is {len(query):,} chars; at most {_QUERY_MAX_LEN:,}: search for a distinctive part of it, or page with offset"
+            )
+        if json_path is not None and mode == "window":
+            raise BadInput("json_path is not offered (recall.mode is `window`); use query, offset/max_chars or lines")
+        if mode == "structural" and (query is not None or lines is not None):
+            raise BadInput("only json_path (and offset/max_chars paging) is offered (recall.mode is `structural`)")
+        return request
+
+
+async def _load_body(env: ToolEnv, ledger: Ledger, mem_id: str) -> _Body:
+    """The stored body of `mem_id`, read in a worker thread; each way it cannot be read, said for the caller."""
     try:
-        body = await anyio.to_thread.run_sync(_load, env, mem_id)
+        return await anyio.to_thread.run_sync(_load, env, mem_id)
     except Evicted as err:
         raise BadInput(f"{err}; call the original tool again for a fresh result") from None
     except UnknownId as err:
         raise BadInput(f"{err}; use an id from a stub this proxy returned") from None
     except (LedgerCorrupt, orjson.JSONDecodeError) as err:  # a retry reads the same bytes; the tool can make them anew
         raise BadInput(
-            f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({env.ledger.for_client(err)}); "
+            f"the stored body of {mem_id} cannot be read, the ledger is corrupt ({ledger.for_client(err)}); "
             "call the original tool again for a fresh result"
         ) from None
     except LedgerError as err:  # e.g. a PostgreSQL ledger that is down: the id may be fine
         raise BadInput(
-            f"the ledger cannot be read right now ({env.ledger.for_client(err)}); try the recall again shortly"
+            f"the ledger cannot be read right now ({ledger.for_client(err)}); try the recall again shortly"
         ) from None
 
-    limit = min(max_chars or cap, cap)
-    capped_note = f" (max_chars capped at {cap:,})" if max_chars is not None and max_chars > cap else ""
-    if json_path is not None:
-        text, style = await _json_path(body, mem_id, json_path, offset or 0, limit), "json_path"
-    elif query is not None:
-        text, style = await _off_loop(body, _query, body, mem_id, query, offset or 0, limit, settings), "query"
-    elif lines is not None:
-        text, style = await _off_loop(body, _lines, body, mem_id, lines, limit), "lines"
-    else:
-        text, style = await _off_loop(body, _range, body, mem_id, offset or 0, limit), "range"
-    if capped_note:
-        head, _, rest = text.partition("\n")
-        head = (
-            head.replace("; next:", f"{capped_note}; next:", 1) if "; next:" in head else f"{head[:-1]}{capped_note}]"
-        )
-        text = f"{head}\n{rest}"
-    return types.CallToolResult(content=[types.TextContent(text=text)]), style, len(text)
+
+async def _read_in_style(body: _Body, mem_id: str, request: _Request, limit: int, settings: Any) -> tuple[str, str]:
+    """(the answer's text, its style's name) for the one style the request chose."""
+    offset = request.offset or 0
+    if request.json_path is not None:
+        return await _json_path(body, mem_id, request.json_path, offset, limit), "json_path"
+    if request.query is not None:
+        return await _off_loop(body, _query, body, mem_id, request.query, offset, limit, settings), "query"
+    if request.lines is not None:
+        return await _off_loop(body, _lines, body, mem_id, request.lines, limit), "lines"
+    return await _off_loop(body, _range, body, mem_id, offset, limit), "range"
+
+
+def _with_cap_note(text: str, note: str) -> str:
+    """`text` with `note` (max_chars was capped) in its header line, before its `next` pointer when it has one."""
+    head, _, rest = text.partition("\n")
+    head = head.replace("; next:", f"{note}; next:", 1) if "; next:" in head else f"{head[:-1]}{note}]"
+    return f"{head}\n{rest}"
 
 
 async def _search(arguments: dict[str, Any], env: ToolEnv) -> tuple[types.CallToolResult, str, int]:
@@ -456,10 +493,10 @@ def _record_search(env: ToolEnv, *, ok: bool, chars_out: int = 0, detail: dict[s
 
 _T = TypeVar("_T")
 _ON_LOOP_CHARS = 65_536
-"""Bodies up to this size are answered on the event loop, larger ones in a worker thread. A 60 MB body's
-line index, lowercase and counts took ~100 ms per recall on the loop, where every other call waited on
-them; a body this small costs the loop ~0.1 ms, what the hop to a thread costs (recall p50 0.31 ms on
-the loop, 0.45 ms with the hop: bench/bench_recall.py)."""
+"""Bodies up to this size are answered on the event loop, larger ones in a worker thread: a large body's
+line index, lowercase and counts would hold every other call on the loop, and a body this small costs the
+loop about what the hop to a thread costs (docs/design.md, "Checks and reads off the event loop";
+bench/bench_recall.py)."""
 
 
 async def _off_loop(body: _Body, read: Callable[..., _T], *args: Any) -> _T:
@@ -539,24 +576,61 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         raise BadInput(f"offset {offset:,} is past the end: the body has {total:,} chars")
     haystack, needle = _smart_case(query, body.text, lambda: body.lower)
     count = text_pieces.count(haystack, needle)
-    window = settings.window_chars
-    positions: list[int] = []
-    pos = text_pieces.find(haystack, needle, offset) if count else -1
-    while pos != -1 and len(positions) < settings.max_matches:
-        positions.append(pos)
-        pos = text_pieces.find(haystack, needle, pos + max(len(needle), 1))
+    first = text_pieces.find(haystack, needle, offset) if count else -1
+    positions, pos = _matches_while(haystack, needle, first, lambda p, found: len(found) < settings.max_matches)
     if not positions:
-        where = f" after offset {offset:,}" if offset else ""
-        elsewhere = ""
-        if count == 0:
-            elsewhere = _behind_escapes(body, mem_id, query) or _in_structured(body, mem_id, query, settings)
-        return f"[{mem_id}: 0 matches for {quoted(query)}{where} ({count:,} in all) in {total:,} chars{elsewhere}]\n"
-    spans: list[tuple[str, int, int]] = []  # (label, lo, hi) of each piece of text shown
+        return _no_matches(body, mem_id, query, offset, count, settings)
+    spans, shown, cut = _windows(body, mem_id, positions, len(needle), settings.window_chars, limit)
+    # A match that lies whole in a piece shown for another (a window shrunk to fit max_chars, or the last
+    # window past max_matches) was shown too: the header lists it, and `next` resumes past it instead of
+    # showing it a second time.
+    inside, pos = _matches_while(haystack, needle, pos, lambda p, found: p + len(needle) <= spans[-1][2])
+    positions += inside
+    shown = [p for p in positions if p in shown or any(lo <= p and p + len(needle) <= hi for _, lo, hi in spans)]
+    more = [p for p in positions if p not in shown]
+    resume = more[0] if more else (pos if pos != -1 else None)
+    before = text_pieces.count(haystack, needle, 0, offset) if offset else 0
+    header = _query_header(
+        mem_id, query, count, total, before, shown, settings, cut, _next_query(mem_id, query, resume)
+    )
+    return header + "\n" + "".join(f"{label}{body.text[lo:hi]}\n" for label, lo, hi in spans)
+
+
+def _matches_while(
+    haystack: str, needle: str, pos: int, go_on: Callable[[int, list[int]], bool]
+) -> tuple[list[int], int]:
+    """The matches from `pos` (-1: none) on while `go_on(match, found so far)` holds, and the match after
+    them (-1: none)."""
+    found: list[int] = []
+    while pos != -1 and go_on(pos, found):
+        found.append(pos)
+        pos = text_pieces.find(haystack, needle, pos + max(len(needle), 1))
+    return found, pos
+
+
+def _no_matches(body: _Body, mem_id: str, query: str, offset: int, count: int, settings: Any) -> str:
+    """The answer to a query with no match from `offset` on, with where else it occurs when nowhere in the text."""
+    where = f" after offset {offset:,}" if offset else ""
+    elsewhere = ""
+    if count == 0:
+        elsewhere = _behind_escapes(body, mem_id, query) or _in_structured(body, mem_id, query, settings)
+    return (
+        f"[{mem_id}: 0 matches for {quoted(query)}{where} ({count:,} in all) in {len(body.text):,} chars{elsewhere}]\n"
+    )
+
+
+def _windows(
+    body: _Body, mem_id: str, positions: list[int], needle_len: int, window: int, limit: int
+) -> tuple[list[tuple[str, int, int]], list[int], str]:
+    """The pieces of text shown around the matches within `limit` chars: (label, lo, hi) of each piece,
+    the matches they show, and the note on a first window cut to fit ("" when none is)."""
+    total = len(body.text)
+    spans: list[tuple[str, int, int]] = []
     used = 0
     shown: list[int] = []
     cut = ""
     for p in positions:
-        lo, hi = max(0, p - window), min(total, p + len(needle) + window)
+        lo, hi = max(0, p - window), min(total, p + needle_len + window)
         if spans and p < spans[-1][2]:
             # Inside the previous window: extend that piece, so no label heads text that starts past its match.
             label, lo, last_end = spans[-1]
@@ -572,54 +646,70 @@ def _query(body: _Body, mem_id: str, query: str, offset: int, limit: int, settin
         if spans and used + size > limit:
             break
         if not spans and size > limit:
-            # Shrink the context evenly around the match (cutting one end could drop the match itself),
-            # and the match only when it alone is over max_chars.
-            whole = _call(mem_id, offset=lo, max_chars=hi - lo)
-            room = limit - len(label) - 1
-            if room < 1:
-                raise BadInput(
-                    f"max_chars {limit:,} is too small to show a match with its label ({len(label) + 1 + len(needle):,} "
-                    f"chars show the first one whole); raise it, or read its window: {whole}"
-                )
-            if room >= len(needle):
-                room -= len(needle)
-                before = min(p - lo, room // 2)
-                after = min(hi - p - len(needle), room - before)
-                before = min(p - lo, room - after)
-                lo, hi = p - before, p + len(needle) + after
-                cut = f", this one cut to {before:,} before and {after:,} after to fit {limit:,} chars"
-            else:  # longer than max_chars: its start, as the caller has the query itself
-                lo, hi = p, p + room
-                cut = f", this one cut to the first {room:,} of its {len(needle):,} chars to fit {limit:,}"
-            cut += f" (whole window: {whole})"
+            lo, hi, cut = _fit_first_window(mem_id, label, p, lo, hi, needle_len, limit)
             size = len(label) + hi - lo + 1
         spans.append((label, lo, hi))
         used += size
         shown.append(p)
-    # A match that lies whole in a piece shown for another (a window shrunk to fit max_chars, or the last
-    # window past max_matches) was shown too: the header lists it, and `next` resumes past it instead of
-    # showing it a second time.
-    while pos != -1 and pos + len(needle) <= spans[-1][2]:
-        positions.append(pos)
-        pos = text_pieces.find(haystack, needle, pos + max(len(needle), 1))
-    shown = [p for p in positions if p in shown or any(lo <= p and p + len(needle) <= hi for _, lo, hi in spans)]
-    more = [p for p in positions if p not in shown]
-    resume = more[0] if more else (pos if pos != -1 else None)
+    return spans, shown, cut
+
+
+def _fit_first_window(
+    mem_id: str, label: str, p: int, lo: int, hi: int, needle_len: int, limit: int
+) -> tuple[int, int, str]:
+    """The first match's window cut to `limit` chars with its label: (lo, hi, the note saying how).
+
+    The context shrinks evenly around the match (cutting one end could drop the match itself), and the
+    match only when it alone is over max_chars."""
+    whole = _call(mem_id, offset=lo, max_chars=hi - lo)
+    room = limit - len(label) - 1
+    if room < 1:
+        raise BadInput(
+            f"max_chars {limit:,} is too small to show a match with its label ({len(label) + 1 + needle_len:,} "
+            f"chars show the first one whole); raise it, or read its window: {whole}"
+        )
+    if room >= needle_len:
+        room -= needle_len
+        before = min(p - lo, room // 2)
+        after = min(hi - p - needle_len, room - before)
+        before = min(p - lo, room - after)
+        lo, hi = p - before, p + needle_len + after
+        cut = f", this one cut to {before:,} before and {after:,} after to fit {limit:,} chars"
+    else:  # longer than max_chars: its start, as the caller has the query itself
+        lo, hi = p, p + room
+        cut = f", this one cut to the first {room:,} of its {needle_len:,} chars to fit {limit:,}"
+    return lo, hi, cut + f" (whole window: {whole})"
+
+
+def _next_query(mem_id: str, query: str, resume: int | None) -> str:
+    """The header's pointer to the next matches: the call that shows them, or that there are none."""
     if resume is None:
-        nxt = "no more matches"
-    elif len(repr(query)) <= ECHO_CHARS:
-        nxt = f"next: {_call(mem_id, query=query, offset=resume)}"
-    else:  # a long query is not repeated: the caller has it
-        nxt = f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
-    before = text_pieces.count(haystack, needle, 0, offset) if offset else 0
+        return "no more matches"
+    if len(repr(query)) <= ECHO_CHARS:
+        return f"next: {_call(mem_id, query=query, offset=resume)}"
+    # A long query is not repeated: the caller has it.
+    return f'next: recall_tool_result(mem_id="{mem_id}", query=<the same query>, offset={resume})'
+
+
+def _query_header(
+    mem_id: str,
+    query: str,
+    count: int,
+    total: int,
+    before: int,
+    shown: list[int],
+    settings: Any,
+    cut: str,
+    nxt: str,
+) -> str:
+    """The line heading a query's answer: how many matches, which are shown and at which chars, what is next."""
     listing = ", ".join(f"{p:,}" for p in shown[: settings.max_matches])
     if len(shown) > settings.max_matches:  # a short query's matches in the last window: counted, not listed
         listing += f" and {len(shown) - settings.max_matches:,} more inside the last window"
-    header = (
+    return (
         f"[{mem_id}: {count:,} match{'' if count == 1 else 'es'} for {quoted(query)} in {total:,} chars; showing matches {before + 1}–{before + len(shown)} "
-        f"at chars {listing}; ±{window} chars each{cut}; {nxt}]"
+        f"at chars {listing}; ±{settings.window_chars} chars each{cut}; {nxt}]"
     )
-    return header + "\n" + "".join(f"{label}{body.text[lo:hi]}\n" for label, lo, hi in spans)
 
 
 _ESCAPE_LINES_SHOWN = 5

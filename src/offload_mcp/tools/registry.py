@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
-from ..reducers.base import SessionMemory
+from ..session import SessionMemory
 from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
 
 if TYPE_CHECKING:

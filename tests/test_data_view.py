@@ -6,6 +6,7 @@ run), and the needed value is drawn at random from the rows: what an agent passe
 
 import random
 import re
+import uuid
 
 import mcp_types as t
 import orjson
@@ -205,6 +206,57 @@ async def test_python_repr_rows_are_records_with_their_id_column(shaper):
     err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path=f"$[{pick}].part_num")
     assert not err and "read decoded: Python literal" in answer
     assert answer.split("\n", 1)[1] == orjson.dumps(data[pick]["part_num"]).decode()
+
+
+def driver_rows(seed: int, count: int) -> str:
+    """`str()` of rows as psycopg / SQLAlchemy print them: values made by Decimal, datetime, UUID constructors."""
+    r = random.Random(seed)
+    out = []
+    for i in range(count):
+        out.append(
+            f"{{'order_no': 'ORD-2026-{i:06d}', 'total': Decimal('{r.randrange(100, 10**6) / 100:.2f}'), "
+            f"'created_at': datetime.datetime(2026, {r.randrange(1, 13)}, {r.randrange(1, 29)}, {r.randrange(24)}, 5), "
+            f"'due': datetime.date(2026, 3, {r.randrange(1, 29)}), 'ref': UUID('{uuid.UUID(int=r.getrandbits(128))}'), "
+            f"'host': IPv4Address('10.0.{i % 256}.{r.randrange(256)}'), "
+            f"'seen': datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)}}"
+        )
+    return "[" + ", ".join(out) + "]"
+
+
+async def test_python_repr_rows_with_driver_values_are_records(shaper):
+    """psycopg rows hold `Decimal('2737.42')`, `datetime.datetime(...)`, `UUID('...')`: literal_eval refuses
+    those calls and an 87K-char result was read as prose, its order numbers behind the stub. The allowed
+    constructors are read as their str(); the rows are records indexed by their id, json_path reads one."""
+    text = driver_rows(11, 1500)
+    view = find_data(text)
+    assert view is not None and view.syntax == "Python literal" and len(view.value) == 1500
+    first = view.value[0]
+    assert first["total"].count(".") == 1 and first["due"].startswith("2026-03-")
+    assert first["seen"] == "2026-01-02 03:04:05+00:00" and uuid.UUID(first["ref"])
+    out, rep = shape(shaper, text)
+    stub = out.content[0].text
+    assert "Python literal array[1500] of object{order_no, total, created_at" in stub, stub
+    assert "index of 1,500 items at $" in stub and "ORD-2026-000000" in stub.split("head:")[0]
+    err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path="$[700].order_no")
+    assert not err and answer.split("\n", 1)[1] == '"ORD-2026-000700"'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[{'a': __import__('os').system('true')}]",
+        "[{'a': open('/etc/passwd')}]",
+        "[{'a': Decimal('2.5').__class__}]",
+        "[{'a': datetime.datetime.now()}]",
+        "[{'a': Decimal(*['1'])}]",
+        "[{'a': datetime.timedelta(days=10**9)}]",
+        "[{'a': UUID('not a uuid')}]",
+        "[{'a': (lambda: 1)()}]",
+    ],
+)
+def test_only_value_constructors_with_literal_arguments_are_read(text):
+    """Anything else a Python text calls (or a constructor that refuses its arguments) is no data: nothing runs."""
+    assert find_data(text) is None
 
 
 # ------------------------------------------------------------------ class 4: prose, then a JSON body

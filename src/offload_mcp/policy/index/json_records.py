@@ -3,12 +3,12 @@ identifier fields, with the JSONPath that pages the rest (the package docstring 
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any
 
+from ...data_view import literal_value
 from ...jsonpath_keys import is_plain_key, key_segment
 from ..textscan import lstripped_head
 from .fields import (
@@ -38,10 +38,7 @@ def python_literal(text: str) -> Any | None:
     s = text.lstrip()
     if len(s) > _LITERAL_MAX_CHARS:
         return None
-    try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
+    return literal_value(s)
 
 
 def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:

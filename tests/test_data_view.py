@@ -259,6 +259,69 @@ def test_only_value_constructors_with_literal_arguments_are_read(text):
     assert find_data(text) is None
 
 
+def key_value_listing(seed: int, count: int, style: str) -> tuple[str, list[dict[str, str]]]:
+    """Rows printed for a reader: mcp-alchemy's `N. row` blocks, a YAML-ish `- key: value` list, blocks between
+    `---` lines, or blocks one after another with no separator at all."""
+    r = random.Random(seed)
+    data = [
+        {
+            "id": str(10 + i * 3),
+            "job_id": str(uuid.UUID(int=r.getrandbits(128))),
+            "pipeline": r.choice(["deploy", "build", "test"]),
+            "status": "failed" if i in (count // 3, count // 2) else "success",
+        }
+        for i in range(count)
+    ]
+    blocks = []
+    for n, row in enumerate(data, 1):
+        fields = [f"{k}: {v}" for k, v in row.items()]
+        if style == "numbered":
+            blocks.append("\n".join([f"{n}. row", *fields]) + "\n")
+        elif style == "yaml":
+            blocks.append("\n".join(["- " + fields[0], *("  " + f for f in fields[1:])]))
+        elif style == "dashes":
+            blocks.append("\n".join(fields) + "\n---")
+        else:
+            blocks.append("\n".join(fields))
+    return "\n".join(blocks), data
+
+
+@pytest.mark.parametrize("style", ["numbered", "yaml", "dashes", "back_to_back"])
+async def test_key_value_blocks_are_records_indexed_by_their_ids(shaper, style):
+    """A SQL result printed as `key: value` blocks (69K chars of jobs) was prose to describe and had no index:
+    the failed job's id sat behind the stub. Read as records, it is a table: ids first, value counts, rows
+    that stand out, and json_path reads a row."""
+    text, data = key_value_listing(5, 1500, style)
+    view = find_data(text)
+    assert view is not None and view.syntax == "key: value blocks" and view.value == data
+    out, rep = shape(shaper, text, structured={"result": text})
+    stub = out.content[0].text
+    assert "key: value blocks array[1500] of object{id, job_id, pipeline, status}" in stub, stub
+    index = stub.split("head:")[0]
+    assert "index of 1,500 items at $.result" in index and "status (value counts): success 1,498, failed 2" in index
+    failed = [row for row in data if row["status"] == "failed"]
+    assert all(row["job_id"] in index for row in failed), index
+    err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path="$.result[700].job_id")
+    assert not err and answer.split("\n", 1)[1] == orjson.dumps(data[700]["job_id"]).decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n".join(f"INFO: request {i} served\nINFO: cache hit" for i in range(50)),  # a log: a key repeats
+        "host: db\nport: 5432\nuser: app\nname: prod\nsslmode: require\ntimeout: 30",  # one block: a config
+        "\n\n".join(f"Note: item {i} was moved" for i in range(40)),  # one labelled line a paragraph
+        "\n".join(f"Commit: {i:040x}\nAuthor: Ada\nDate: 2026-01-0{i % 9 + 1}\nMessage: fix {i}\n" for i in range(30)),
+        "\n".join(f"{random.Random(i).choice(WORDS)}: step {i} took {i % 7} s, see below." for i in range(40)),
+    ],
+)
+def test_lines_of_key_value_that_are_no_table_stay_text(text):
+    """A log's `INFO:` lines, one config block, labelled paragraphs, a git log (indexed as a log) and prose
+    with colons are not records."""
+    view = find_data(text)
+    assert view is None or view.syntax != "key: value blocks"
+
+
 # ------------------------------------------------------------------ class 4: prose, then a JSON body
 
 

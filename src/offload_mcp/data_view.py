@@ -33,9 +33,11 @@ from typing import Any, Literal
 import orjson
 
 from .jsonpath_keys import key_segment
+from .key_value_blocks import key_value_records
 from .rows_text import holds_rows
 
-Syntax = Literal["JSON", "Python literal"]
+Syntax = Literal["JSON", "Python literal", "key: value blocks"]
+KEY_VALUE_BLOCKS: Syntax = "key: value blocks"
 
 MAX_STRING_DEPTH = 3
 """How many JSON string literals may wrap the document (a result double-encoded by two layers is seen)."""
@@ -186,7 +188,10 @@ def _find(text: str, string_depth: int) -> DataView | None:
         value = python_literal(text)
         if isinstance(value, (dict, list, tuple)):
             return _view(value, "Python literal", text, string_depth)
-    return _in_envelope(text, string_depth)
+    found = _in_envelope(text, string_depth)
+    if found is None and (records := key_value_records(text)) is not None:
+        return _view(records, KEY_VALUE_BLOCKS, text, string_depth)
+    return found
 
 
 def _span(text: str) -> tuple[int, int]:
@@ -483,7 +488,7 @@ def _decode_string(text: str, path: str, paths: list[str], prose: list[str]) -> 
         return None
     paths.append(path)
     paths.extend(p.replace("$", path, 1) for p in found.decoded_fields)
-    if found.prose_around:
+    if found.prose_around or found.syntax == KEY_VALUE_BLOCKS:  # its headers are no part of the records
         prose.append(path)
     prose.extend(p.replace("$", path, 1) for p in found.prose_fields)
     return found.value

@@ -375,6 +375,20 @@ def _driver_repr(value: Any) -> str:
     return repr(value)
 
 
+def _as_driver_prints(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's values as `_driver_repr` spells them inside the text: fractions as `12.50`, timestamps and
+    dates left out (their constructor call is not the value's text)."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out[key] = _as_driver_prints(value)
+        elif isinstance(value, float):
+            out[key] = f"{value:.2f}"
+        elif not (isinstance(value, str) and _ISO_STAMP.fullmatch(value)):
+            out[key] = value
+    return out
+
+
 def _key_value_blocks(rows: list[dict[str, Any]], style: str) -> str:
     """Rows printed for a reader, one `key: value` line a field: mcp-alchemy's `N. row` blocks, a YAML-ish
     `- key: value` list, or blocks between `---` lines."""
@@ -533,7 +547,10 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
         structured = {"rows": rows}
         output = json.dumps(rows, ensure_ascii=False)
         wrap, envelope = "none", "none"  # the rows' plain JSON beside them: the draws did not apply
-    picks = [_pick(rng, rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
+    # the values as the result spells them: a driver's Decimal('12.50') is read as 12.50, its datetime.date(...) is
+    # not the text an agent passes on (nor in the result to be counted)
+    seen_rows = [_as_driver_prints(r) for r in rows] if layout == "python_driver" else rows
+    picks = [_pick(rng, seen_rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
     kinds = [_field_kind(k, v) for k, v in picks]
     variant = Variant(
         entity,

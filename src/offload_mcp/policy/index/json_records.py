@@ -62,6 +62,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     path, items = found
     extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
+    key_counts: tuple[int, ...] = ()
     paged: int | None = None
     table = False
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
@@ -107,6 +108,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         # items costs what the first few hundred do).
         rows = (_levels(it, fields, levels, projected) for it in items)
         whats = tuple(", ".join(level) for level in levels)
+        key_counts = tuple(sum(1 for f in level if f in chosen.keys) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     noun = "entries" if entries else "items"
     head = f"index of {len(items):,} {noun} at {path}, one line each: "
@@ -136,6 +138,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         paged_below=1.0 if table else 0.5,
         # A table's first rows with more figures than the rest read as a partial table: the room is left.
         enrich=not table,
+        keys=key_counts,
     )
 
 

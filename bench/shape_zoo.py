@@ -13,7 +13,10 @@ later call whose arguments carry one to three values read out of that result
 
 - `layout`: JSON (compact, indented, an object holding the rows, one object a
   line), the Python repr of row dicts (what Python servers send via `str()`),
-  CSV, TSV, a table aligned by spaces, a git log;
+  the same with a database driver's values (`Decimal('12.50')`,
+  `datetime.datetime(...)`, `UUID('...')`), `key: value` blocks (`N. row`
+  headers, a `- key: value` list, or `---` between blocks), CSV, TSV, a table
+  aligned by spaces, a git log;
 - `wrap`: string-encoding depth: none, the body as one JSON string literal,
   double-encoded, inside `{"type": "text", "text": ...}`, inside a result field;
 - `envelope`: none, a prose line before, `<untrusted-data-UUID>` tags around
@@ -22,7 +25,9 @@ later call whose arguments carry one to three values read out of that result
 - `channel`: text only, `structuredContent: {"content": text}` (server-filesystem),
   or the rows themselves as structuredContent beside their JSON text;
 - `keys`: how the row's identifier is spelled (`id`, `_id`, `uuid`, `sku`,
-  `slug`, `part_num`, camelCase `orderId`, nested `ref.id`, `<entity>_id`);
+  `slug`, `part_num`, camelCase `orderId`, nested `ref.id`, `<entity>_id`), or
+  two identifier columns (`sku+part_num`, `id+uuid`), either of which the
+  later call may use;
   daily prices are keyed by date and git logs by sha;
 - `rows`: log-uniform from 10 to 50,000, then cut to `--max-chars` of output
   (so the total size stays sane); `size` buckets them;
@@ -51,6 +56,7 @@ import io
 import json
 import math
 import random
+import re
 import sys
 import tempfile
 import uuid
@@ -73,11 +79,24 @@ MAX_ROWS = 50_000
 DEFAULT_MAX_CHARS = 300_000
 """Cap on one result's characters: above Claude Code's 25,000-token rejection, below a replay-hogging size."""
 
-LAYOUTS = ("json", "json_pretty", "json_object", "ndjson", "python_repr", "csv", "tsv", "aligned", "git_log")
+LAYOUTS = (
+    "json",
+    "json_pretty",
+    "json_object",
+    "ndjson",
+    "python_repr",
+    "python_driver",
+    "key_value",
+    "csv",
+    "tsv",
+    "aligned",
+    "git_log",
+)
 WRAPS = ("none", "json_string", "double_encoded", "text_field", "result_field")
 ENVELOPES = ("none", "prose", "untrusted", "fence")
 CHANNELS = ("text", "structured_text", "structured_rows")
-KEYS = ("id", "_id", "uuid", "sku", "slug", "part_num", "camel", "nested", "entity_id")
+KEYS = ("id", "_id", "uuid", "sku", "slug", "part_num", "camel", "nested", "entity_id", "sku+part_num", "id+uuid")
+"""`a+b`: two identifier columns per row (a catalogue's sku and part number), either of which a later call may use."""
 FLAT_LAYOUTS = ("csv", "tsv", "aligned")
 CLASSES = (
     "layout",
@@ -231,8 +250,11 @@ def _row(rng: random.Random, entity: str, keys: str, n: int, when: datetime) -> 
             "close": close,
             "volume": rng.randint(100_000, 90_000_000),
         }
-    key, value = _key_value(rng, keys, entity, n)
-    row: dict[str, Any] = {key: value, "name" if entity != "videos" else "title": _name(rng, entity)}
+    row: dict[str, Any] = {}
+    for spelling in keys.split("+"):
+        key, value = _key_value(rng, spelling, entity, n)
+        row[key] = value
+    row["name" if entity != "videos" else "title"] = _name(rng, entity)
     stamp = (when + timedelta(minutes=97 * n + rng.randrange(90))).isoformat(timespec="seconds")
     if entity == "orders":
         row |= {
@@ -313,6 +335,10 @@ def render_rows(layout: str, rows: list[dict[str, Any]], rng: random.Random) -> 
         return "\n".join(json.dumps(r, ensure_ascii=False) for r in rows)
     if layout == "python_repr":
         return repr(rows)
+    if layout == "python_driver":
+        return "[" + ", ".join(_driver_repr(r) for r in rows) + "]"
+    if layout == "key_value":
+        return _key_value_blocks([_flat(r) for r in rows], rng.choice(("numbered", "yaml", "dashes")))
     flat = [_flat(r) for r in rows]
     columns = _columns(flat)
     if layout in ("csv", "tsv"):
@@ -325,6 +351,57 @@ def render_rows(layout: str, rows: list[dict[str, Any]], rng: random.Random) -> 
     cells = [columns] + [[_cell(r.get(c)) for c in columns] for r in flat]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells)
+
+
+_ISO_STAMP = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2}):(\d{2}))?(Z)?")
+_UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _driver_repr(value: Any) -> str:
+    """`repr` of a row as a database driver's values print (psycopg, SQLAlchemy): numbers with a fraction as
+    `Decimal('12.50')`, timestamps as `datetime.datetime(2025, 3, 1, 8, 0, 7)`, dates as `datetime.date(...)`,
+    uuids as `UUID('...')`."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_driver_repr(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        return f"Decimal('{value:.2f}')"
+    if isinstance(value, str) and (m := _ISO_STAMP.fullmatch(value)):
+        parts = [int(x) for x in m.groups()[:6] if x is not None]
+        made = "datetime.date" if len(parts) == 3 else "datetime.datetime"
+        zone = ", tzinfo=datetime.timezone.utc" if m.group(7) else ""
+        return f"{made}({', '.join(map(str, parts))}{zone})"
+    if isinstance(value, str) and _UUID_TEXT.fullmatch(value):
+        return f"UUID('{value}')"
+    return repr(value)
+
+
+def _as_driver_prints(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's values as `_driver_repr` spells them inside the text: fractions as `12.50`, timestamps and
+    dates left out (their constructor call is not the value's text)."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out[key] = _as_driver_prints(value)
+        elif isinstance(value, float):
+            out[key] = f"{value:.2f}"
+        elif not (isinstance(value, str) and _ISO_STAMP.fullmatch(value)):
+            out[key] = value
+    return out
+
+
+def _key_value_blocks(rows: list[dict[str, Any]], style: str) -> str:
+    """Rows printed for a reader, one `key: value` line a field: mcp-alchemy's `N. row` blocks, a YAML-ish
+    `- key: value` list, or blocks between `---` lines."""
+    blocks = []
+    for n, row in enumerate(rows, 1):
+        fields = [f"{k}: {_cell(v)}" for k, v in row.items()]
+        if style == "numbered":
+            blocks.append("\n".join([f"{n}. row", *fields]) + "\n")
+        elif style == "yaml":
+            blocks.append("\n".join(["- " + fields[0], *("  " + f for f in fields[1:])]))
+        else:
+            blocks.append("\n".join([*fields, "---"]))
+    return "\n".join(blocks)
 
 
 def render_git_log(commits: list[dict[str, Any]]) -> str:
@@ -440,7 +517,8 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
     if columns == "few":  # a projection (SELECT key, two columns): the key, then two of the other fields
         sample = _row(random.Random(f"{seed}:{index}:rows"), entity, keys, 0, when)
         names = list(sample)
-        kept = [names[0], *sorted(rng.sample(names[1:], 2), key=names.index)]
+        ids = len(keys.split("+"))
+        kept = [*names[:ids], *sorted(rng.sample(names[ids:], 2), key=names.index)]
 
     probe = make(min(wanted, 40))
     text_of = (lambda rs: render_git_log(rs)) if layout == "git_log" else (lambda rs: render_rows(layout, rs, rng))
@@ -469,7 +547,10 @@ def session(seed: int, index: int, *, max_chars: int = DEFAULT_MAX_CHARS) -> tup
         structured = {"rows": rows}
         output = json.dumps(rows, ensure_ascii=False)
         wrap, envelope = "none", "none"  # the rows' plain JSON beside them: the draws did not apply
-    picks = [_pick(rng, rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
+    # the values as the result spells them: a driver's Decimal('12.50') is read as 12.50, its datetime.date(...) is
+    # not the text an agent passes on (nor in the result to be counted)
+    seen_rows = [_as_driver_prints(r) for r in rows] if layout == "python_driver" else rows
+    picks = [_pick(rng, seen_rows, anomalous) for _ in range(rng.choice((1, 1, 1, 2, 2, 3)))]
     kinds = [_field_kind(k, v) for k, v in picks]
     variant = Variant(
         entity,

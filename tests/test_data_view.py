@@ -6,6 +6,7 @@ run), and the needed value is drawn at random from the rows: what an agent passe
 
 import random
 import re
+import uuid
 
 import mcp_types as t
 import orjson
@@ -22,7 +23,7 @@ from offload_mcp.reducers.settings import LinecapSettings
 from offload_mcp.shaping import CallInfo, build_shaper
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
-from support.rows import rows, supabase
+from support.rows import WORDS, rows, supabase
 
 # (id key, how its values look): the spellings real servers use for the field that keys a row
 
@@ -161,6 +162,120 @@ async def test_python_repr_rows_are_records_with_their_id_column(shaper):
     err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path=f"$[{pick}].part_num")
     assert not err and "read decoded: Python literal" in answer
     assert answer.split("\n", 1)[1] == orjson.dumps(data[pick]["part_num"]).decode()
+
+
+def driver_rows(seed: int, count: int) -> str:
+    """`str()` of rows as psycopg / SQLAlchemy print them: values made by Decimal, datetime, UUID constructors."""
+    r = random.Random(seed)
+    out = []
+    for i in range(count):
+        out.append(
+            f"{{'order_no': 'ORD-2026-{i:06d}', 'total': Decimal('{r.randrange(100, 10**6) / 100:.2f}'), "
+            f"'created_at': datetime.datetime(2026, {r.randrange(1, 13)}, {r.randrange(1, 29)}, {r.randrange(24)}, 5), "
+            f"'due': datetime.date(2026, 3, {r.randrange(1, 29)}), 'ref': UUID('{uuid.UUID(int=r.getrandbits(128))}'), "
+            f"'host': IPv4Address('10.0.{i % 256}.{r.randrange(256)}'), "
+            f"'seen': datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)}}"
+        )
+    return "[" + ", ".join(out) + "]"
+
+
+async def test_python_repr_rows_with_driver_values_are_records(shaper):
+    """psycopg rows hold `Decimal('2737.42')`, `datetime.datetime(...)`, `UUID('...')`: literal_eval refuses
+    those calls and an 87K-char result was read as prose, its order numbers behind the stub. The allowed
+    constructors are read as their str(); the rows are records indexed by their id, json_path reads one."""
+    text = driver_rows(11, 1500)
+    view = find_data(text)
+    assert view is not None and view.syntax == "Python literal" and len(view.value) == 1500
+    first = view.value[0]
+    assert first["total"].count(".") == 1 and first["due"].startswith("2026-03-")
+    assert first["seen"] == "2026-01-02 03:04:05+00:00" and uuid.UUID(first["ref"])
+    out, rep = shape(shaper, text)
+    stub = out.content[0].text
+    assert "Python literal array[1500] of object{order_no, total, created_at" in stub, stub
+    assert "index of 1,500 items at $" in stub and "ORD-2026-000000" in stub.split("head:")[0]
+    err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path="$[700].order_no")
+    assert not err and answer.split("\n", 1)[1] == '"ORD-2026-000700"'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[{'a': __import__('os').system('true')}]",
+        "[{'a': open('/etc/passwd')}]",
+        "[{'a': Decimal('2.5').__class__}]",
+        "[{'a': datetime.datetime.now()}]",
+        "[{'a': Decimal(*['1'])}]",
+        "[{'a': datetime.timedelta(days=10**9)}]",
+        "[{'a': UUID('not a uuid')}]",
+        "[{'a': (lambda: 1)()}]",
+    ],
+)
+def test_only_value_constructors_with_literal_arguments_are_read(text):
+    """Anything else a Python text calls (or a constructor that refuses its arguments) is no data: nothing runs."""
+    assert find_data(text) is None
+
+
+def key_value_listing(seed: int, count: int, style: str) -> tuple[str, list[dict[str, str]]]:
+    """Rows printed for a reader: mcp-alchemy's `N. row` blocks, a YAML-ish `- key: value` list, blocks between
+    `---` lines, or blocks one after another with no separator at all."""
+    r = random.Random(seed)
+    data = [
+        {
+            "id": str(10 + i * 3),
+            "job_id": str(uuid.UUID(int=r.getrandbits(128))),
+            "pipeline": r.choice(["deploy", "build", "test"]),
+            "status": "failed" if i in (count // 3, count // 2) else "success",
+        }
+        for i in range(count)
+    ]
+    blocks = []
+    for n, row in enumerate(data, 1):
+        fields = [f"{k}: {v}" for k, v in row.items()]
+        if style == "numbered":
+            blocks.append("\n".join([f"{n}. row", *fields]) + "\n")
+        elif style == "yaml":
+            blocks.append("\n".join(["- " + fields[0], *("  " + f for f in fields[1:])]))
+        elif style == "dashes":
+            blocks.append("\n".join(fields) + "\n---")
+        else:
+            blocks.append("\n".join(fields))
+    return "\n".join(blocks), data
+
+
+@pytest.mark.parametrize("style", ["numbered", "yaml", "dashes", "back_to_back"])
+async def test_key_value_blocks_are_records_indexed_by_their_ids(shaper, style):
+    """A SQL result printed as `key: value` blocks (69K chars of jobs) was prose to describe and had no index:
+    the failed job's id sat behind the stub. Read as records, it is a table: ids first, value counts, rows
+    that stand out, and json_path reads a row."""
+    text, data = key_value_listing(5, 1500, style)
+    view = find_data(text)
+    assert view is not None and view.syntax == "key: value blocks" and view.value == data
+    out, rep = shape(shaper, text, structured={"result": text})
+    stub = out.content[0].text
+    assert "key: value blocks array[1500] of object{id, job_id, pipeline, status}" in stub, stub
+    index = stub.split("head:")[0]
+    assert "index of 1,500 items at $.result" in index and "status (value counts): success 1,498, failed 2" in index
+    failed = [row for row in data if row["status"] == "failed"]
+    assert all(row["job_id"] in index for row in failed), index
+    err, answer = await recall_call(shaper, mem_id=rep.trm_id, json_path="$.result[700].job_id")
+    assert not err and answer.split("\n", 1)[1] == orjson.dumps(data[700]["job_id"]).decode()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n".join(f"INFO: request {i} served\nINFO: cache hit" for i in range(50)),  # a log: a key repeats
+        "host: db\nport: 5432\nuser: app\nname: prod\nsslmode: require\ntimeout: 30",  # one block: a config
+        "\n\n".join(f"Note: item {i} was moved" for i in range(40)),  # one labelled line a paragraph
+        "\n".join(f"Commit: {i:040x}\nAuthor: Ada\nDate: 2026-01-0{i % 9 + 1}\nMessage: fix {i}\n" for i in range(30)),
+        "\n".join(f"{random.Random(i).choice(WORDS)}: step {i} took {i % 7} s, see below." for i in range(40)),
+    ],
+)
+def test_lines_of_key_value_that_are_no_table_stay_text(text):
+    """A log's `INFO:` lines, one config block, labelled paragraphs, a git log (indexed as a log) and prose
+    with colons are not records."""
+    view = find_data(text)
+    assert view is None or view.syntax != "key: value blocks"
 
 
 # ------------------------------------------------------------------ class 4: prose, then a JSON body

@@ -250,6 +250,47 @@ def _daily_map(days: int) -> dict:
     return {"Meta Data": {"2. Symbol": "IBM"}, "Time Series (Daily)": series}
 
 
+def _two_id_rows(rows: int, seed: int, figure: bool) -> list[dict]:
+    """Parts keyed by a sku and by a part number that is no function of it (3613px69 beside BRK-3613)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(rows):
+        row = {
+            "sku": f"BRK-{3001 + i}",
+            "part_num": f"{3001 + i}{rng.choice(('px', 'b', 'c', 'pr'))}{rng.randrange(100)}",
+        }
+        row["name"] = f"Brick {rng.randint(1, 4)} x {rng.randint(1, 8)}"
+        if figure:
+            row["stock"] = rng.randint(0, 5000)
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("figure", [True, False])
+@pytest.mark.parametrize("rows", [400, 500])
+def test_rows_keyed_by_two_identifiers_show_both_when_that_shows_more_identifiers(rows, figure):
+    """Every sku fits the budget, every sku with its part number does not. The agent may pass on either: the
+    rows that fit with both identifiers are more identifiers shown than every sku alone (a table's and a
+    listing's alike), so both are shown for as many rows as fit, and the rest are paged."""
+    data = _two_id_rows(rows, rows, figure)
+    index = index_of(stub_of(orjson.dumps(data).decode()))
+    head = index.split("\n", 1)[0]
+    assert head.startswith(f"index of {rows:,} items at $, one line each: sku, part_num"), head
+    shown = [row for row in data if f"{row['sku']} | {row['part_num']}" in index]
+    assert len(shown) * 2 > rows, (len(shown), head)
+    assert "more items not shown" in index
+
+
+def test_rows_keyed_by_two_identifiers_keep_every_row_when_both_cost_more_rows_than_they_add():
+    """When the second identifier is long (a uuid beside a short id), the rows that fit with both are fewer than
+    half: every row's first identifier is shown, as before."""
+    rng = random.Random(3)
+    data = [{"id": f"J{i}", "job_uuid": f"{rng.getrandbits(128):032x}", "name": f"job {i} run"} for i in range(800)]
+    index = index_of(stub_of(orjson.dumps(data).decode()))
+    first_cells = {line.strip().split(" | ")[0] for line in index.split("\n")[1:]}
+    assert "; all shown" in index.split("\n", 1)[0] and first_cells >= {row["id"] for row in data}
+
+
 @pytest.mark.parametrize("days", [30, 1000])
 def test_a_map_of_records_is_indexed_by_its_keys_with_their_figures_and_pages_by_key(days):
     """Records keyed by date (or SKU) in an object, not an array, got no index at all."""
@@ -434,7 +475,8 @@ def test_label_objects_are_counted_by_their_names():
     ]
     index = index_of(stub_of(orjson.dumps(issues).decode()))
     assert re.search(r"\n  labels \(value counts\): (bug|p1|sync) \d+, (bug|p1|sync) \d+, (bug|p1|sync) \d+\n", index)
-    assert "one line each: id" in index.split("\n", 1)[0] and "as id, number, title" in index
+    # two identifiers (id, number): both for the rows that fit, more identifiers than every id alone
+    assert "one line each: id, number; first " in index.split("\n", 1)[0]
 
 
 def test_odd_values_never_break_the_index():

@@ -8,7 +8,7 @@ around the body (`Below is the result of the SQL query ... <untrusted-data-ID> [
 a listing's one-line header over pretty-printed JSON). Describing, indexing, capping and `json_path` all
 read the document through `find_data`, so they agree on what the data is and where it sits.
 
-Bounded: a Python literal is read only up to PYTHON_MAX_CHARS (ast.literal_eval costs ~0.5 ms per KB, and
+Bounded: a Python literal is read only up to PYTHON_MAX_CHARS (reading one costs ~0.5 ms per KB, and
 Python 3.11's parser refuses nesting over 200 levels with a SyntaxError, caught here), a JSON string is
 unwrapped at most MAX_STRING_DEPTH times, an envelope's prose may take at most ENVELOPE_MAX_LINES lines
 and ENVELOPE_MAX_CHARS chars on each side, and only the shell of a document (objects, and arrays of at
@@ -19,9 +19,13 @@ rows of a 50,000-row array are not each tried. Pure: the same text gives the sam
 from __future__ import annotations
 
 import ast
+import datetime
+import decimal
 import functools
+import ipaddress
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -29,9 +33,11 @@ from typing import Any, Literal
 import orjson
 
 from .jsonpath_keys import key_segment
+from .key_value_blocks import key_value_records
 from .rows_text import holds_rows
 
-Syntax = Literal["JSON", "Python literal"]
+Syntax = Literal["JSON", "Python literal", "key: value blocks"]
+KEY_VALUE_BLOCKS: Syntax = "key: value blocks"
 
 MAX_STRING_DEPTH = 3
 """How many JSON string literals may wrap the document (a result double-encoded by two layers is seen)."""
@@ -182,7 +188,10 @@ def _find(text: str, string_depth: int) -> DataView | None:
         value = python_literal(text)
         if isinstance(value, (dict, list, tuple)):
             return _view(value, "Python literal", text, string_depth)
-    return _in_envelope(text, string_depth)
+    found = _in_envelope(text, string_depth)
+    if found is None and (records := key_value_records(text)) is not None:
+        return _view(records, KEY_VALUE_BLOCKS, text, string_depth)
+    return found
 
 
 def _span(text: str) -> tuple[int, int]:
@@ -199,15 +208,131 @@ def _view(value: Any, syntax: Syntax, text: str, string_depth: int, span: tuple[
 def python_literal(text: str) -> Any | None:
     """The value of a Python literal (`[{'id': 4, ...}]`, what `str()` of rows prints), or None.
 
-    ast.literal_eval only evaluates literals (no names, no calls); bounded in size, and its failures on
-    deep nesting (the parser's SyntaxError, a RecursionError in its walk) or on odd input are a None."""
+    Read by literal_value (literals, and the value constructors database drivers print); bounded in
+    size, and its failures on deep nesting (the parser's SyntaxError) or on odd input are a None."""
     s = text.strip()
     if len(s) > PYTHON_MAX_CHARS or not s.startswith(_PY_START):
         return None
+    return literal_value(s)
+
+
+LITERAL_MAX_DEPTH = 200
+"""Nesting a Python literal may have (the parser refuses over 200 levels; the walk is recursive)."""
+
+
+class _NotALiteral(Exception):
+    pass
+
+
+_CONSTRUCTORS: dict[str, Any] = {
+    "Decimal": decimal.Decimal,
+    "datetime": datetime.datetime,
+    "date": datetime.date,
+    "time": datetime.time,
+    "timedelta": datetime.timedelta,
+    "timezone": datetime.timezone,
+    "UUID": uuid.UUID,
+    "IPv4Address": ipaddress.IPv4Address,
+    "IPv6Address": ipaddress.IPv6Address,
+    "IPv4Network": ipaddress.IPv4Network,
+    "IPv6Network": ipaddress.IPv6Network,
+    "IPv4Interface": ipaddress.IPv4Interface,
+    "IPv6Interface": ipaddress.IPv6Interface,
+}
+_CONSTRUCTORS.update({f"{made.__module__}.{name}": made for name, made in list(_CONSTRUCTORS.items())})
+"""Value constructors that `str()` of driver rows prints (psycopg, SQLAlchemy, asyncpg): `Decimal('2737.42')`,
+`datetime.datetime(2026, 1, 1, 23, 53)`, `UUID('...')`, `IPv4Address('10.0.0.1')`, bare or under their
+module's name. Each is called with literal arguments only and read as its `str()`, the text a person (or
+an agent's next SQL) writes for it."""
+
+
+_ATTRIBUTES = {"datetime.timezone.utc", "timezone.utc", "datetime.UTC"}
+"""Names a constructor's argument may be (`tzinfo=datetime.timezone.utc`)."""
+
+
+def literal_value(source: str) -> Any | None:
+    """The value of Python literal `source`, or None when it is none.
+
+    What ast.literal_eval reads (strings, numbers, tuples, lists, dicts, sets, booleans, None), plus calls
+    of the value constructors above with literal arguments, each read as its `str()`: rows that
+    psycopg or SQLAlchemy print hold `Decimal(...)` and `datetime.datetime(...)`, on which literal_eval
+    gives up, and the whole result was read as prose. Nothing is evaluated but those constructors: the
+    syntax tree is walked here, never compiled; nesting is bounded by LITERAL_MAX_DEPTH."""
     try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+    try:
+        return _literal(tree.body, 0)
+    except (_NotALiteral, ValueError, TypeError, OverflowError, ArithmeticError, RecursionError, MemoryError):
+        return None
+
+
+def _literal(node: ast.AST, depth: int) -> Any:
+    if depth > LITERAL_MAX_DEPTH:
+        raise _NotALiteral
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise _NotALiteral  # a `**mapping`
+        pairs = zip(node.keys, node.values, strict=True)
+        return {_literal(k, depth + 1): _literal(v, depth + 1) for k, v in pairs if k is not None}
+    if isinstance(node, ast.List):
+        return [_literal(e, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, depth + 1) for e in node.elts)
+    if isinstance(node, ast.Set):
+        return {_literal(e, depth + 1) for e in node.elts}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _literal(node.operand, depth + 1)
+        if isinstance(operand, bool) or not isinstance(operand, (int, float, complex)):
+            raise _NotALiteral
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        # a complex number (`1+2j`), as literal_eval reads it
+        left, right = _literal(node.left, depth + 1), _literal(node.right, depth + 1)
+        if not (isinstance(left, (int, float)) and isinstance(right, complex)) or isinstance(left, bool):
+            raise _NotALiteral
+        return left + right if isinstance(node.op, ast.Add) else left - right
+    if isinstance(node, ast.Call):
+        return str(_constructed(node, depth))
+    raise _NotALiteral
+
+
+def _constructed(node: ast.Call, depth: int) -> Any:
+    made = _CONSTRUCTORS.get(_dotted(node.func))
+    if made is None:
+        if _dotted(node.func) == "set" and not node.args and not node.keywords:
+            return set()
+        raise _NotALiteral
+    args = [_argument(a, depth + 1) for a in node.args]
+    kwargs = {k.arg: _argument(k.value, depth + 1) for k in node.keywords if k.arg is not None}
+    if len(kwargs) != len(node.keywords):
+        raise _NotALiteral  # a `**mapping`
+    return made(*args, **kwargs)
+
+
+def _argument(node: ast.AST, depth: int) -> Any:
+    """A constructor's argument: a literal, a nested constructor's value (`timezone(timedelta(hours=1))`),
+    or `datetime.timezone.utc`."""
+    if isinstance(node, ast.Call):
+        return _constructed(node, depth)
+    if isinstance(node, ast.Attribute) and _dotted(node) in _ATTRIBUTES:
+        return datetime.UTC
+    return _literal(node, depth)
+
+
+def _dotted(node: ast.AST) -> str:
+    """`datetime.datetime` for a name or an attribute of names, '' for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _in_envelope(text: str, string_depth: int) -> DataView | None:
@@ -363,7 +488,7 @@ def _decode_string(text: str, path: str, paths: list[str], prose: list[str]) -> 
         return None
     paths.append(path)
     paths.extend(p.replace("$", path, 1) for p in found.decoded_fields)
-    if found.prose_around:
+    if found.prose_around or found.syntax == KEY_VALUE_BLOCKS:  # its headers are no part of the records
         prose.append(path)
     prose.extend(p.replace("$", path, 1) for p in found.prose_fields)
     return found.value

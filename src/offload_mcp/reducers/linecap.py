@@ -56,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from ..data_view import data_in_line, find_data
+from ..data_view import KEY_VALUE_BLOCKS, data_in_line, find_data
 from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import LinecapSettings
 
@@ -300,7 +300,7 @@ class Linecap:
             return gate
         if is_diff_shaped(text):
             return Declined("diff_shaped")
-        if not s.cap_json_documents and (view := find_data(text)) is not None:
+        if not s.cap_json_documents and (view := find_data(text)) is not None and view.syntax != KEY_VALUE_BLOCKS:
             return Declined("data_document" if view.decoded else "json_document")
         lines = text.split("\n")
         rows: set[int] | None = None  # the table rows, found when a long line first asks

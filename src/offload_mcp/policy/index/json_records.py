@@ -3,12 +3,12 @@ identifier fields, with the JSONPath that pages the rest (the package docstring 
 
 from __future__ import annotations
 
-import ast
 import os
 from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any
 
+from ...data_view import literal_value
 from ...jsonpath_keys import is_plain_key, key_segment
 from ..textscan import lstripped_head
 from .fields import (
@@ -38,10 +38,7 @@ def python_literal(text: str) -> Any | None:
     s = text.lstrip()
     if len(s) > _LITERAL_MAX_CHARS:
         return None
-    try:
-        return ast.literal_eval(s)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        return None
+    return literal_value(s)
 
 
 def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -> str:
@@ -65,6 +62,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     path, items = found
     extra: list[str] = []
     rows: Iterator[tuple[str, ...]]
+    key_counts: tuple[int, ...] = ()
     paged: int | None = None
     table = False
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
@@ -110,6 +108,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         # items costs what the first few hundred do).
         rows = (_levels(it, fields, levels, projected) for it in items)
         whats = tuple(", ".join(level) for level in levels)
+        key_counts = tuple(sum(1 for f in level if f in chosen.keys) for level in levels)
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     noun = "entries" if entries else "items"
     head = f"index of {len(items):,} {noun} at {path}, one line each: "
@@ -139,6 +138,7 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         paged_below=1.0 if table else 0.5,
         # A table's first rows with more figures than the rest read as a partial table: the room is left.
         enrich=not table,
+        keys=key_counts,
     )
 
 

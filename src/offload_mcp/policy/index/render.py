@@ -61,6 +61,7 @@ def render(
     enrich: bool = True,
     paged: int | None = None,
     paged_below: float = 0.5,
+    keys: tuple[int, ...] = (),
 ) -> str:
     """One line per record at the richest level at which EVERY record fits; else the most compact level, in order,
     or level `paged` when the most compact one would show less than `paged_below` of the records.
@@ -76,6 +77,8 @@ def render(
     When every record fits with room to spare, the first records take the richest level in that room
     (every issue number, and the first ones with their titles), unless `enrich` is False: the room is
     then left for another index sharing the budget (a document's URLs beside its outline).
+    `keys`: how many identifier fields each level shows (JSON records); a richer level that shows more
+    identifiers than every record at the level that fits them all is shown instead (_more_identifiers).
     """
     heads = tuple(head + what for what in whats)
     levels = len(heads)
@@ -90,18 +93,26 @@ def render(
         if sizes[-1] > budget:
             complete = False  # not even the most compact level holds them all: stop reading
             break
-    if complete:
-        for lv in range(levels):
-            if sizes[lv] + len(ALL_SHOWN) <= budget:
-                return _all_shown(heads[lv], whats[0], extra, kept, lv, budget - sizes[lv] if enrich else 0)
+    # The "N more" line and the head's "; first N shown", with room for larger numbers than the first's.
+    more_chars = max(_MORE_RESERVE, len(more(0)) + len(f"; first {total:,} shown") + 16) if kept else 0
     lv = levels - 1
-    if paged is not None and 0 <= paged < lv and len(kept) - 1 < total * paged_below:
+    richer = None
+    if complete:
+        fits = next((lv for lv in range(levels) if sizes[lv] + len(ALL_SHOWN) <= budget), None)
+        if fits is not None:
+            spare = budget - sizes[fits] if enrich else 0
+            enriched = _enriched(kept, fits, spare, whats[0])
+            cells = (len(kept) - enriched) * keys[fits] + enriched * keys[0] if keys else 0
+            richer = _more_identifiers(kept, keys, fits, cells, base, budget - more_chars)
+            if richer is None:
+                return _all_shown(heads[fits], whats[0], extra, kept, fits, spare)
+    if richer is not None:
+        lv = richer
+    elif paged is not None and 0 <= paged < lv and len(kept) - 1 < total * paged_below:
         lv = paged
     out = [heads[lv], *extra]
     size = base[lv]
     shown = 0
-    # The "N more" line and the head's "; first N shown", with room for larger numbers than the first's.
-    more_chars = max(_MORE_RESERVE, len(more(0)) + len(f"; first {total:,} shown") + 16) if kept else 0
     for entry in kept:
         line = "  " + entry[lv]
         reserve = 0 if shown == total - 1 else more_chars
@@ -120,13 +131,47 @@ def render(
     return "\n".join(out)
 
 
-def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
-    """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
+def _more_identifiers(
+    kept: list[tuple[str, ...]], keys: tuple[int, ...], fits: int, cells: int, base: list[int], room: int
+) -> int | None:
+    """A richer level than `fits` (the richest at which every record fits) that shows more identifier cells
+    (rows shown x identifier fields a row shows, `keys[level]`) than every record at `fits` does (`cells`,
+    its first records enriched), or None when none does.
+
+    A row keyed by two identifiers (a part's sku and its part number) is used next by either: every row's
+    first identifier alone shows half of what the agent may pass on, the rows that fit with both may show
+    more. Ties keep every row. Which identifier an agent uses is not guessed, nor whether one column is a
+    function of another (BRK-3001 and 3001 may be, 3613px69 is not)."""
+    if not keys or fits >= len(keys) or keys[fits] <= 0:
+        return None
+    best, best_cells = None, cells
+    for lv in range(fits):
+        if keys[lv] <= keys[fits]:
+            continue
+        size, rows = base[lv], 0
+        for entry in kept:
+            size += len(entry[lv]) + 3
+            if size > room:
+                break
+            rows += 1
+        if rows * keys[lv] > best_cells:
+            best, best_cells = lv, rows * keys[lv]
+    return best
+
+
+def _enriched(kept: list[tuple[str, ...]], lv: int, spare: int, richest: str) -> int:
+    """How many of the first records are shown at the richest level when every record is at level `lv`."""
     richer = 0
     spare -= len(f"{ALL_SHOWN}, the first {len(kept):,} as {richest}")  # the head says which ones are richer
     while lv > 0 and richer < len(kept) and len(kept[richer][0]) - len(kept[richer][lv]) <= spare:
         spare -= len(kept[richer][0]) - len(kept[richer][lv])
         richer += 1
+    return richer
+
+
+def _all_shown(head: str, richest: str, extra: list[str], kept: list[tuple[str, ...]], lv: int, spare: int) -> str:
+    """Every record at level `lv`, the first ones at the richest level while `spare` chars allow."""
+    richer = _enriched(kept, lv, spare, richest)
     head += f"{ALL_SHOWN}, the first {richer:,} as {richest}" if richer else ALL_SHOWN
     lines = ("  " + (e[0] if i < richer else e[lv]) for i, e in enumerate(kept))
     return "\n".join([head, *extra, *lines])

@@ -39,9 +39,9 @@ from typing import Any
 
 import orjson
 
-from offload_mcp.dashboard import ReportCache, render_page
+from offload_mcp.analysis.dashboard import ReportCache, render_page
+from offload_mcp.analysis.stats import report_from_ledger
 from offload_mcp.policy.settings import PolicySettings
-from offload_mcp.stats import report_from_ledger
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 

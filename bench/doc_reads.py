@@ -32,7 +32,7 @@ import sysconfig
 from pathlib import Path
 
 from code_reads import two_steps, write_sessions
-from offload_mcp.fidelity import fact_tokens
+from offload_mcp.analysis.fidelity import fact_tokens
 from offload_mcp.policy.describe import describe_text
 
 ROOT = Path(__file__).resolve().parents[1]

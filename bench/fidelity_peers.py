@@ -7,7 +7,7 @@ and fetched through each installed peer proxy over stdio (FastMCP's
 ResponseLimitingMiddleware at 100 KB, mcp-compressor --shrinkfit), exactly as
 bench/run_all.py drives them; Claude Code alone is clients.ClaudeCodeClient on
 the raw outputs; offload-mcp is `replay` with its defaults. Each system's
-per-record text is then scored by offload_mcp.fidelity (needed facts: values a
+per-record text is then scored by offload_mcp.analysis.fidelity (needed facts: values a
 later call of the trajectory used that came from an earlier output), as
 plain text and as Claude Code would show it. Peers must be installed
 (bench/run_all.py installs them into bench/out/ on first use); a missing one
@@ -37,10 +37,10 @@ sys.path.insert(0, str(HERE / "peers"))
 from mcp_drive import open_session, result_text  # noqa: E402
 from venvs import ensure  # noqa: E402
 
-from offload_mcp.clients import ClaudeCodeClient  # noqa: E402
+from offload_mcp.analysis.clients import ClaudeCodeClient  # noqa: E402
+from offload_mcp.analysis.fidelity import measure_shown  # noqa: E402
+from offload_mcp.analysis.replay import Record, read_records, replay  # noqa: E402
 from offload_mcp.config import OffloadSettings  # noqa: E402
-from offload_mcp.fidelity import measure_shown  # noqa: E402
-from offload_mcp.replay import Record, read_records, replay  # noqa: E402
 
 FASTMCP_LIMIT = 100_000
 PAYLOAD_SERVER = str(HERE / "peers" / "payload_server.py")

@@ -91,8 +91,8 @@ def _instrument(marks: list[tuple[str, float]]) -> None:
     os.read, os.readv, os.write = timed_read, timed_readv, timed_write  # type: ignore[assignment]
 
     from offload_mcp import shaping
-    from offload_mcp.downstream import server as downstream_server
     from offload_mcp.downstream import stdio as downstream_stdio
+    from offload_mcp.downstream import wrapped_server as downstream_server
 
     def around(owner: Any, name: str, start: str, end: str) -> None:
         if not hasattr(owner, name):

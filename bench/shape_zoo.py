@@ -9,7 +9,7 @@ It guards the stub index and the reducers against fitting the cases at hand
 seed, so a mechanism that helps one spelling of one shape and hurts the rest
 shows here. A session is two records of one trajectory: a tool result, then a
 later call whose arguments carry one to three values read out of that result
-(fidelity.py's needed facts). The classes:
+(analysis/fidelity.py's needed facts). The classes:
 
 - `layout`: JSON (compact, indented, an object holding the rows, one object a
   line), the Python repr of row dicts (what Python servers send via `str()`),
@@ -68,10 +68,10 @@ from typing import Any
 
 import orjson
 
-from offload_mcp.clients import client_model
+from offload_mcp.analysis.clients import client_model
+from offload_mcp.analysis.fidelity import Observed, fact_tokens, measure
+from offload_mcp.analysis.replay import Record, ReplayReport, read_records, replay
 from offload_mcp.config import OffloadSettings
-from offload_mcp.fidelity import Observed, fact_tokens, measure
-from offload_mcp.replay import Record, ReplayReport, read_records, replay
 
 SOURCE = "offload-mcp:bench/shape_zoo.py"
 MIN_ROWS = 10

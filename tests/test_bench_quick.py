@@ -95,8 +95,8 @@ def test_latency_table_has_direct_and_offload(quick_report: str) -> None:
 
 def test_dollars_are_priced_by_the_economics_module_replay_uses(quick_report: str) -> None:
     """The no-proxy cost in the dollars table is replay's baseline for the same records: one formula."""
+    from offload_mcp.analysis.replay import _dollars, read_records
     from offload_mcp.config import OffloadSettings
-    from offload_mcp.replay import _dollars, read_records
 
     dollars = _section(quick_report, "3. Dollars")
     header = next(line for line in dollars.splitlines() if line.startswith("| peer"))

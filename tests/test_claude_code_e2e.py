@@ -143,7 +143,7 @@ def test_a_colour_test_log_a_module_a_document_and_a_page_reach_the_model_by_the
     # A GraphQL answer's records sit down an envelope: now indexed at their path, ids and all. A page
     # snapshot's stub listed its links only: now its search box, fields and buttons too, by ref. An HTML
     # page's listed an SVG namespace and its <head>: now its sections and where its links lead.
-    from offload_mcp.demo_workspace import run_tests_text
+    from offload_mcp.commands.demo_workspace import run_tests_text
 
     log = run_tests_text()
     module = "".join(

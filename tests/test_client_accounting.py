@@ -19,8 +19,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from offload_mcp.analysis.stats import exit_summary
 from offload_mcp.policy.settings import PolicySettings
-from offload_mcp.stats import exit_summary
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import proxy_session

@@ -1,10 +1,10 @@
-"""The client models (clients.py) by size: what `sized` says is what `view` shows, and which clientInfo names which."""
+"""The client models (analysis/clients.py) by size: what `sized` says is what `view` shows, and which clientInfo names which."""
 
 from __future__ import annotations
 
 import pytest
 
-from offload_mcp.clients import (
+from offload_mcp.analysis.clients import (
     CLAUDE_CODE_INLINE_CHARS,
     CLAUDE_CODE_MAX_OUTPUT_CHARS,
     ChannelSizes,

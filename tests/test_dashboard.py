@@ -1,4 +1,4 @@
-"""The dashboard (dashboard.py, GET /dashboard, `stats --html`): what `stats --json` says, drawn as one page.
+"""The dashboard (analysis/dashboard.py, GET /dashboard, `stats --html`): what `stats --json` says, drawn as one page.
 
 Through a real streamable-HTTP proxy on a real SQLite ledger: a replay of the MCP-servers corpus
 (197 decisions) plus calls by two principals. Headless Chromium (tests/support/browser.py, over DevTools
@@ -181,8 +181,8 @@ def test_operator_principals_must_name_a_configured_principal() -> None:
 def test_report_cache_keeps_a_report_until_the_ledger_records_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from offload_mcp import dashboard
-    from offload_mcp.dashboard import ReportCache
+    from offload_mcp.analysis import dashboard
+    from offload_mcp.analysis.dashboard import ReportCache
     from offload_mcp.policy.settings import PolicySettings
     from offload_mcp.store import Ledger
     from offload_mcp.store.settings import LedgerSettings
@@ -270,8 +270,8 @@ async def test_dashboard_on_a_postgresql_ledger_matches_stats_json_per_principal
 def test_result_search_counts_show_where_the_report_has_them() -> None:
     from types import SimpleNamespace
 
-    from offload_mcp.dashboard import render_page
-    from offload_mcp.stats import aggregate
+    from offload_mcp.analysis.dashboard import render_page
+    from offload_mcp.analysis.stats import aggregate
 
     report = aggregate([])
     assert "result searches" not in render_page(report, ledger="l") or hasattr(report, "result_search")

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from offload_mcp import demo_workspace as demo_server
+from offload_mcp.commands import demo_workspace as demo_server
 from support.processes import run_unprivileged
 
 OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")

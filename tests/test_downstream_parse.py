@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from offload_mcp.downstream.http_limits import ParsedMessages
+from offload_mcp.downstream.bounded_http import ParsedMessages
 from offload_mcp.downstream.parse import parse_message, with_lone_surrogates_replaced
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from offload_mcp.analysis.replay import Record, _dollars
+from offload_mcp.analysis.stats import aggregate
 from offload_mcp.commands.demo import carry_figures
 from offload_mcp.config import OffloadSettings
 from offload_mcp.policy.economics import Rates, offload_terms
@@ -11,8 +13,6 @@ from offload_mcp.policy.gate import OffloadGateInputs, evaluate_offload_gate
 from offload_mcp.policy.pricing import resolve_price
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.record import ShapeVerdict
-from offload_mcp.replay import Record, _dollars
-from offload_mcp.stats import aggregate
 from support.decision_records import decision_record, decision_row
 
 MODEL = "claude-opus-4-6"  # input $5/M, output $25/M, cache write 5m $6.25/M, 1h $10/M, cache read $0.50/M

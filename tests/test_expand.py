@@ -188,8 +188,8 @@ async def test_get_expand_of_a_damaged_original_is_500_not_a_retryable_503(ledge
     import httpx2
     from starlette.applications import Starlette
 
-    from offload_mcp.server.http_extras import extra_routes
-    from offload_mcp.server.metrics import ProxyMetrics
+    from offload_mcp.upstream.http_extras import extra_routes
+    from offload_mcp.upstream.metrics import ProxyMetrics
 
     reduce_and_commit(ledger, NOISY)
     outside = sqlite3.connect(tmp_path / "ledger.db")

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
+from offload_mcp.analysis.fidelity import FidelityReport
+from offload_mcp.analysis.replay import Record, ReplayReport, read_records, replay
 from offload_mcp.config import OffloadSettings
-from offload_mcp.fidelity import FidelityReport
-from offload_mcp.replay import Record, ReplayReport, read_records, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "corpus"
@@ -53,13 +53,13 @@ MCP_MORE_FLOOR = Floor(needed=8634, visible=8632)
 MCP_SERVERS_FLOOR = Floor(needed=178, visible=178)
 """With the warehouse sessions of issue 38 (real SQL servers, wrapped results): every needed fact visible, none cut by
 a reducer (Claude Code alone: 157). The last three came with driver values in Python-repr rows, `key: value` blocks
-read as records, and both identifier columns of a parts table (data_view.py, key_value_blocks.py, index/render.py)."""
+read as records, and both identifier columns of a parts table (text/data_view.py, text/key_value_blocks.py, index/render.py)."""
 ZOO_SEED = 38
 ZOO_SESSIONS = 200
 ZOO_MAX_CHARS = 60_000
 """A small zoo: every class drawn, results up to 60K chars (past Claude Code's inline limit), ~1 s to replay."""
 ZOO_FLOOR = Floor(needed=282, visible=200)
-"""No reducer hides a needed fact: rows of text inside a JSON string literal are kept whole (rows_text.py). The zoo
+"""No reducer hides a needed fact: rows of text inside a JSON string literal are kept whole (text/rows.py). The zoo
 with driver values, `key: value` blocks and two identifier columns (issue 38): main showed 175, linecap hiding 14."""
 
 

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import fidelity_peers  # noqa: E402
-from offload_mcp.replay import Record  # noqa: E402
+from offload_mcp.analysis.replay import Record  # noqa: E402
 
 HOSTILE = [sys.executable, str(ROOT / "tests" / "fixtures" / "hostile_server.py")]
 

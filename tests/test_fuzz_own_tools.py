@@ -296,8 +296,8 @@ def test_a_catastrophic_schema_pattern_does_not_hang_invoke(ledger: Any) -> None
 def _expand_app(ledger: Any) -> Any:
     from starlette.applications import Starlette
 
-    from offload_mcp.server.http_extras import extra_routes
-    from offload_mcp.server.metrics import ProxyMetrics
+    from offload_mcp.upstream.http_extras import extra_routes
+    from offload_mcp.upstream.metrics import ProxyMetrics
 
     state = SimpleNamespace(
         ledger=ledger, pool=SimpleNamespace(status=lambda: []), catalog=[], metrics=ProxyMetrics(), settings=SETTINGS

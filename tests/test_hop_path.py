@@ -1,5 +1,5 @@
 """The small-call path of one tools/call, in process against a real fixture server over stdio: a small
-result is shaped and counted in line (server/dispatch.py, shaping.shape_without_blocking), a large one
+result is shaped and counted in line (upstream/dispatch.py, shaping.shape_without_blocking), a large one
 still goes to the worker thread and is stubbed only after its body is committed."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 from offload_mcp.config import Config
 from offload_mcp.downstream.pool import DownstreamPool
-from offload_mcp.server.proxy import ProxyState
 from offload_mcp.shaping import INLINE_MAX_CHARS, dump_result
+from offload_mcp.upstream.proxy import ProxyState
 from support.servers import fixture_entry
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +32,7 @@ async def test_a_small_result_is_answered_and_counted_in_line_and_a_large_one_st
         size = 200_000
         assert size > INLINE_MAX_CHARS
         big = await state.dispatch.call_tool(make_text, {"size": size}, session_id="s1", owner="s1")
-        stub, link = big.content  # the stub text, then its resource_link (server/stored_resources.py)
+        stub, link = big.content  # the stub text, then its resource_link (upstream/stored_resources.py)
         assert link.type == "resource_link"
         decisions = list(state.ledger.events(kinds=["decision"])) if state.ledger else []
         assert [(d["tool"], d["verdict"]) for d in decisions] == [("echo", "keep"), ("make_text", "offload")]

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.applications import Starlette
 
 from offload_mcp.reducers.pipeline import ReducerEvent
-from offload_mcp.server.metrics import ProxyMetrics, call_log_line, metrics_route
+from offload_mcp.upstream.metrics import ProxyMetrics, call_log_line, metrics_route
 from support.decision_records import decision_record
 
 

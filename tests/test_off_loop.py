@@ -3,7 +3,7 @@
 - Recalls: a recall's answer (a query's lowercase, counts and finds; a line range's line index) was
   computed on the event loop. On a 60 MB body each `str.lower`, `str.count` or `str.find` holds the GIL
   for 37-44 ms, so a query stood every other call still for ~100 ms. Now a large body's answer is read
-  in a worker thread and those passes go a piece of ~1M chars at a time (text_pieces.py).
+  in a worker thread and those passes go a piece of ~1M chars at a time (text/pieces.py).
 - outputSchema checks: jsonschema reads ~4 us per JSON value, so a structuredContent of 20,000 rows
   took 0.6 s on the loop. A large one is now checked in a worker thread.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offload_mcp import text_pieces
+from offload_mcp.text import pieces as text_pieces
 from support.load import echo_beside, report
 from support.proxy import proxy_session, text_of
 from support.servers import PYTHON, ROOT, fixture_entry, write_config

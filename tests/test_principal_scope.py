@@ -17,7 +17,7 @@ from mcp.client.session import ClientSession
 from pydantic import ValidationError
 
 from offload_mcp.config import Config
-from offload_mcp.server.identity import DEFAULT_PRINCIPAL, owner_key, token_table
+from offload_mcp.upstream.identity import DEFAULT_PRINCIPAL, owner_key, token_table
 from support.principals import ALICE, BOB, LONG_LINES, session_call
 from support.proxy import TRM, running_proxy, text_of
 from support.servers import HOSTILE, write_config

@@ -1,4 +1,4 @@
-"""The proxy's parts in-process (server/catalog_view.py, upstream.py, dispatch.py, http_limits.py SessionCaps).
+"""The proxy's parts in-process (upstream/catalog_view.py, upstream/sessions.py, dispatch.py, connection_limits.py SessionCaps).
 
 Each part is built on its own over a real DownstreamPool in front of the real fixture server; the
 upstream tests connect real SDK clients over in-memory streams (one `Server.run` per client, as on
@@ -26,18 +26,18 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from offload_mcp.config import Config, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
-from offload_mcp.server.catalog_view import STATUS_TOOL, CatalogView
-from offload_mcp.server.dispatch import CallDispatcher
-from offload_mcp.server.http_limits import SessionCaps
-from offload_mcp.server.identity import refusal
-from offload_mcp.server.metrics import ProxyMetrics
-from offload_mcp.server.proxy import ProxyState, build_server, initialization_options
-from offload_mcp.server.routing import ResourcePromptRouter
-from offload_mcp.server.transports import streamable_http_app
-from offload_mcp.server.upstream import UpstreamSessions
 from offload_mcp.session import ANONYMOUS_PREFIX
 from offload_mcp.shaping import build_shaper
 from offload_mcp.tools.own import load_own_tools
+from offload_mcp.upstream.catalog_view import STATUS_TOOL, CatalogView
+from offload_mcp.upstream.connection_limits import SessionCaps
+from offload_mcp.upstream.dispatch import CallDispatcher
+from offload_mcp.upstream.identity import refusal
+from offload_mcp.upstream.metrics import ProxyMetrics
+from offload_mcp.upstream.proxy import ProxyState, build_server, initialization_options
+from offload_mcp.upstream.routing import ResourcePromptRouter
+from offload_mcp.upstream.sessions import UpstreamSessions
+from offload_mcp.upstream.transports import streamable_http_app
 from support.proxy import initialize_request, recall_whole, text_of
 from support.servers import fixture_entry
 

@@ -452,7 +452,7 @@ async def test_every_match_a_query_header_names_is_in_the_body(env, max_chars, q
 async def test_a_query_copied_from_a_colour_logs_stub_names_the_lines_that_hold_it(env):
     # The stub reads a colourised log without its escapes; the stored text keeps them, so the index's
     # `FAILED tests/...` has a colour code between its two words there and a plain query found nothing.
-    from offload_mcp.demo_workspace import run_tests_text
+    from offload_mcp.commands.demo_workspace import run_tests_text
 
     e, shaper = env
     log = run_tests_text()

@@ -11,10 +11,10 @@ import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
+from offload_mcp.analysis.stats import report_from_ledger
 from offload_mcp.config import OffloadSettings
 from offload_mcp.record import RECORD_VERSION, DecisionEvent, DecisionRecordError
 from offload_mcp.shaping import CallInfo, ResultShaper
-from offload_mcp.stats import report_from_ledger
 from offload_mcp.store import Ledger, decision_v1
 from offload_mcp.store.settings import LedgerSettings
 from support.decision_records import decision_record, decision_row

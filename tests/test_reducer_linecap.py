@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from offload_mcp.analysis.replay import read_records
 from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
 from offload_mcp.reducers.linecap import NEVER_TRUNCATE_RE, Linecap, never_truncate
 from offload_mcp.reducers.settings import LinecapSettings
-from offload_mcp.replay import read_records
 
 
 def ctx(session=None):

@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
-from offload_mcp.downstream.http_limits import (
+from offload_mcp.downstream.bounded_http import (
     PARSE_OFF_LOOP_BYTES,
     PLACEHOLDER_KEY,
     ParsedMessages,

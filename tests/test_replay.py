@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from offload_mcp.analysis.replay import Record, ReplayError, _remaining_turns, call_arguments, read_records, replay
 from offload_mcp.config import OffloadSettings
-from offload_mcp.replay import Record, ReplayError, _remaining_turns, call_arguments, read_records, replay
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.processes import run_unprivileged

@@ -10,10 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from offload_mcp.clients import ClaudeCodeClient, PlainClient, client_model
+from offload_mcp.analysis.clients import ClaudeCodeClient, PlainClient, client_model
+from offload_mcp.analysis.fidelity import Observed, fact_tokens, measure
+from offload_mcp.analysis.replay import read_records, replay
 from offload_mcp.config import OffloadSettings
-from offload_mcp.fidelity import Observed, fact_tokens, measure
-from offload_mcp.replay import read_records, replay
 from support.proxy import OFFLOAD_MCP, proxy_env
 from support.servers import ROOT
 
@@ -146,7 +146,7 @@ def test_measure_names_client_losses_and_visibility_anywhere_earlier():
 
 
 def test_measure_shown_scores_a_peer_the_same_way():
-    from offload_mcp.fidelity import measure_shown
+    from offload_mcp.analysis.fidelity import measure_shown
 
     items = [
         (1, "a", "q", "{}", "rows ROW-000001 ROW-000002", "rows ROW-000001 [1 more]"),
@@ -375,9 +375,9 @@ def test_a_graphql_issue_id_picked_from_a_stubbed_answer_is_in_view(tmp_path: Pa
 
 def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():
     """Two reducers acted on one output: the prefix re-run names the one that removed each fact."""
+    from offload_mcp.analysis.replay import Record, _reducer_blame
     from offload_mcp.reducers.base import Acted, Declined, ReduceContext, cg_hash, marker
     from offload_mcp.reducers.pipeline import Pipeline, ReducerEvent
-    from offload_mcp.replay import Record, _reducer_blame
     from offload_mcp.shaping import ResultShaper
 
     class DropLines:

@@ -1,4 +1,4 @@
-"""server/routing.py in-process: resources, prompts and completions reach the wrapped server that owns them."""
+"""upstream/routing.py in-process: resources, prompts and completions reach the wrapped server that owns them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mcp.shared.exceptions import MCPError
 
 from offload_mcp.config import OffloadSettings, parse_config
 from offload_mcp.downstream.pool import DownstreamPool
-from offload_mcp.server.routing import ResourcePromptRouter, route_prompts, strip_meta, template_matches
+from offload_mcp.upstream.routing import ResourcePromptRouter, route_prompts, strip_meta, template_matches
 from support.servers import fixture_entry
 
 

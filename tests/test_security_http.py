@@ -177,7 +177,7 @@ def test_a_weak_or_blank_token_is_refused_however_it_is_given(
 
 
 def test_the_guard_unit_rules() -> None:
-    from offload_mcp.server.security import _matches, allowed_hosts, allowed_origins
+    from offload_mcp.upstream.security import _matches, allowed_hosts, allowed_origins
 
     hosts = allowed_hosts("127.0.0.1")
     assert _matches("127.0.0.1:8765", hosts) and _matches("localhost:1", hosts) and _matches("[::1]:80", hosts)

@@ -80,7 +80,7 @@ async def test_a_project_folder_holding_the_ledger_is_left_alone(tmp_path: Path)
 
 
 def test_log_bodies_is_a_documented_debug_switch() -> None:
-    from offload_mcp.server.settings import ServerSettings
+    from offload_mcp.upstream.settings import ServerSettings
 
     assert ServerSettings().log_bodies is False
     assert "debug" in (ServerSettings.model_fields["log_bodies"].description or "")

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import shape_zoo  # noqa: E402
-from offload_mcp.fidelity import fact_tokens  # noqa: E402
-from offload_mcp.replay import read_records  # noqa: E402
+from offload_mcp.analysis.fidelity import fact_tokens  # noqa: E402
+from offload_mcp.analysis.replay import read_records  # noqa: E402
 
 SESSIONS = 400
 MAX_CHARS = 20_000

@@ -41,7 +41,7 @@ def test_offload_returns_a_stub_only_after_the_original_is_committed(shaper):
     out, rep = shaper.shape_with_report(CALL, original)
     assert (rep.verdict, rep.reason) == ("offload", "over_client_limit")
     assert rep.trm_id and rep.trm_id in out.content[0].text
-    stub, link = out.content  # the stub, and the link a host reads the whole body by (server/stored_resources.py)
+    stub, link = out.content  # the stub, and the link a host reads the whole body by (upstream/stored_resources.py)
     assert rep.chars_out == len(stub.text) < 1000
     assert (link.type, link.uri, link.name, link.mime_type, link.size) == (
         "resource_link",

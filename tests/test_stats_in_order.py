@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from offload_mcp.stats import CALL_KINDS, Accumulator, aggregate, owned_by, report_from_ledger
+from offload_mcp.analysis.stats import CALL_KINDS, Accumulator, aggregate, owned_by, report_from_ledger
 from offload_mcp.store import Ledger, LedgerEvent
 from offload_mcp.store import ledger as ledger_module
 from offload_mcp.store.settings import LedgerSettings

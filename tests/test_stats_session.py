@@ -7,8 +7,8 @@ import re
 import subprocess
 import sys
 
+from offload_mcp.analysis.stats import exit_summary, report_from_ledger
 from offload_mcp.policy.settings import PolicySettings
-from offload_mcp.stats import exit_summary, report_from_ledger
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import proxy_session, text_of

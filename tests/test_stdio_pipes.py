@@ -1,4 +1,4 @@
-"""The upstream stdio wire on the event loop (server/stdio_pipes.py): same lines as the SDK's thread-based
+"""The upstream stdio wire on the event loop (upstream/stdio_pipes.py): same lines as the SDK's thread-based
 reader, every byte written, fd 0/1 diverted while serving, and the SDK's transport where a descriptor
 cannot be polled."""
 
@@ -20,7 +20,7 @@ import pytest
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCResponse, jsonrpc_message_adapter
 
-from offload_mcp.server.stdio_pipes import PipeLines, PipeMessages, PipeMessageWriter, PipeWriter, pollable
+from offload_mcp.upstream.stdio_pipes import PipeLines, PipeMessages, PipeMessageWriter, PipeWriter, pollable
 
 pytestmark = pytest.mark.anyio
 
@@ -161,7 +161,7 @@ SERVE_ONE_PING = textwrap.dedent(
     import logging, sys, anyio
     from mcp.shared.message import SessionMessage
     from mcp_types import JSONRPCResponse
-    from offload_mcp.server.stdio_pipes import upstream_stdio
+    from offload_mcp.upstream.stdio_pipes import upstream_stdio
 
     logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 

@@ -19,7 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from offload_mcp.server import stored_resources
+from offload_mcp.upstream import stored_resources
 from support.cluster import bearer_client
 from support.principals import ALICE, BOB
 from support.proxy import TRM, running_proxy, text_of

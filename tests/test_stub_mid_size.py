@@ -23,9 +23,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from offload_mcp.clients import CLAUDE_CODE_INLINE_CHARS, client_model
+from offload_mcp.analysis.clients import CLAUDE_CODE_INLINE_CHARS, client_model
+from offload_mcp.analysis.replay import Record, replay
 from offload_mcp.config import OffloadSettings
-from offload_mcp.replay import Record, replay
 
 Rows = list[dict[str, object]]
 

@@ -14,8 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offload_mcp import text_pieces
-from offload_mcp.data_view import find_data
 from offload_mcp.policy import describe
 from offload_mcp.policy.describe import describe_text, share_above
 from offload_mcp.policy.index import json_records, python_literal, text_index, text_records
@@ -32,6 +30,8 @@ from offload_mcp.policy.textscan import (
     not_blank,
     without_escapes,
 )
+from offload_mcp.text import pieces as text_pieces
+from offload_mcp.text.data_view import find_data
 
 # ------------------------------------------------------------------ the straightforward definitions
 

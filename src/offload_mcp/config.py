@@ -22,9 +22,9 @@ from .catalog.settings import CatalogSettings
 from .downstream.settings import DownstreamSettings, RemoteServer, ServerEntry, StdioServer
 from .policy.settings import PolicySettings
 from .reducers.settings import ReducerSettings
-from .server.settings import ServerSettings
 from .store.settings import LedgerSettings
 from .tools.settings import RecallSettings
+from .upstream.settings import ServerSettings
 
 CONFIG_ENV_VAR = "OFFLOAD_MCP_CONFIG"
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .clients import ChannelSizes, ClientModel, client_model, for_client_info
+from .analysis.clients import ChannelSizes, ClientModel, client_model, for_client_info
 from .policy.economics import ResultAccount, account_result
 from .policy.policy import Decision
 from .reducers.pipeline import ReducerEvent

@@ -1,6 +1,6 @@
 """The session: who a call belongs to and what that session has already shown its model.
 
-A session id names one client session (server/identity.py issues them); a stateless HTTP request
+A session id names one client session (upstream/identity.py issues them); a stateless HTTP request
 without an identity of its own gets an anonymous id that shares nothing. `SessionMemory` is what a
 session remembers between calls: the outputs its model saw (dedup points back at them) and the cg
 hashes it expanded (kept verbatim when they arrive again).
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 ANONYMOUS_PREFIX = "stateless:"
 """Session ids with this prefix belong to a request with no identity of its own (a 2026-07-28 stateless HTTP
-request, server/identity.py): it has no history to share and keeps none."""
+request, upstream/identity.py): it has no history to share and keeps none."""
 
 
 def is_anonymous(session_id: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 
 import mcp_types as types
 
-from ..tool_names import INVOKE, SEARCH
+from ..tools.names import INVOKE, SEARCH
 from . import deferral
 from .catalog import CatalogEntry
 from .hotset import HotSet, HotSetMemory

@@ -1,7 +1,7 @@
 """`offload-mcp demo`: see what offload-mcp does, in seconds, with no configuration.
 
 It starts the real proxy (`offload-mcp serve`) in front of a real MCP server
-(the demo workspace in demo_workspace.py, over stdio), plays a short
+(the demo workspace in commands/demo_workspace.py, over stdio), plays a short
 agent session against it as an MCP client, and prints for each call what the
 server sent and what the client received. At the end: the tokens and dollars
 saved (from the ledger, the same numbers `offload-mcp stats` shows), against
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..analysis.stats import StatsReport
     from ..config import OffloadSettings
     from ..policy.settings import PolicySettings
     from ..record import DecisionEvent
-    from ..stats import StatsReport
 
 EXAMPLES = """\
 examples:
@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--observe", action="store_true", help="run the proxy in observe mode (results pass through unchanged)"
     )
     parser.add_argument("--model", help="price with this model (default: offload.policy.model)")
-    from ..clients import CLIENTS
+    from ..analysis.clients import CLIENTS
 
     parser.add_argument(
         "--client",
@@ -147,7 +147,7 @@ def _write_config(workdir: Path, observe: bool, model: str | None, source: str |
     if model:
         offload["policy"] = {**dict(offload.get("policy") or {}), "model": model}
     config = {
-        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.demo_workspace"]}},
+        "mcpServers": {"workspace": {"command": sys.executable, "args": ["-m", "offload_mcp.commands.demo_workspace"]}},
         "offload": offload,
     }
     path = workdir / "offload.json"
@@ -184,13 +184,13 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from rich.console import Console
 
-    from .. import demo_workspace as demo_server
+    from ..analysis.stats import report_from_ledger
     from ..config import ConfigError, load_config
     from ..policy.pricing import price_for
     from ..record import DecisionEvent
-    from ..stats import report_from_ledger
     from ..store import Ledger
     from ..store.settings import LedgerSettings
+    from . import demo_workspace as demo_server
 
     console = Console(highlight=False, soft_wrap=True)
     config_path = _write_config(workdir, args.observe, args.model, args.config)
@@ -272,7 +272,7 @@ def _print_call(console: Any, title: str, arguments: dict[str, Any], why: str, s
 
 
 async def _bring_back(session: Any, received: dict[int, str], console: Any, recall_settings: Any) -> None:
-    from .. import demo_workspace as demo_server
+    from . import demo_workspace as demo_server
 
     needle = demo_server.NEEDLE
     original = demo_server.git_log_text()
@@ -358,7 +358,7 @@ def _print_totals(report: StatsReport, settings: OffloadSettings, console: Any) 
             f"   in this {t.results}-call session (each result carried by the request that read it and the calls "
             f"that followed) it {saved} ${usd:,.2f}, net of the cost of bringing details back."
         )
-    from ..stats import saving_lines
+    from ..analysis.stats import saving_lines
 
     console.print("[bold]beside the alternatives[/bold] (`offload-mcp stats` shows the same numbers):")
     for line in saving_lines(report):

@@ -291,8 +291,8 @@ def remote_server_name(entry: dict[str, Any], seconds: float = PROBE_SECONDS) ->
 
         from mcp.client.session import ClientSession
 
-        from ..downstream.server import _remote_transport
         from ..downstream.settings import DownstreamSettings
+        from ..downstream.wrapped_server import _remote_transport
 
         with anyio.move_on_after(seconds):
             async with AsyncExitStack() as stack:

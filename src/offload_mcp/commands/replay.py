@@ -74,9 +74,9 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import orjson
 
+    from ..analysis.replay import REFERENCE_MODELS, ReplayError, read_records
     from ..config import Config, load_config
     from ..policy.pricing import resolve_price
-    from ..replay import REFERENCE_MODELS, ReplayError, read_records
     from ..store import LedgerUnavailable
 
     if args.limit is not None and args.limit < 0:
@@ -124,7 +124,7 @@ def _with_progress(records: list[Any], settings: Any, args: argparse.Namespace, 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..replay import replay
+    from ..analysis.replay import replay
 
     console = Console(stderr=True)
     with Progress(
@@ -208,7 +208,7 @@ def _print_tables(d: dict[str, Any]) -> None:
 def _print_fidelity(console: Any, d: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from ..fidelity import LOSSES
+    from ..analysis.fidelity import LOSSES
 
     f = d.get("fidelity")
     if not f:

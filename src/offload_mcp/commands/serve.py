@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "auth_token", None):
         config.offload.server.auth_token = args.auth_token
     if args.transport != "stdio":
-        from ..server.transports import auth_token
+        from ..upstream.transports import auth_token
 
         auth_token(config.offload, args.host)  # refuse a bad bind before starting any server
     return anyio.run(_serve, config, args)
@@ -176,8 +176,8 @@ async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyS
 
     from ..catalog.catalog import CatalogCollision
     from ..downstream.pool import DownstreamPool
-    from ..server.proxy import ProxyState, build_server
-    from ..server.transports import Stopper, serve
+    from ..upstream.proxy import ProxyState, build_server
+    from ..upstream.transports import Stopper, serve
 
     problem: str | None = None
     # background: initialize is answered at once whatever the downstream servers do.
@@ -201,7 +201,7 @@ async def _serve_started(config: Config, args: argparse.Namespace, early: EarlyS
             problem = f"{args.config or 'config'}: offload.catalog.prefix: {err}"
         else:
             if state.ledger is not None and state.ledger.path is not None:  # a local file, not a database server
-                from ..server.security import secure_ledger_files
+                from ..upstream.security import secure_ledger_files
 
                 secure_ledger_files(state.ledger.path)
             server = build_server(state)
@@ -265,7 +265,7 @@ def _print_exit_summary(state: Any) -> None:
     """On exit, a few lines on stderr naming the levers that fired in this process's sessions (silent if none did)."""
     import sys
 
-    from ..stats import exit_summary
+    from ..analysis.stats import exit_summary
 
     text = exit_summary(state.ledger, sorted(state.sessions_seen), state.settings.policy)
     if text:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..clients import CLIENTS
+from ..analysis.clients import CLIENTS
 from ..config import CONFIG_ENV_VAR, ConfigError, OffloadSettings, load_config
 
 EXAMPLES = """\
@@ -94,8 +94,8 @@ def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path | 
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis.stats import parse_since, report_from_ledger
     from ..record import DecisionRecordError
-    from ..stats import parse_since, report_from_ledger
     from ..store import Ledger, LedgerError
     from ..store.location import file_problem
     from ..store.settings import LedgerSettings
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     shown = ledger.location
 
     if args.html:
-        from ..dashboard import render_page
+        from ..analysis.dashboard import render_page
 
         viewer = f"principal {args.principal}" if args.principal else "every caller"
         try:
@@ -194,7 +194,7 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     if observe:
         table.add_column("would save tokens vs raw", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
         table.add_column("would save $ vs raw", justify="right", footer=_money(t.would_usd_saved, report.priced))
-    from ..stats import client_title
+    from ..analysis.stats import client_title
 
     alone = client_title(report.client)
     beside_client = report.client != "plain"
@@ -286,7 +286,7 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     if suggestions:
         console.print('  suggested: "offload": {"policy": {' + ", ".join(suggestions) + "}}")
     else:
-        from ..stats import MIN_SAMPLES_FOR_SUGGESTION
+        from ..analysis.stats import MIN_SAMPLES_FOR_SUGGESTION
 
         console.print(f"  suggested: none yet (needs {MIN_SAMPLES_FOR_SUGGESTION} or more samples)")
 

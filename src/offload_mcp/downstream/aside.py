@@ -9,7 +9,7 @@ objects feed the cyclic collector (docs/design.md, "Reading large answers").
 How it works: the stdio transport hands the SDK such an answer with its structuredContent replaced
 by a one-key placeholder holding a random token, and keeps the object here; `DownstreamServer.call_tool`
 puts it back into the `CallToolResult` the SDK returns. Remote (HTTP, SSE) answers do the same where
-http_limits.py parses them off the loop. The SDK still checks everything else; its check of the
+bounded_http.py parses them off the loop. The SDK still checks everything else; its check of the
 placeholder passes exactly when the object's would (every revision types it as an object with string
 keys, all a JSON object can be).
 

@@ -19,7 +19,7 @@ answer, none can finish), the youngest of them, so the others go on. Never a cra
 
 A charge handed to the SDK that no call claims (its caller was cancelled; an answer to something else) is
 released by `SWEEP_AFTER_S`: the SDK hands an answer to its caller within a few turns of the loop.
-/metrics shows what is held, the limit and the refusals (server/metrics.py).
+/metrics shows what is held, the limit and the refusals (upstream/metrics.py).
 When it is inert: answers under `CHARGE_FROM_BYTES` (most); a budget that is never spent.
 """
 

@@ -9,7 +9,7 @@ orjson is no substitute: it turns an integer over 64 bits into a float. Bytes th
 or not a message are parsed again by `validate_json`, so the error is the SDK's, word for word.
 
 One departure from the SDK, for callers that pass `on_lone_surrogates` (stdio), and for remote answers
-through `with_lone_surrogates_replaced` (http_limits.py): a lone UTF-16 surrogate escape (`"row \\ud83d"`)
+through `with_lone_surrogates_replaced` (bounded_http.py): a lone UTF-16 surrogate escape (`"row \\ud83d"`)
 is read as U+FFFD. Node's JSON.stringify writes one when a server slices a
 string inside an emoji; it is valid JSON and JS clients take it, but pydantic-core refuses it, so the
 whole answer was lost where invalid UTF-8 bytes cost only the bad characters. Only after the fast parse

@@ -32,9 +32,9 @@ import anyio.abc
 
 from ..relay.router import Relay
 from .changes import DownstreamChange, Joined
-from .server import DownstreamServer, budget_for
 from .settings import DownstreamSettings, ServerEntry
 from .spawn import EarlyStarts
+from .wrapped_server import DownstreamServer, budget_for
 
 logger = logging.getLogger(__name__)
 

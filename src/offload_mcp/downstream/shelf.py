@@ -1,4 +1,4 @@
-"""Values kept beside the SDK under tokens a server cannot guess (aside.py, http_limits.py).
+"""Values kept beside the SDK under tokens a server cannot guess (aside.py, bounded_http.py).
 
 Each token carries a random per-shelf prefix, so a server cannot name what another message put
 aside; each value is taken once; at most `max_held` wait, and the oldest is pushed out (its owner says

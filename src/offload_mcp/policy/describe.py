@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..data_view import DataView, find_data
+from ..text.data_view import DataView, find_data
 from .textscan import DEFINITION, DEFINITIONS_MAX_CHARS, TextScan, first_chars, lstripped_head, not_blank
 
 _SAMPLE_LINES = 200

@@ -53,7 +53,7 @@ Quantities (tokens = chars / `chars_per_token`):
   server sent them, both channels: what a client with no size rule would
   carry) and against *this client alone* (what the client that made the
   call shows its model of the raw result with no proxy, e.g. Claude Code's
-  2,000-char preview of a filed result or its one-line rejection; clients.py,
+  2,000-char preview of a filed result or its one-line rejection; analysis/clients.py,
   the same model `replay --client` uses). Against the client alone the
   figure may be negative: a stub can be longer than Claude Code's rejection
   message, and buys that the bytes stay one recall away.
@@ -67,7 +67,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..clients import ChannelSizes, ClientModel, SizedView
+from ..analysis.clients import ChannelSizes, ClientModel, SizedView
 from .pricing import Price
 
 PER_MILLION = 1_000_000.0

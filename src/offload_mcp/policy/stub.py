@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 import orjson
 
-from ..data_view import DataView, decode_fields, find_data, value_at, view_of
-from ..jsonpath_keys import is_plain_key, key_segment
+from ..text.data_view import DataView, decode_fields, find_data, value_at, view_of
+from ..text.jsonpath_keys import is_plain_key, key_segment
 from .describe import describe_json, describe_text
 from .index import json_index, text_index
 from .textscan import TextScan, without_escapes

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from operator import itemgetter
 
-from .. import text_pieces
+from ..text import pieces as text_pieces
 
 _HEAD_LINE_CHARS = 4096
 """The head of `count` lines is read from the first `count * 4096` chars: one huge line costs what a short one does."""

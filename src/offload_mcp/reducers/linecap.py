@@ -26,7 +26,7 @@ text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a se
 or a table aligned by spaces (3+ cells between runs of 2+ spaces), its header under up to
 3 lines of prose, a fence or envelope tags,
 or a JSON string literal whose text is rows (a CSV, TSV or aligned table, JSON lines, `key: value`
-records such as a git log; encoded once or more, a prose envelope or a fence inside it: rows_text.py).
+records such as a git log; encoded once or more, a prose envelope or a fence inside it: text/rows.py).
 Such a line is kept whole; a result too long to keep is the policy's to offload.
 Records are data, not noise: a line an agent reads as a record — a `key: value`
 field (git log `Author:`, YAML `- name: x`), a JSON record or `"key": value`
@@ -56,7 +56,7 @@ from typing import Any
 
 import orjson
 
-from ..data_view import KEY_VALUE_BLOCKS, data_in_line, find_data
+from ..text.data_view import KEY_VALUE_BLOCKS, data_in_line, find_data
 from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, never_worse, trailer
 from .settings import LinecapSettings
 

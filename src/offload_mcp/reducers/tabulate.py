@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from ..data_view import decode_fields, find_data, may_hold_body, value_at
+from ..text.data_view import decode_fields, find_data, may_hold_body, value_at
 from .base import Declined, FloorTerms, Outcome, ReduceContext, cg_hash, common_decline, marker, never_worse
 from .settings import TabulateSettings
 

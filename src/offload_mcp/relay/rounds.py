@@ -18,8 +18,8 @@ import mcp_types as types
 
 from ..catalog.catalog import CatalogEntry
 from ..downstream.settings import DownstreamSettings
-from ..server.identity import client_name
 from ..tools.registry import error_result
+from ..upstream.identity import client_name
 from .parked import ParkedCall, Parking
 from .router import Upstream
 
@@ -79,7 +79,7 @@ class _Settings(Protocol):
 
 
 class RoundsHost(Protocol):
-    """What a call in rounds needs from the proxy (server/proxy.py's ProxyState is one), and nothing more."""
+    """What a call in rounds needs from the proxy (upstream/proxy.py's ProxyState is one), and nothing more."""
 
     @property
     def settings(self) -> _Settings: ...

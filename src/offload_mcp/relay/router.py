@@ -82,7 +82,7 @@ class SessionUpstream:
     session: Any  # mcp.server.session.ServerSession
     request_id: types.RequestId | None = None
     key: str | None = None
-    """The client connection the session belongs to (server/identity.py `connection_key`); None: its own."""
+    """The client connection the session belongs to (upstream/identity.py `connection_key`); None: its own."""
 
     @property
     def origin(self) -> object:

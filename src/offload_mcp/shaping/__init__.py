@@ -1,6 +1,6 @@
 """The seam between forwarding and economics: shape one downstream result.
 
-The server (server/dispatch.py) shapes each downstream tool result once, on arrival:
+The server (upstream/dispatch.py) shapes each downstream tool result once, on arrival:
 `ResultShaper.shape_without_blocking` on its event loop for a small result whose decision needs no
 ledger write, else `ResultShaper.shape_with_report` in a worker thread (SQLite is synchronous). Order:
 

@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 import orjson
 
-from ..clients import ChannelSizes, chars_of_json
+from ..analysis.clients import ChannelSizes, chars_of_json
 from ..policy.describe import parse_json_text
 from ..policy.stub import text_blocks
 from ..policy.textscan import lstripped_head

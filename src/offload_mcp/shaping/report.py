@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..clients import ChannelSizes
+from ..analysis.clients import ChannelSizes
 from ..policy.policy import Decision
 from ..record import DecisionEvent, Mode, ShapeVerdict
 from ..reducers.pipeline import ReducerEvent
@@ -23,7 +23,7 @@ class CallInfo:
     session_id: str = "default"
     output_schema: dict[str, Any] | None = None
     owner: str | None = None
-    """The ledger ownership key of the caller (server/identity.py); None: the session id."""
+    """The ledger ownership key of the caller (upstream/identity.py); None: the session id."""
     structured_from_json: bool = False
     """The result's structuredContent was parsed from JSON (a downstream server's answer), so its values
     are JSON's own and the shaper reads it without a copy (dump_result)."""

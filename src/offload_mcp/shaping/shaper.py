@@ -26,10 +26,10 @@ from ..record import DecisionEvent
 from ..reducers.base import ReduceContext
 from ..reducers.pipeline import Pipeline, PipelineResult, ReducerEvent, build_pipeline
 from ..reducers.settings import ReducerSettings
-from ..server.stored_resources import link_for
 from ..session import SessionMemory, is_anonymous
 from ..store import BodyRecord, Ledger, LedgerError, LedgerUnavailable, LedgerWriteError
-from ..tool_names import ALWAYS_LISTED
+from ..tools.names import ALWAYS_LISTED
+from ..upstream.stored_resources import link_for
 from .body import (
     ResultBody,
     channel_sizes,

@@ -315,7 +315,7 @@ class Ledger:
         `bodies` and `events` are read more than once: any iterable given is taken whole first,
         so a generator cannot silently drop the rows that record who made each call.
         `owner` is the caller's ownership key (`principal:<name>` under scope `principal`,
-        server/identity.py); without it the bodies' and events' sessions own what this commit hands out.
+        upstream/identity.py); without it the bodies' and events' sessions own what this commit hands out.
         """
         bodies = tuple(bodies)
         events = tuple(events)

@@ -33,8 +33,8 @@ import mcp_types as types
 import orjson
 import regex
 
-from ..echo import echoed
-from ..tool_names import ALWAYS_LISTED, INVOKE
+from .echo import echoed
+from .names import ALWAYS_LISTED, INVOKE
 from .registry import ToolEnv, error_result
 from .tool_search import NAME as SEARCH_NAME
 from .tool_search import index_for, note

@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 import orjson
 
-from ..jsonpath_keys import key_segment
+from ..text.jsonpath_keys import key_segment
 
 CONCURRENCY = 2
 """Workers at once: evaluation is CPU-bound, more than the cores only queues inside the kernel."""

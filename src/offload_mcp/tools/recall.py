@@ -55,12 +55,12 @@ import anyio
 import mcp_types as types
 import orjson
 
-from .. import text_pieces
-from ..data_view import decode_fields, find_data, plain_json
-from ..echo import ECHO_CHARS
-from ..jsonpath_keys import is_plain_key
 from ..store import Evicted, Ledger, LedgerCorrupt, LedgerError, UnknownId
 from ..store.text_view import text_blocks, text_view
+from ..text import pieces as text_pieces
+from ..text.data_view import decode_fields, find_data, plain_json
+from ..text.jsonpath_keys import is_plain_key
+from .echo import ECHO_CHARS
 from .jsonpath_worker import JsonPathFailed, evaluate
 from .registry import RECALL, ToolEnv, error_result, no_ledger, owner_detail
 from .retrieval import BadInput, parse_hash, quoted, quoted_names

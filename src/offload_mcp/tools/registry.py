@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 
 from ..session import SessionMemory
-from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
+from .names import ALWAYS_LISTED, EXPAND, RECALL
 
 if TYPE_CHECKING:
     from ..catalog.catalog import Catalog
@@ -37,7 +37,7 @@ class ToolEnv:
     """Call a catalog tool by its listed name, through the same shaping as a direct call."""
     catalog: Catalog | None = None
     owner: str | None = None
-    """The caller's ledger ownership key (server/identity.py); None: the session id."""
+    """The caller's ledger ownership key (upstream/identity.py); None: the session id."""
     ledger_problem: str | None = None
     """Why no ledger is open, when none is (the error opening it gave), for the tools to say."""
 

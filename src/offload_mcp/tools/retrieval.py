@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..echo import ECHO_CHARS, echoed
 from ..reducers.base import HASH_RE, MARKER_RE
+from .echo import ECHO_CHARS, echoed
 
 _LOOSE_RE = re.compile(r"^(?:<<)?(?:cg:)?([0-9a-fA-F]{16})(?:>>)?$")
 

@@ -21,10 +21,10 @@ from typing import Any
 import anyio
 import orjson
 
-from ..echo import echoed
 from ..store import Evicted, LedgerError, UnknownId
 from ..store.search import MAX_QUERY_CHARS, MAX_TERMS, MIN_TERM_CHARS, SearchHit, search_terms
 from ..store.text_view import text_view
+from .echo import echoed
 
 HITS = 5
 """Hits one answer shows."""

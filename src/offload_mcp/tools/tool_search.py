@@ -29,7 +29,7 @@ import mcp_types as types
 import orjson
 
 from ..catalog.search import SearchRefused, ToolIndex
-from ..tool_names import INVOKE, SEARCH
+from .names import INVOKE, SEARCH
 from .registry import ToolEnv, error_result, text_result
 
 logger = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from ...jsonpath_keys import is_plain_key
+from ...text.jsonpath_keys import is_plain_key
 
 SAMPLE = 200
 """Items read to classify fields; counts and standouts read every item."""

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from itertools import islice, repeat
 from typing import Any
 
-from ...data_view import literal_value
-from ...jsonpath_keys import is_plain_key, key_segment
+from ...text.data_view import literal_value
+from ...text.jsonpath_keys import is_plain_key, key_segment
 from ..textscan import lstripped_head
 from .fields import (
     STANDOUTS_SHOWN,

@@ -200,7 +200,7 @@ class Guard:
             # Open paths answer anyone, but say more only to a caller holding a token (see `is_authorized`).
             state[AUTHORIZED_KEY] = authorized
             if principal is not None:
-                # Who is calling, for principal-scoped ledger access (server/identity.py reads it back).
+                # Who is calling, for principal-scoped ledger access (upstream/identity.py reads it back).
                 state[STATE_KEY] = principal
             if not authorized and scope.get("path") not in OPEN_PATHS:
                 problem = (

@@ -23,7 +23,7 @@ Two baselines (economics.account_result): every result is counted against the
 raw result (`tokens_saved`, `usd_saved`: the server's characters minus the
 proxy's) and against what the calling client alone would have shown its model
 (`client_tokens_saved`, `client_usd_saved`: Claude Code's 2,000-char preview
-of a filed result, its error for one over 400,000 chars; clients.py, the
+of a filed result, its error for one over 400,000 chars; analysis/clients.py, the
 model `replay --client` uses). The client is the `clientInfo.name` recorded
 with each decision; `client` (stats --client) names one for every result, for
 ledgers recorded before clients were. Recalls are charged against both.
@@ -43,12 +43,12 @@ from typing import Any
 
 import orjson
 
+from ..policy.economics import Rates, requests_carrying
+from ..policy.pricing import Price, price_for
+from ..policy.settings import PolicySettings
+from ..record import DecisionEvent
+from ..store import Ledger
 from .clients import ClientModel, client_model
-from .policy.economics import Rates, requests_carrying
-from .policy.pricing import Price, price_for
-from .policy.settings import PolicySettings
-from .record import DecisionEvent
-from .store import Ledger
 
 CALL_KINDS = ("decision", "recall", "expand", "tool_search", "invoke", "search")
 """Ledger event kinds that are one model-visible tool call each (they count toward the observed horizon)."""
@@ -276,7 +276,7 @@ def aggregate(
 ) -> StatsReport:
     """Fold ledger events (Ledger.events() dicts, in any order) into a StatsReport.
 
-    `client` names the client model (clients.py) every result is counted against; None: the one each
+    `client` names the client model (analysis/clients.py) every result is counted against; None: the one each
     decision recorded (`plain` where it recorded none)."""
     wanted = set(session_ids) if session_ids is not None else None
     calls: list[Mapping[str, Any]] = [

@@ -19,10 +19,10 @@ client); the prior (`recall_probability` x a hop per offloaded output, what
 `gate` and `stats` assume) is reported beside it as `recall_usd_prior`.
 
 What the model sees: each result as sent goes through a client model
-(clients.py; `plain` shows the text blocks, `claude-code` applies Claude Code's
+(analysis/clients.py; `plain` shows the text blocks, `claude-code` applies Claude Code's
 structuredContent, file-to-disk and token-limit rules with the
 `anthropic/maxResultSizeChars` the proxy declares). `chars_out`, tokens,
-dollars and the needed facts (fidelity.py) are counted on that view; with a
+dollars and the needed facts (analysis/fidelity.py) are counted on that view; with a
 client other than `plain`, `client_alone` gives the same figures for the
 client receiving the raw outputs with no proxy.
 """
@@ -42,14 +42,14 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 import orjson
 
+from ..policy.economics import requests_carrying
+from ..reducers.base import MARKER_RE
 from .clients import ClientModel, ClientView, client_model
 from .fidelity import FidelityReport, Observed, measure
-from .policy.economics import requests_carrying
-from .reducers.base import MARKER_RE
 
 if TYPE_CHECKING:
-    from .record import DecisionEvent
-    from .store.ledger import Ledger
+    from ..record import DecisionEvent
+    from ..store.ledger import Ledger
 
 BIG_OUTPUT_CHARS = 60_000
 REFERENCE_MODELS = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-haiku-4-5", "gpt-5")
@@ -275,9 +275,9 @@ def replay(
 
     With `dump`, one JSON line per record (input order) says what the model was shown.
     """
-    from .catalog.deferral import max_result_size_chars
-    from .shaping import ResultShaper
-    from .store import Ledger
+    from ..catalog.deferral import max_result_size_chars
+    from ..shaping import ResultShaper
+    from ..store import Ledger
 
     viewer = client_model(client)
     if dump is not None:
@@ -323,7 +323,7 @@ def _replay_one(
     """Shape one record as the proxy would, check that it restores and tally it into `report`.
 
     Returns what the model saw of it and the shaper's report of it."""
-    from .shaping import CallInfo, dump_result
+    from ..shaping import CallInfo, dump_result
 
     call = CallInfo(
         server="replay",
@@ -374,9 +374,9 @@ def _search_reach(ledger: Any, observed: list[Observed], shaped: list[Any], fide
     results of its trajectory, have named the result that holds it (in the hits one answer shows, or
     first)? An upper bound of what search adds: the agent must think of searching for the value, and
     the ledger searched here holds the trajectory's later results too."""
+    from ..store.search import MIN_TERM_CHARS
+    from ..tools.search_answer import HITS
     from .fidelity import _loss
-    from .store.search import MIN_TERM_CHARS
-    from .tools.search_answer import HITS
 
     reach = {"behind_stub": 0, "found": 0, "found_first": 0}
     behind = [
@@ -424,9 +424,9 @@ def _reducer_blame(shaper: Any, records: list[Record], shaped: list[Any]) -> Cal
     memory; only for records that lost a fact) and the first acting reducer after which the fact
     is gone is named; if none is found alone, the acting reducers together ("a+b").
     """
-    from .reducers.base import ReduceContext
-    from .reducers.pipeline import Pipeline
-    from .session import SessionMemory
+    from ..reducers.base import ReduceContext
+    from ..reducers.pipeline import Pipeline
+    from ..session import SessionMemory
 
     prefix_texts: dict[int, list[tuple[str, str]]] = {}
 
@@ -590,8 +590,8 @@ def _dollars(
 ) -> dict[str, dict[str, float]]:
     """Dollars saved net of recalls: `recall_usd` charges one hop per needed fact the model could not
     see (measured); `recall_usd_prior` is what the `recall_probability` prior alone would charge."""
-    from .policy.economics import Rates
-    from .policy.pricing import resolve_price
+    from ..policy.economics import Rates
+    from ..policy.pricing import resolve_price
 
     p = settings.policy
     remaining = _remaining_turns(records, p.horizon)

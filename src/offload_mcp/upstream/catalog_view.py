@@ -4,7 +4,7 @@ How it works: `CatalogView` builds the catalog (catalog/catalog.py) from the
 tools every ready server lists plus the proxy's own tools, and rebuilds it
 when the pool reports a change (`downstream_changed`: a server joined,
 restarted, or announced a new tool or prompt list), then has the upstream
-sessions told (`ListChanges`, server/upstream.py). `presentation()` is what
+sessions told (`ListChanges`, upstream/sessions.py). `presentation()` is what
 tools/list shows under the catalog mode (catalog/presentation.py); while a
 tools/list request is being answered, `presenting(...)` pins that request's
 presentation so the handler and the wire splice agree.
@@ -45,7 +45,7 @@ _presentation: ContextVar[Presentation | None] = ContextVar("offload_presentatio
 
 
 class ListChanges(Protocol):
-    """Who hears that a list changed downstream (server/upstream.py)."""
+    """Who hears that a list changed downstream (upstream/sessions.py)."""
 
     async def notify_upstream(self, kind: ListKind) -> None: ...
 

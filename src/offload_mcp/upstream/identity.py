@@ -31,7 +31,7 @@ HTTP session before its id exists). Everything here reads public request data on
 The principal is the authenticated caller: `token_table(settings)` maps each configured bearer
 token to the principal it names (`offload.server.auth_tokens: {principal: token}`; the single
 `auth_token`, or OFFLOAD_MCP_AUTH_TOKEN, is the principal `default`). The HTTP guard
-(server/security.py) checks a request's token against that table and writes the principal into
+(upstream/security.py) checks a request's token against that table and writes the principal into
 the ASGI scope's `state`; `principal_of(...)` reads it back from an MCP request context or a
 plain starlette request, so MCP calls and GET /expand see the same caller. `owner_key(...)`
 turns a caller into the ledger's ownership key:
@@ -189,7 +189,7 @@ def client_name(ctx: ServerRequestContext[Any, Any] | None) -> str | None:
     """The `clientInfo.name` the client declared (at initialize, or in a 2026-era request's envelope); None if none.
 
     It names a program, not an instance, so it keys nothing here: stats and metrics count each result
-    against what that program would have shown without the proxy (clients.py).
+    against what that program would have shown without the proxy (analysis/clients.py).
     """
     if ctx is None:
         return None

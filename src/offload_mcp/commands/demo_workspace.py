@@ -1,6 +1,6 @@
 """The demo's downstream: a real MCP server (stdio) that answers like a busy project's tools.
 
-`python -m offload_mcp.demo_workspace` serves five tools whose outputs
+`python -m offload_mcp.commands.demo_workspace` serves five tools whose outputs
 have the shapes agents meet every day: `git_status` (small), `git_log` (a long history),
 `read_file` (a big CSV export), `run_tests` (a pytest log full of ANSI colour
 codes and repeated warnings) and `list_issues` (a JSON list). The content is

@@ -34,7 +34,7 @@ import orjson
 
 from .jsonpath_keys import key_segment
 from .key_value_blocks import key_value_records
-from .rows_text import holds_rows
+from .rows import holds_rows
 
 Syntax = Literal["JSON", "Python literal", "key: value blocks"]
 KEY_VALUE_BLOCKS: Syntax = "key: value blocks"

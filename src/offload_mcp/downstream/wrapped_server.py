@@ -612,9 +612,9 @@ async def _remote_transport(
     aside: StructuredAside | None = None,
     budget: InflightBudget | None = None,
 ) -> AsyncIterator[Any]:
-    from .http_limits import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
+    from .bounded_http import LEGACY_SSE_EVENT_LIMIT, SSE_FRAMING, ParsedMessages, bounded_client_factory
 
-    # Large answers are parsed off the event loop, and lone surrogate escapes read as U+FFFD (http_limits.py).
+    # Large answers are parsed off the event loop, and lone surrogate escapes read as U+FFFD (bounded_http.py).
     parsed = ParsedMessages(aside=aside, log=logging.getLogger(f"offload_mcp.downstream.{log_name}"), budget=budget)
     if entry.kind == "sse":
         from mcp.client.sse import sse_client

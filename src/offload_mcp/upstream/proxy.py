@@ -3,13 +3,13 @@
 `ProxyState` is what lives as long as the process, composed of parts that
 each do one job and can be built and tested on their own:
 
-- `CatalogView` (server/catalog_view.py): the catalog, its presentation on
+- `CatalogView` (upstream/catalog_view.py): the catalog, its presentation on
   tools/list, the status tool and the start-up waits;
-- `UpstreamSessions` (server/upstream.py): the connected clients, their
+- `UpstreamSessions` (upstream/sessions.py): the connected clients, their
   identity keys, and list-change notifications to them;
-- `CallDispatcher` (server/dispatch.py): tools/call, own tools, the
+- `CallDispatcher` (upstream/dispatch.py): tools/call, own tools, the
   downstream call, schema check, shaping and metrics;
-- `ResourcePromptRouter` (server/routing.py): resources, prompts and
+- `ResourcePromptRouter` (upstream/routing.py): resources, prompts and
   completions.
 
 `build_server(state)` makes the `Server` and wires its handlers to the parts;
@@ -47,7 +47,7 @@ from .dispatch import CallDispatcher
 from .identity import is_modern, stream_lifespan
 from .metrics import ProxyMetrics
 from .routing import ResourcePromptRouter
-from .upstream import UpstreamSessions
+from .sessions import UpstreamSessions
 
 __all__ = ["INSTRUCTIONS", "STATUS_TOOL", "ProxyState", "build_server", "initialization_options"]
 
@@ -243,7 +243,7 @@ def build_server(state: ProxyState) -> Server[Any]:
         "offload-mcp",
         version=__version__,
         instructions=INSTRUCTIONS,
-        # One key per stdio or SSE stream (server/identity.py); a closed stream is forgotten upstream.
+        # One key per stdio or SSE stream (upstream/identity.py); a closed stream is forgotten upstream.
         lifespan=stream_lifespan(state.upstream.forget),
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,

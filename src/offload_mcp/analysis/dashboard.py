@@ -9,7 +9,7 @@ suggests with their evidence. Every figure taken from the report carries it exac
 script can check the page against `stats --json` without parsing formatted text.
 
 No script, stylesheet, font or image is fetched: the page works offline and as one file
-(`offload-mcp stats --html FILE`). GET /dashboard (server/http_extras.py) serves the same page
+(`offload-mcp stats --html FILE`). GET /dashboard (upstream/http_extras.py) serves the same page
 with its tables paged (`?tools_page=N&largest_page=N`); the file holds every row. The same
 report and arguments give the same bytes: nothing here reads the clock.
 """
@@ -26,9 +26,9 @@ from typing import TypeVar
 
 import orjson
 
-from .policy.settings import PolicySettings
+from ..policy.settings import PolicySettings
+from ..store import Ledger
 from .stats import MIN_SAMPLES_FOR_SUGGESTION, LargeResult, StatsReport, ToolStats, client_title, report_from_ledger
-from .store import Ledger
 
 _Format = Callable[[float], str]
 _T = TypeVar("_T")

@@ -2,7 +2,7 @@
 
 `extra_routes(state)` returns starlette routes; each feature adds its own here
 (/healthz, /expand/{hash}: a stashed original as text/plain, /metrics, /dashboard: the stats as one
-page, dashboard.py).
+page, analysis/dashboard.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .metrics import metrics_route
 from .security import is_authorized, public_server_status
 
 if TYPE_CHECKING:
-    from ..dashboard import ReportCache
+    from ..analysis.dashboard import ReportCache
     from ..store import Ledger
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def extra_routes(state: ProxyState) -> list[Route]:
     async def expand(request: Request) -> Response:
         return await http_expand(request, state)
 
-    from ..dashboard import ReportCache  # the page's code loads with the routes, not with every import
+    from ..analysis.dashboard import ReportCache  # the page's code loads with the routes, not with every import
 
     reports = ReportCache()
 
@@ -140,10 +140,10 @@ def dashboard_viewer(request: Request, state: ProxyState) -> tuple[str | None, s
 
 
 async def http_dashboard(request: Request, state: ProxyState, reports: ReportCache) -> Response:
-    """GET /dashboard: the stats of the ledger as one HTML page (dashboard.py); read-only, paged tables.
+    """GET /dashboard: the stats of the ledger as one HTML page (analysis/dashboard.py); read-only, paged tables.
 
     The Guard has checked the bearer token before this runs (/dashboard is not an open path)."""
-    from ..dashboard import Pages, render_page
+    from ..analysis.dashboard import Pages, render_page
 
     ledger = state.ledger
     if ledger is None:

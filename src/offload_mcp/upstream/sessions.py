@@ -1,14 +1,14 @@
 """The clients connected upstream: who is asking, and how list changes reach them.
 
 How it works: every request passes `remember_session` and `meet_client`
-(the server middleware, server/proxy.py).
+(the server middleware, upstream/proxy.py).
 
 - `remember_session` keeps one session per handshake-era connection, so a
   later change downstream can be announced on it (`notify_upstream`,
   `notify_resource_updated`: `notifications/*/list_changed` and
   `resources/updated`, two seconds each). A connection is forgotten when its
-  stream closes (the server lifespan, server/identity.py), when its HTTP
-  session ends (DELETE or idle, server/http_limits.py), or when it cannot take
+  stream closes (the server lifespan, upstream/identity.py), when its HTTP
+  session ends (DELETE or idle, upstream/connection_limits.py), or when it cannot take
   a notification; the relay forgets it at the same time. 2026-07-28-era
   clients have no standing connection and hear changes only on their
   `subscriptions/listen` streams, fed from `bus`.
@@ -17,7 +17,7 @@ How it works: every request passes `remember_session` and `meet_client`
   which connections can take server requests outside a call.
 
 `session_id(ctx)` and `owner(ctx, session_id)` turn a request into the keys
-dedup history and ledger ownership are kept under (server/identity.py says
+dedup history and ledger ownership are kept under (upstream/identity.py says
 which key each transport and era gets).
 
 Inert: nothing is sent while nothing changes downstream; a 2026-era client
@@ -62,7 +62,7 @@ class UpstreamSessions:
         self.process_session = process_session
         self.bus = InMemorySubscriptionBus()
         self._upstream: dict[str, ServerSession] = {}
-        """Connection key (server/identity.py) -> one session of it; its standalone channel carries notifications."""
+        """Connection key (upstream/identity.py) -> one session of it; its standalone channel carries notifications."""
         self.stateless_wire = False
         """True on streamable HTTP, where each 2026-era request is a connection of its own (no identity)."""
 
@@ -75,7 +75,7 @@ class UpstreamSessions:
             self._upstream[key] = ctx.session
 
     def forget(self, key: str) -> None:
-        """The stream closed or the HTTP session ended (server/http_limits.py): nothing more reaches it."""
+        """The stream closed or the HTTP session ended (upstream/connection_limits.py): nothing more reaches it."""
         self._upstream.pop(key, None)
         self.pool.relay.disconnected(key)
 

@@ -41,20 +41,20 @@ from ..catalog.deferral import MAX_RESULT_SIZE
 from ..config import OffloadSettings
 from ..downstream.budget import Held
 from ..downstream.pool import DownstreamPool
-from ..echo import echoed
 from ..record import DecisionEvent
 from ..relay.parked import Parking
 from ..relay.router import Upstream
 from ..session import SessionMemory, is_anonymous
 from ..shaping import CallInfo, ResultShaper
 from ..store import Ledger
-from ..tool_names import ALWAYS_LISTED, EXPAND, RECALL
+from ..tools.echo import echoed
+from ..tools.names import ALWAYS_LISTED, EXPAND, RECALL
 from ..tools.registry import OwnTool, ToolEnv, error_result
 from .catalog_view import STATUS_TOOL, CatalogView
 from .identity import NO_IDENTITY_REASON, client_name, refusal
 from .metrics import ProxyMetrics
 from .routing import strip_meta
-from .upstream import UpstreamSessions
+from .sessions import UpstreamSessions
 
 logger = logging.getLogger(__name__)
 

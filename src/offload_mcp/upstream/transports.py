@@ -4,14 +4,14 @@ HTTP transports bind 127.0.0.1 by default and keep the SDK's DNS-rebinding
 protection (Host/Origin checks), extended by `offload.server.allowed_hosts`
 and `allowed_origins`. With `offload.server.auth_token` (or the
 OFFLOAD_MCP_AUTH_TOKEN environment variable), or several `auth_tokens` (one
-per principal, server/identity.py), every request except /healthz must carry
+per principal, upstream/identity.py), every request except /healthz must carry
 `Authorization: Bearer <token>`; binding a non-loopback address without a
 token is refused. `offload.server.stateless` serves streamable HTTP without
 protocol sessions (replicas behind a balancer without stickiness).
 
 The SSE transport's per-connection `server.run` enters the server lifespan
 per connection; nothing process-wide lives there (the pool is in ProxyState), and
-the per-stream identity key is made there (server/identity.py).
+the per-stream identity key is made there (upstream/identity.py).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..config import ConfigError
+from .connection_limits import SessionCaps, connection_cap, guarded_h11
 from .http_extras import extra_routes
-from .http_limits import SessionCaps, connection_cap, guarded_h11
 from .identity import AUTH_ENV_VAR, DEFAULT_PRINCIPAL, token_table
 from .proxy import ProxyState, initialization_options
 from .security import guard

@@ -28,9 +28,6 @@ ALLOWED_LONG: frozenset[str] = frozenset()
 ALLOWED_HISTORY = frozenset(
     {
         "analysis/dashboard.py",
-        "text/data_view.py",
-        "policy/describe.py",
-        "text/rows.py",
         "analysis/stats.py",
         "store/ledger.py",
         "store/schema.py",

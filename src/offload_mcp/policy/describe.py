@@ -6,9 +6,8 @@ log, diff, file listing, CSV/table, table of aligned columns, web page
 snapshot, source code, log lines, JSON lines, prose).
 Pure and deterministic: the same text always gives the same words. Only the
 first 200 lines are sampled (textscan.TextScan.head, without copying the rest),
-so beyond them a body costs one line-count pass (str.count, 0.28-0.6 ms/MB) and,
-for a git log, one commit-count pass (~2 ms/MB); on bench_reducers' 1 MB shapes
-describe_text takes 0.03-0.06 ms (no line break) to 0.6 ms (log), 2.9 ms (git log).
+so beyond them a body costs one line-count pass and, for a git log, one
+commit-count pass (docs/design.md, "Describing a text").
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ _GIT_COMMIT = re.compile(r"^(commit|Commit:)\s+[0-9a-f]{7,40}\b")
 _DIFF = re.compile(r"^(diff --git |@@ -\d|\+\+\+ |--- a/)")
 # A test-log line: one of these at its start, or a PASSED/FAILED/`passed ... in N` word anywhere. Two
 # patterns, the unanchored one behind a substring check: as one alternation, re tried every
-# alternative at every position of every sampled line (0.7-1.8 ms of a 1 MB offload's ~4 ms).
+# alternative at every position of every sampled line, a large share of a big offload's cost.
 _TEST_AT_START = re.compile(
     r"=+ test session starts|(not )?ok \d+|\s*✓|\s*✗|Tests?:\s+\d|--- (PASS|FAIL):|(PASS|FAIL)\s"
 )
@@ -122,8 +121,7 @@ _MARKDOWN = re.compile(r"^#{1,6} |^[-*] ")
 
 # The chars a line must start with for a pattern to match it (`SPACE`: any blank, for a leading `\s*`).
 # When no sampled line starts with one, no line matches: the kind is out without reading each line.
-# Most text is none of the kinds, and each kind read up to 200 lines: with these, the sample and the
-# `match` tests, _text_kind on bench_reducers' 1 MB numbered lines and log takes 0.12-0.13 ms, was 0.25.
+# Most text is none of the kinds, and each kind would read up to 200 lines.
 _SPACE = " "
 _DIFF_FIRST = "d@+-"
 _TEST_FIRST = "=noT-PF✓✗" + _SPACE
@@ -168,8 +166,8 @@ def share_above(lines: list[str], test: Callable[[str], object], threshold: floa
 
 def describe_text(text: str, view: Any = _NOT_PARSED, scan: TextScan | None = None) -> str:
     """`12,034 lines; looks like git log (3,000 commits)`-style summary. `view`: find_data(text) (a
-    DataView or None) when the caller has it already (a 1 MB JSON body is parsed once per stub, not
-    twice: ~7 ms); `scan`: the text's TextScan when the identifier index reads the same text (line
+    DataView or None) when the caller has it already (a large JSON body is parsed once per stub, not
+    twice); `scan`: the text's TextScan when the identifier index reads the same text (line
     count, head, commits once). Data is described wherever it sits (data_view): inside a JSON string,
     as a Python literal, between lines of prose, in a field as JSON text."""
     scan = scan if scan is not None else TextScan(text)
@@ -331,8 +329,8 @@ def _test_log(lines: list[str], firsts: frozenset[str], joined: str) -> bool:
 
 
 def _holds_any(text: str, words: tuple[str, ...]) -> bool:
-    """Some word is in `text`; a word with a letter the text lacks is ruled out by that letter's memchr
-    (~0.3 us on a 14 KB sample) instead of searched for (~5 us)."""
+    """Some word is in `text`; a word with a letter the text lacks is ruled out by that letter's memchr,
+    far cheaper than searching for the word."""
     return any(all(letter in text for letter in word) and word in text for word in words)
 
 

@@ -165,7 +165,7 @@ def test_the_shaping_docstring_names_the_methods_the_server_calls():
     import offload_mcp.shaping as shaping
 
     named = set(re.findall(r"ResultShaper\.(\w+)", shaping.__doc__ or ""))
-    called = set(re.findall(r"self\.shaper\.(\w+)", (PACKAGE / "server" / "dispatch.py").read_text()))
+    called = set(re.findall(r"self\.shaper\.(\w+)", (PACKAGE / "upstream" / "dispatch.py").read_text()))
     assert named and named <= called, (named, called)
 
 

@@ -261,10 +261,10 @@ _DIFF_LINE_STARTS = (
 
 
 def _long_hunks(lines: list[str]) -> bool:
-    """A diff whose sampled lines hold too few headers for the share rule: its hunks are long
-    (mcp-server-git's `git_diff` of 7 files, the first a 400-row CSV append: 4 header lines in the 200
-    sampled, "prose / plain text", no index). From its first file header on (`diff --git`, or `--- `
-    over `+++ `), 90% of the lines are diff lines, and a hunk header is among them."""
+    """A diff whose sampled lines hold too few headers for the share rule: its hunks are long (a first
+    file that appends hundreds of rows leaves a handful of header lines in the sample, read as prose).
+    From its first file header on (`diff --git`, or `--- ` over `+++ `), 90% of the lines are diff lines,
+    and a hunk header is among them."""
     for i, line in enumerate(lines[:_DIFF_HEADER_WITHIN]):
         if line.startswith("diff --git ") or (
             line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
@@ -277,12 +277,10 @@ def _long_hunks(lines: list[str]) -> bool:
 
 def _code_only_in_fences(lines: list[str]) -> bool:
     """Whether sampled lines that read as code do so only inside fenced blocks (``` or ~~~): a markdown
-    document with examples, which the code share alone called source code. Why: 13 of 155 sampled .md
-    files of 8K-400K chars (Node's API docs, undici's, pino's) were called source code, so their stubs
-    listed the definitions of their examples instead of their headings; now none is. Outside its fences
-    such a document has at most 2 code-like lines or one in 20; source with a fenced example in a
-    docstring has its imports and definitions outside the fence: of the 2,845 other sampled files
-    (2,053 .py, 378 .js, 192 .ts, 75 .cjs/.mjs, 79 .c/.h, 68 .txt/.rst), none changed kind."""
+    document with examples, which the code share alone called source code. Why: such a document's stub
+    listed the definitions of its examples instead of its headings. Outside its fences such a document
+    has at most 2 code-like lines or one in 20; source with a fenced example in a docstring has its
+    imports and definitions outside the fence (docs/design.md, "Describing a text")."""
     fence = ""
     fences = outside = code = 0
     for line in lines:
@@ -304,11 +302,10 @@ def _defines_throughout(scan: TextScan) -> bool:
     """Source code whose first 200 lines are mostly a docstring, a licence or comments: at least 5 lines
     that start a definition (textscan.DEFINITION), one per 40 lines or more, and no fenced code block.
 
-    Why: the first lines alone called 1,192 of 2,828 Python, JS and TS files of 8K-250K chars in this
-    project's virtualenv and node_modules "prose / plain text" or "markdown text" (Python's `# ` comments
-    read as headings), so their stubs had no outline; this rule calls 499 of them source code and none of
-    132 READMEs, METADATA and docs of the same sizes (a README's examples sit in ``` fences). Texts over
-    DEFINITIONS_MAX_CHARS are not searched."""
+    Why: by the first lines alone, many source files read as prose or markdown (Python's `# ` comments
+    read as headings), so their stubs had no outline; a README's examples sit in ``` fences, so READMEs
+    stay documents (docs/design.md, "Describing a text"). Texts over DEFINITIONS_MAX_CHARS are not
+    searched."""
     text = scan.text
     if len(text) > DEFINITIONS_MAX_CHARS or "```" in text or "~~~" in text:
         return False

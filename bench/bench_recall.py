@@ -26,7 +26,7 @@ from pathlib import Path
 import anyio
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.session import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv

@@ -34,9 +34,10 @@ from pathlib import Path
 
 import orjson
 
-from offload_mcp.reducers.base import ReduceContext, SessionMemory
+from offload_mcp.reducers.base import ReduceContext
 from offload_mcp.reducers.pipeline import build_pipeline
 from offload_mcp.reducers.settings import ReducerSettings
+from offload_mcp.session import SessionMemory
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev.jsonl.gz"
 

@@ -39,7 +39,7 @@ import orjson  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from offload_mcp.reducers.base import cg_hash  # noqa: E402
+from offload_mcp.session import cg_hash  # noqa: E402
 from offload_mcp.store import Ledger  # noqa: E402
 from offload_mcp.store.settings import LedgerSettings  # noqa: E402
 from support.cluster import DEPLOY, bearer_client, host_port, load_balancer, render, replicas  # noqa: E402

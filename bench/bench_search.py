@@ -38,7 +38,7 @@ import anyio  # noqa: E402
 import mcp_types as types  # noqa: E402
 
 from offload_mcp.config import OffloadSettings  # noqa: E402
-from offload_mcp.reducers.base import SessionMemory  # noqa: E402
+from offload_mcp.session import SessionMemory  # noqa: E402
 from offload_mcp.shaping import CallInfo, build_shaper  # noqa: E402
 from offload_mcp.store import Ledger  # noqa: E402
 from offload_mcp.store import codec as codec  # noqa: E402

@@ -16,9 +16,9 @@ from hypothesis import settings as settings_
 from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.reducers.linecap import Linecap
 from offload_mcp.reducers.settings import LinecapSettings
+from offload_mcp.session import SessionMemory
 from offload_mcp.shaping import CallInfo, build_shaper
 from offload_mcp.text.data_view import data_in_line, decode_fields, find_data
 from offload_mcp.tools import recall

@@ -3,9 +3,10 @@
 import pytest
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import ReduceContext, SessionMemory, cg_hash, marker
+from offload_mcp.reducers.base import ReduceContext, marker
 from offload_mcp.reducers.pipeline import build_pipeline
 from offload_mcp.reducers.settings import ReducerSettings
+from offload_mcp.session import SessionMemory, cg_hash
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import expand

@@ -9,7 +9,8 @@ import httpx2
 import pytest
 from mcp import Client
 
-from offload_mcp.reducers.base import MARKER_RE, cg_hash, marker
+from offload_mcp.reducers.base import MARKER_RE, marker
+from offload_mcp.session import cg_hash
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import proxy_http, proxy_session, text_of

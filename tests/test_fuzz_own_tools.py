@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from offload_mcp.catalog.catalog import build_catalog
 from offload_mcp.catalog.settings import CatalogSettings
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory, cg_hash
+from offload_mcp.session import SessionMemory, cg_hash
 from offload_mcp.store import BodyRecord, Ledger
 from offload_mcp.tools import expand, invoke, recall, tool_search
 from offload_mcp.tools.registry import ToolEnv

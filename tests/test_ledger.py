@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from offload_mcp.reducers.base import cg_hash
+from offload_mcp.session import cg_hash
 from offload_mcp.store import (
     BodyRecord,
     Evicted,

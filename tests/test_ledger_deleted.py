@@ -19,7 +19,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import cg_hash
+from offload_mcp.session import cg_hash
 from offload_mcp.store import Ledger
 from support.ledgers import assert_untouched, big_result, call, make_shaper, make_text, record
 from support.proxy import stdio_params, text_of

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from offload_mcp.reducers.base import cg_hash
+from offload_mcp.session import cg_hash
 from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import OFFLOAD_MCP, proxy_env

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.session import SessionMemory
 from offload_mcp.store import ENV_VAR, Ledger, LedgerEvent, LedgerUnavailable, LedgerWriteError
 from offload_mcp.store.location import redact, resolve, scrub
 from offload_mcp.store.schema import POSTGRES_SCHEMA_VERSION

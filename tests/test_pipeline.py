@@ -7,9 +7,10 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offload_mcp.reducers.base import MARKER_RE, Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
+from offload_mcp.reducers.base import MARKER_RE, Acted, Declined, ReduceContext, marker, trailer
 from offload_mcp.reducers.pipeline import build_pipeline
 from offload_mcp.reducers.settings import CollapseSettings, ReducerSettings
+from offload_mcp.session import SessionMemory, cg_hash
 
 
 def ctx(session=None, tool="bash"):
@@ -101,7 +102,8 @@ def test_deterministic_across_processes():
         "import gzip,hashlib,json,sys\n"
         "from offload_mcp.reducers.pipeline import build_pipeline\n"
         "from offload_mcp.reducers.settings import ReducerSettings\n"
-        "from offload_mcp.reducers.base import ReduceContext, SessionMemory\n"
+        "from offload_mcp.reducers.base import ReduceContext\n"
+        "from offload_mcp.session import SessionMemory\n"
         "p = build_pipeline(ReducerSettings()); s = SessionMemory(); h = hashlib.sha256()\n"
         "for text in json.load(sys.stdin):\n"
         "    c = ReduceContext(tool='bash', arguments={'command': 'x'}, session=s)\n"

@@ -11,7 +11,7 @@ from hypothesis import settings as settings_
 from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.session import SessionMemory
 from offload_mcp.shaping import CallInfo, build_shaper
 from offload_mcp.store import Ledger
 from offload_mcp.tools import recall

@@ -10,10 +10,11 @@ from pathlib import Path
 import mcp_types as t
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import Acted, FloorTerms, ReduceContext, SessionMemory, cg_hash, marker
+from offload_mcp.reducers.base import Acted, FloorTerms, ReduceContext, marker
 from offload_mcp.reducers.dedup import Dedup
 from offload_mcp.reducers.pipeline import Pipeline, build_pipeline
 from offload_mcp.reducers.settings import DedupSettings, ReducerSettings
+from offload_mcp.session import SessionMemory, cg_hash
 from offload_mcp.shaping import CallInfo, ResultBody, StubPricer, build_shaper, dump_result
 from offload_mcp.shaping.shaper import ResultShaper
 

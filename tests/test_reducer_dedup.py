@@ -1,9 +1,10 @@
 """dedup: exact-byte repeats in one session become a pointer naming the producing call."""
 
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker
 from offload_mcp.reducers.dedup import Dedup, describe_call
 from offload_mcp.reducers.pipeline import build_pipeline
 from offload_mcp.reducers.settings import DedupSettings, ReducerSettings
+from offload_mcp.session import SessionMemory, cg_hash
 
 CONFIG = "server:\n  port: 8080\n  workers: 4\n" * 40
 

@@ -1,8 +1,9 @@
 """extract: terminal noise goes, the original is stashed behind one marker."""
 
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker, trailer
 from offload_mcp.reducers.extract import Extract, clean, is_progress_line
 from offload_mcp.reducers.settings import ExtractSettings
+from offload_mcp.session import SessionMemory, cg_hash
 
 
 def ctx(session=None):

@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offload_mcp.analysis.replay import read_records
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker, trailer
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker, trailer
 from offload_mcp.reducers.linecap import NEVER_TRUNCATE_RE, Linecap, never_truncate
 from offload_mcp.reducers.settings import LinecapSettings
+from offload_mcp.session import SessionMemory, cg_hash
 
 
 def ctx(session=None):

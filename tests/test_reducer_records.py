@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, trailer
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, trailer
 from offload_mcp.reducers.extract import is_json_document_shaped, may_have_noise_lines
 from offload_mcp.reducers.linecap import Linecap, is_record_line, never_truncate
 from offload_mcp.reducers.pipeline import build_pipeline, floor_scan_step
 from offload_mcp.reducers.settings import LinecapSettings, ReducerSettings
+from offload_mcp.session import SessionMemory, cg_hash
 from offload_mcp.shaping import CallInfo, build_shaper
 from support.proxy import proxy_session, text_of
 

@@ -2,9 +2,10 @@
 
 import json
 
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker
 from offload_mcp.reducers.settings import SmartcrushSettings
 from offload_mcp.reducers.smartcrush import Smartcrush
+from offload_mcp.session import SessionMemory, cg_hash
 
 SEED = SmartcrushSettings(min_chars=0)
 """The seed's behaviour (no size floor), which these cases exercise."""

@@ -2,9 +2,10 @@
 
 import json
 
-from offload_mcp.reducers.base import Acted, Declined, ReduceContext, SessionMemory, cg_hash, marker
+from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker
 from offload_mcp.reducers.settings import TabulateSettings
 from offload_mcp.reducers.tabulate import Tabulate
+from offload_mcp.session import SessionMemory, cg_hash
 
 
 def run(text):

@@ -376,8 +376,9 @@ def test_a_graphql_issue_id_picked_from_a_stubbed_answer_is_in_view(tmp_path: Pa
 def test_reducer_blame_names_the_reducer_after_which_a_fact_is_gone():
     """Two reducers acted on one output: the prefix re-run names the one that removed each fact."""
     from offload_mcp.analysis.replay import Record, _reducer_blame
-    from offload_mcp.reducers.base import Acted, Declined, ReduceContext, cg_hash, marker
+    from offload_mcp.reducers.base import Acted, Declined, ReduceContext, marker
     from offload_mcp.reducers.pipeline import Pipeline, ReducerEvent
+    from offload_mcp.session import cg_hash
     from offload_mcp.shaping import ResultShaper
 
     class DropLines:

@@ -21,9 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import Acted, ReduceContext, SessionMemory
+from offload_mcp.reducers.base import Acted, ReduceContext
 from offload_mcp.reducers.linecap import Linecap
 from offload_mcp.reducers.settings import LinecapSettings
+from offload_mcp.session import SessionMemory
 from offload_mcp.shaping import CallInfo, build_shaper
 from offload_mcp.text.data_view import data_in_line, string_holds_rows
 from offload_mcp.text.rows import holds_rows

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.session import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger, search_sqlite
 from offload_mcp.store import search as search_module
 from offload_mcp.store.settings import LedgerSettings
@@ -134,7 +134,7 @@ async def test_the_terms_all_first_then_any_and_short_terms_are_named(tmp_path: 
 async def test_a_reduced_results_original_is_found_by_its_marker(ledger_at: str) -> None:
     ledger = Ledger.open(LedgerSettings(scope="session"), ledger_at)
     original = "kept apart: the build id BLD-2026-0042 was here\n" + FILLER
-    from offload_mcp.reducers.base import cg_hash
+    from offload_mcp.session import cg_hash
 
     hash_ = cg_hash(original)
     ledger.commit(stash={hash_: original}, owner="s1")

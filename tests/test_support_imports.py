@@ -70,3 +70,37 @@ def test_support_modules_import_as_a_package() -> None:
 
     assert Path(support.servers.__file__).parent == SUPPORT
     assert support.proxy.ROOT == TESTS.parent
+
+
+SESSION_NAMES = frozenset({"SessionMemory", "cg_hash", "ANONYMOUS_PREFIX"})
+"""What offload_mcp.session defines and reducers/base re-exports for the reducers' own use."""
+
+
+def session_names_from_base(path: Path) -> list[str]:
+    """`line: name` of each session name `path` imports from reducers/base, lazy imports included."""
+    return [
+        f"{node.lineno}: {alias.name}"
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path)))
+        if isinstance(node, ast.ImportFrom) and node.module == "offload_mcp.reducers.base"
+        for alias in node.names
+        if alias.name in SESSION_NAMES
+    ]
+
+
+def test_tests_and_benches_read_the_session_from_its_own_module() -> None:
+    """The session concept lives in offload_mcp.session: a test or bench that takes it from reducers/base
+    reads a re-export, and breaks when the reducers stop needing one."""
+    files = [*python_files(), *sorted((TESTS.parent / "bench").glob("*.py"))]
+    broken = [f"{path.relative_to(TESTS.parent)}:{found}" for path in files for found in session_names_from_base(path)]
+    assert not broken, "import these from offload_mcp.session:\n" + "\n".join(broken)
+
+
+def test_the_session_import_check_reads_lazy_imports_too(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from offload_mcp.reducers.base import Acted, cg_hash\n"
+        "def f():\n"
+        "    from offload_mcp.reducers.base import SessionMemory\n"
+        "from offload_mcp.session import ANONYMOUS_PREFIX\n"
+    )
+    assert session_names_from_base(module) == ["1: cg_hash", "3: SessionMemory"]

@@ -165,13 +165,9 @@ def _money(value: float, priced: bool) -> str:
 
 
 def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+    """The report as a terminal page: the savings table, then activity, priors and assumptions."""
     if console is None:
-        console = Console(soft_wrap=True)
-        if not console.is_terminal:
-            console = Console(soft_wrap=True, width=200)  # piped or logged: never truncate names
+        console = _console()
     t = report.totals
     window = "" if report.since is None else " since " + _iso(report.since)
     console.print(
@@ -180,8 +176,52 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     if not t.results and not report.recall_calls:
         console.print("No results recorded yet. Run `offload-mcp serve` (or `offload-mcp demo`) and come back.")
         return
+    _print_savings(report, console)
+    _print_activity(report, console)
+    console.print()
+    _print_priors(report, console)
+    console.print()
+    console.print("[bold]assumptions[/bold]:")
+    for line in report.assumptions:
+        console.print(f"  - {line}")
 
-    observe = report.observe_mode
+
+def _console() -> Any:
+    from rich.console import Console
+
+    console = Console(soft_wrap=True)
+    if not console.is_terminal:
+        console = Console(soft_wrap=True, width=200)  # piped or logged: never truncate names
+    return console
+
+
+def _print_savings(report: Any, console: Any) -> None:
+    """The per-server, per-tool table and the line that says what its columns count against."""
+    from ..analysis.stats import client_title
+
+    alone = client_title(report.client)
+    beside_client = report.client != "plain"
+    table = _savings_table(report, alone if beside_client else None)
+    for row in report.rows:
+        table.add_row(*_savings_cells(row, report, beside_client))
+    console.print(table)
+    console.print(
+        "vs raw = against the raw results (what the servers sent)"
+        + (
+            f"; vs {alone} alone = against what {alone} shows its model of them without the proxy"
+            + (" (would-be figures included)" if report.observe_mode else "")
+            + f" ({_fates(report.client_alone_fates)}), negative where the proxy's answer is longer"
+            if beside_client
+            else ""
+        )
+    )
+
+
+def _savings_table(report: Any, alone: str | None) -> Any:
+    """The table's columns with the totals as footers; `alone` names the client the last two count against."""
+    from rich.table import Table
+
+    t = report.totals
     table = Table(show_footer=True, header_style="bold")
     table.add_column("server", footer="all", no_wrap=True)
     table.add_column("tool", no_wrap=True)
@@ -191,14 +231,10 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
     table.add_column("recalled", justify="right", footer=str(t.recalls))
     table.add_column("tokens saved vs raw", justify="right", footer=f"{t.tokens_saved:,.0f}")
     table.add_column("$ saved vs raw", justify="right", footer=_money(t.usd_saved, report.priced))
-    if observe:
+    if report.observe_mode:
         table.add_column("would save tokens vs raw", justify="right", footer=f"{t.would_tokens_saved:,.0f}")
         table.add_column("would save $ vs raw", justify="right", footer=_money(t.would_usd_saved, report.priced))
-    from ..analysis.stats import client_title
-
-    alone = client_title(report.client)
-    beside_client = report.client != "plain"
-    if beside_client:
+    if alone is not None:
         table.add_column(
             f"tokens vs {alone} alone",
             justify="right",
@@ -209,37 +245,32 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
             justify="right",
             footer=_money(t.client_usd_saved + t.would_client_usd_saved, report.priced),
         )
-    for row in report.rows:
-        cells = [
-            row.server,
-            row.tool,
-            str(row.results),
-            str(row.reduced),
-            str(row.offloaded),
-            str(row.recalls),
-            f"{row.tokens_saved:,.0f}",
-            _money(row.usd_saved, report.priced),
-        ]
-        if observe:
-            cells += [f"{row.would_tokens_saved:,.0f}", _money(row.would_usd_saved, report.priced)]
-        if beside_client:
-            cells += [
-                f"{row.client_tokens_saved + row.would_client_tokens_saved:,.0f}",
-                _money(row.client_usd_saved + row.would_client_usd_saved, report.priced),
-            ]
-        table.add_row(*cells)
-    console.print(table)
-    console.print(
-        "vs raw = against the raw results (what the servers sent)"
-        + (
-            f"; vs {alone} alone = against what {alone} shows its model of them without the proxy"
-            + (" (would-be figures included)" if observe else "")
-            + f" ({_fates(report.client_alone_fates)}), negative where the proxy's answer is longer"
-            if beside_client
-            else ""
-        )
-    )
+    return table
 
+
+def _savings_cells(row: Any, report: Any, beside_client: bool) -> list[str]:
+    cells = [
+        row.server,
+        row.tool,
+        str(row.results),
+        str(row.reduced),
+        str(row.offloaded),
+        str(row.recalls),
+        f"{row.tokens_saved:,.0f}",
+        _money(row.usd_saved, report.priced),
+    ]
+    if report.observe_mode:
+        cells += [f"{row.would_tokens_saved:,.0f}", _money(row.would_usd_saved, report.priced)]
+    if beside_client:
+        cells += [
+            f"{row.client_tokens_saved + row.would_client_tokens_saved:,.0f}",
+            _money(row.client_usd_saved + row.would_client_usd_saved, report.priced),
+        ]
+    return cells
+
+
+def _print_activity(report: Any, console: Any) -> None:
+    """What the proxy decided and did: verdicts, reducers, recalls and expands, searches."""
     if report.decisions:
         console.print(
             "[bold]decisions[/bold] (verdict/reason): " + ", ".join(f"{k} {v}" for k, v in report.decisions.items())
@@ -267,7 +298,9 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
             + ", ".join(f"{k} {v}" for k, v in report.search_events.items())
         )
 
-    console.print()
+
+def _print_priors(report: Any, console: Any) -> None:
+    """The gate's priors beside what the ledger observed, and the config that would match them."""
     console.print("[bold]priors[/bold] (what the net-saving gate assumes vs what happened):")
     for label, check in (("recall_probability", report.recall), ("horizon", report.horizon)):
         observed = (
@@ -289,11 +322,6 @@ def render(report: Any, ledger_path: Path | str, console: Any | None = None) -> 
         from ..analysis.stats import MIN_SAMPLES_FOR_SUGGESTION
 
         console.print(f"  suggested: none yet (needs {MIN_SAMPLES_FOR_SUGGESTION} or more samples)")
-
-    console.print()
-    console.print("[bold]assumptions[/bold]:")
-    for line in report.assumptions:
-        console.print(f"  - {line}")
 
 
 def _iso(when: float) -> str:

@@ -6,9 +6,8 @@ log, diff, file listing, CSV/table, table of aligned columns, web page
 snapshot, source code, log lines, JSON lines, prose).
 Pure and deterministic: the same text always gives the same words. Only the
 first 200 lines are sampled (textscan.TextScan.head, without copying the rest),
-so beyond them a body costs one line-count pass (str.count, 0.28-0.6 ms/MB) and,
-for a git log, one commit-count pass (~2 ms/MB); on bench_reducers' 1 MB shapes
-describe_text takes 0.03-0.06 ms (no line break) to 0.6 ms (log), 2.9 ms (git log).
+so beyond them a body costs one line-count pass and, for a git log, one
+commit-count pass (docs/design.md, "Describing a text").
 """
 
 from __future__ import annotations
@@ -92,7 +91,7 @@ _GIT_COMMIT = re.compile(r"^(commit|Commit:)\s+[0-9a-f]{7,40}\b")
 _DIFF = re.compile(r"^(diff --git |@@ -\d|\+\+\+ |--- a/)")
 # A test-log line: one of these at its start, or a PASSED/FAILED/`passed ... in N` word anywhere. Two
 # patterns, the unanchored one behind a substring check: as one alternation, re tried every
-# alternative at every position of every sampled line (0.7-1.8 ms of a 1 MB offload's ~4 ms).
+# alternative at every position of every sampled line, a large share of a big offload's cost.
 _TEST_AT_START = re.compile(
     r"=+ test session starts|(not )?ok \d+|\s*✓|\s*✗|Tests?:\s+\d|--- (PASS|FAIL):|(PASS|FAIL)\s"
 )
@@ -122,8 +121,7 @@ _MARKDOWN = re.compile(r"^#{1,6} |^[-*] ")
 
 # The chars a line must start with for a pattern to match it (`SPACE`: any blank, for a leading `\s*`).
 # When no sampled line starts with one, no line matches: the kind is out without reading each line.
-# Most text is none of the kinds, and each kind read up to 200 lines: with these, the sample and the
-# `match` tests, _text_kind on bench_reducers' 1 MB numbered lines and log takes 0.12-0.13 ms, was 0.25.
+# Most text is none of the kinds, and each kind would read up to 200 lines.
 _SPACE = " "
 _DIFF_FIRST = "d@+-"
 _TEST_FIRST = "=noT-PF✓✗" + _SPACE
@@ -168,8 +166,8 @@ def share_above(lines: list[str], test: Callable[[str], object], threshold: floa
 
 def describe_text(text: str, view: Any = _NOT_PARSED, scan: TextScan | None = None) -> str:
     """`12,034 lines; looks like git log (3,000 commits)`-style summary. `view`: find_data(text) (a
-    DataView or None) when the caller has it already (a 1 MB JSON body is parsed once per stub, not
-    twice: ~7 ms); `scan`: the text's TextScan when the identifier index reads the same text (line
+    DataView or None) when the caller has it already (a large JSON body is parsed once per stub, not
+    twice); `scan`: the text's TextScan when the identifier index reads the same text (line
     count, head, commits once). Data is described wherever it sits (data_view): inside a JSON string,
     as a Python literal, between lines of prose, in a field as JSON text."""
     scan = scan if scan is not None else TextScan(text)
@@ -263,10 +261,10 @@ _DIFF_LINE_STARTS = (
 
 
 def _long_hunks(lines: list[str]) -> bool:
-    """A diff whose sampled lines hold too few headers for the share rule: its hunks are long
-    (mcp-server-git's `git_diff` of 7 files, the first a 400-row CSV append: 4 header lines in the 200
-    sampled, "prose / plain text", no index). From its first file header on (`diff --git`, or `--- `
-    over `+++ `), 90% of the lines are diff lines, and a hunk header is among them."""
+    """A diff whose sampled lines hold too few headers for the share rule: its hunks are long (a first
+    file that appends hundreds of rows leaves a handful of header lines in the sample, read as prose).
+    From its first file header on (`diff --git`, or `--- ` over `+++ `), 90% of the lines are diff lines,
+    and a hunk header is among them."""
     for i, line in enumerate(lines[:_DIFF_HEADER_WITHIN]):
         if line.startswith("diff --git ") or (
             line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
@@ -279,12 +277,10 @@ def _long_hunks(lines: list[str]) -> bool:
 
 def _code_only_in_fences(lines: list[str]) -> bool:
     """Whether sampled lines that read as code do so only inside fenced blocks (``` or ~~~): a markdown
-    document with examples, which the code share alone called source code. Why: 13 of 155 sampled .md
-    files of 8K-400K chars (Node's API docs, undici's, pino's) were called source code, so their stubs
-    listed the definitions of their examples instead of their headings; now none is. Outside its fences
-    such a document has at most 2 code-like lines or one in 20; source with a fenced example in a
-    docstring has its imports and definitions outside the fence: of the 2,845 other sampled files
-    (2,053 .py, 378 .js, 192 .ts, 75 .cjs/.mjs, 79 .c/.h, 68 .txt/.rst), none changed kind."""
+    document with examples, which the code share alone called source code. Why: such a document's stub
+    listed the definitions of its examples instead of its headings. Outside its fences such a document
+    has at most 2 code-like lines or one in 20; source with a fenced example in a docstring has its
+    imports and definitions outside the fence (docs/design.md, "Describing a text")."""
     fence = ""
     fences = outside = code = 0
     for line in lines:
@@ -306,11 +302,10 @@ def _defines_throughout(scan: TextScan) -> bool:
     """Source code whose first 200 lines are mostly a docstring, a licence or comments: at least 5 lines
     that start a definition (textscan.DEFINITION), one per 40 lines or more, and no fenced code block.
 
-    Why: the first lines alone called 1,192 of 2,828 Python, JS and TS files of 8K-250K chars in this
-    project's virtualenv and node_modules "prose / plain text" or "markdown text" (Python's `# ` comments
-    read as headings), so their stubs had no outline; this rule calls 499 of them source code and none of
-    132 READMEs, METADATA and docs of the same sizes (a README's examples sit in ``` fences). Texts over
-    DEFINITIONS_MAX_CHARS are not searched."""
+    Why: by the first lines alone, many source files read as prose or markdown (Python's `# ` comments
+    read as headings), so their stubs had no outline; a README's examples sit in ``` fences, so READMEs
+    stay documents (docs/design.md, "Describing a text"). Texts over DEFINITIONS_MAX_CHARS are not
+    searched."""
     text = scan.text
     if len(text) > DEFINITIONS_MAX_CHARS or "```" in text or "~~~" in text:
         return False
@@ -331,8 +326,8 @@ def _test_log(lines: list[str], firsts: frozenset[str], joined: str) -> bool:
 
 
 def _holds_any(text: str, words: tuple[str, ...]) -> bool:
-    """Some word is in `text`; a word with a letter the text lacks is ruled out by that letter's memchr
-    (~0.3 us on a 14 KB sample) instead of searched for (~5 us)."""
+    """Some word is in `text`; a word with a letter the text lacks is ruled out by that letter's memchr,
+    far cheaper than searching for the word."""
     return any(all(letter in text for letter in word) and word in text for word in words)
 
 

@@ -1,50 +1,24 @@
 """linecap: a per-line cap plus non-adjacent duplicate-line collapse, command-agnostic.
 
-How it works: lines repeated anywhere in the output (not adjacent: extract
-handles those) keep their first copy, annotated `(xN)`; then every line longer
-than `max_line_chars` is cut to its head with `...[+K chars]` — unless it
-carries something the agent acts on (the never-truncate allow-list: a file
-path, a `path:line[:col]` location, a stack frame, an error/exception/
-traceback, a test verdict, an exit status, a diff marker, a hunk header or a
-URL). Duplicates collapse before the cap so a dropped copy is not also charged
-as a capped line, and `(xN)` is rendered after the cap so the cap cannot eat
-it. Guards: diff-shaped blobs are skipped entirely (two identical
-`+ return nil` lines are two edits); lines under 8 trimmed chars and the first
-and last 3 lines are never collapsed; only exact duplicates collapse, so lines
-differing only in a source location stay two findings; indented lines (code,
-nested structure) are never collapsed. The whole original is
-stashed behind one marker per output, so every cut restores byte for byte.
-A whole JSON document is declined (`json_document`): on the corpus the cap's
-biggest target was one-line API records (reservation details, flight lists),
-whose cut fields are exactly what the agent acts on; JSON is smartcrush's job.
-So is any text data_view.find_data reads as one data document (`data_document`:
-JSON inside a string literal, a Python literal, a body inside a prose envelope),
-and a long line is never cut when it is data wherever it sits in it:
-a document across the cap (JSON, a JSON string of one, a Python literal), records
-flattened onto one line (`key: value` fields every ~100 chars), or a row of a
-text that is a CSV/TSV/pipe table (90% of its first lines hold one count of a separator)
-or a table aligned by spaces (3+ cells between runs of 2+ spaces), its header under up to
-3 lines of prose, a fence or envelope tags,
-or a JSON string literal whose text is rows (a CSV, TSV or aligned table, JSON lines, `key: value`
-records such as a git log; encoded once or more, a prose envelope or a fence inside it: text/rows.py).
-Such a line is kept whole; a result too long to keep is the policy's to offload.
-Records are data, not noise: a line an agent reads as a record — a `key: value`
-field (git log `Author:`, YAML `- name: x`), a JSON record or `"key": value`
-member — is never folded and never capped (folding them lost a git log's
-later Author lines and hid id values of inline results; docs/design.md,
-"Reducers").
-A line read with its number (Claude Code's Read `    37→`, `cat -n`'s tab) is
-judged by what follows the number, so a numbered JSONL line is a record too.
-Nor is a line folded whose copies sit in different headed blocks (`ls -R`:
-`__init__.py` under each directory header). Both rules cost some reduction,
-won back by tabulate and the pre-filter (policy.py). Log levels and exception
-names (`DEBUG:`, `ValueError:`) are not fields: their repeats are log noise.
-Every cut is named: a note line before the trailer lists the original line
-numbers cut and dropped (`[linecap cut lines 12, 40-41 at 500 chars; dropped
-repeat lines 20, 33 (xN); expand for all]`), so the model knows what it lacks.
-Runs last in the pipeline: its marker would make drastic reducers decline.
-When it is inert: `below_min_size`, `already_marked`, `diff_shaped`,
-`json_document`, `data_document`, `no_long_or_repeated_lines`, `marker_no_win`, `kept_verbatim_after_expand`.
+How it works: lines repeated anywhere in the output (not adjacent: extract handles those) keep their
+first copy, annotated `(xN)`; then every line longer than `max_line_chars` is cut to its head with
+`...[+K chars]`. A line is never cut when it carries something the agent acts on (NEVER_TRUNCATE_RE:
+a path, a `path:line` location, a stack frame, an error, a test verdict, an exit status, a diff marker,
+a URL), and never folded or cut when it is a record (FIELD_RE, DATA_LINE_RE: a later record without its
+`Author:` line says nothing of who wrote it) or data wherever it sits in it (a document, rows or
+records on one line: text/data_view.py, text/rows.py). The whole original is stashed behind one marker
+per output, so every cut restores byte for byte, and a note line names the lines cut and dropped, so
+the model knows what it lacks. It runs last in the pipeline: its marker would make the drastic
+reducers decline.
+
+When it shines: text with long noise lines (base64, hex dumps, a word list on one line) and lines
+repeated far apart (a notice printed again by each step of a build).
+
+When it is inert: `below_min_size`; `already_marked` and `kept_verbatim_after_expand` (the
+gates every cutting reducer shares); `diff_shaped` (two identical `+ return nil` lines are two edits);
+`json_document` and `data_document` (a whole data document's long lines are the records an agent acts
+on: smartcrush's and tabulate's job); `no_long_or_repeated_lines`; `marker_no_win` (the cut would not
+pay for its marker). Every guard, and what it keeps, is in docs/reducers.md ("linecap in detail").
 """
 
 from __future__ import annotations
@@ -69,7 +43,7 @@ _NEVER_TRUNCATE: tuple[tuple[str, tuple[tuple[str, ...], ...], bool], ...] = (
     # A file path at line start, or after a separator
     (r"^(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", (("/",), (".",)), False),
     (r"[\s\"'(=:\[](?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]+\.\w{1,10}\b", (("/",), (".",)), False),
-    # path:line[:col] at line start (also catches `{"items":[{"id":1` — seed #151)
+    # path:line[:col] at line start (also catches `{"items":[{"id":1`)
     (r"^\S+:\d+", ((":",),), False),
     # path:line[:col] anywhere (from a token start: linear, not quadratic)
     (r"(?<![\w./-])[\w./-]+\.\w{1,10}:\d+(?::\d+)?", ((":",), (".",)), False),

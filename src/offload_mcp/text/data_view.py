@@ -1,4 +1,4 @@
-"""The data document a text holds, and where it sits in it (issue 38).
+"""The data document a text holds, and where it sits in it.
 
 Servers hand the same rows over in many wrappings: a whole JSON document; a JSON string literal whose
 value is the document (once, twice: `"[{\\"id\\": 1}]"`); an object whose fields hold JSON-encoded text
@@ -8,8 +8,8 @@ around the body (`Below is the result of the SQL query ... <untrusted-data-ID> [
 a listing's one-line header over pretty-printed JSON). Describing, indexing, capping and `json_path` all
 read the document through `find_data`, so they agree on what the data is and where it sits.
 
-Bounded: a Python literal is read only up to PYTHON_MAX_CHARS (reading one costs ~0.5 ms per KB, and
-Python 3.11's parser refuses nesting over 200 levels with a SyntaxError, caught here), a JSON string is
+Bounded: a Python literal is read only up to PYTHON_MAX_CHARS (reading one costs time in proportion to
+its size, docs/design.md "Data views", and Python 3.11's parser refuses nesting over 200 levels with a SyntaxError, caught here), a JSON string is
 unwrapped at most MAX_STRING_DEPTH times, an envelope's prose may take at most ENVELOPE_MAX_LINES lines
 and ENVELOPE_MAX_CHARS chars on each side, and only the shell of a document (objects, and arrays of at
 most SHELL_MAX_ITEMS items, down to SHELL_MAX_DEPTH levels, 2,000 values) has its string fields decoded: the
@@ -126,8 +126,8 @@ def find_data(text: str) -> DataView | None:
     """The data document `text` holds (an object or an array), wherever it sits; None when it holds none.
 
     The answers for the last two texts of up to CACHED_MAX_CHARS are kept: linecap, tabulate and the stub
-    ask of the same result in turn, and a Python literal costs ~0.5 ms per KB to read (two, and only up
-    to 1M chars: a parsed document holds several times its text's memory). Callers must not change the
+    ask of the same result in turn, and a Python literal is slow to read (two, and only up to 1M chars: a
+    parsed document holds several times its text's memory). Callers must not change the
     value they get."""
     if len(text) <= CACHED_MAX_CHARS:
         return _find_cached(text)

@@ -1,4 +1,4 @@
-"""Whether a multi-line text is rows of data: a table, JSON lines, or `key: value` records (issue 38).
+"""Whether a multi-line text is rows of data: a table, JSON lines, or `key: value` records.
 
 A server often hands rows over as one JSON string literal whose value is plain text: a CSV or TSV
 export, a table aligned by spaces (psql, kubectl, a DataFrame print), JSON lines, mcp-server-git's

@@ -21,8 +21,8 @@ _URL_TRAIL = ".,;:!?*_\\"  # and the backslash of a JSON-escaped quote after a U
 def _links(scan: TextScan) -> Callable[[], Found] | None:
     """Distinct URLs of a page or document, in order: the links an agent fetches next (WebFetch, fetch, document readers).
 
-    A text without a "/" has no URL: one memchr pass (~0.01 ms/MB) instead of the URL pattern's scan (~0.23 ms/MB,
-    a tenth of a 1 MB offload's shaping when no other finder matched; "://" in text costs more than the regex).
+    A text without a "/" has no URL: one memchr pass tells it, where the URL pattern's scan costs a share of
+    a large offload's shaping (docs/design.md, "Document outlines"; `"://" in text` costs more than the regex).
     The distinct URLs are found once; each call of the returned function makes the index's entries afresh
     (a generator, read lazily), as a document's index may render them twice, on two budgets.
     """
@@ -62,8 +62,8 @@ _FENCE = re.compile(r" {0,3}(```|~~~)")
 _UNDERLINE = re.compile(r"(?:={3,}|-{3,})[ \t]*(?=\n|$)")
 _MIN_HEADINGS = 3
 _MAX_MARKS = 20_000
-"""More candidate lines than this (1 MB of Node's API docs has ~2,600) and a text gets no outline: a
-hostile 4 MB of `# a` lines took 2.4 s to list 800,000 "headings"."""
+"""More candidate lines than this and a text gets no outline: a real API reference has far fewer, and a
+hostile text of `# a` lines would take seconds to list its "headings"."""
 _HEADINGS_APART_SHARE = 0.6
 """A markdown document's headings stand apart (a blank line below, no `#` line above): 0.6 or more of them."""
 _MARKDOWN_BLOCKS = ("- ", "* ", "+ ", "> ", "|", "<", "```", "~~~", "![", "1. ")
@@ -85,8 +85,8 @@ _OUTLINE_HEAD_CHARS = 160
 _OUTLINE_MIN_SHOWN = 10
 _PROSE_HEAD_LINES = 200
 """Text describe calls prose is searched for heading marks only when one of these first lines is a
-heading or an underline. The marks' searches read the whole text wherever `=` or `-` occur (~0.5 ms per
-MB each): 1.0 of the 4.2 ms a 1 MB log of `key=value` lines took to shape (bench/peers/payload_server.py)."""
+heading or an underline: the marks' searches read the whole text wherever `=` or `-` occur, a large share
+of shaping a log of `key=value` lines."""
 
 Heading = tuple[int, int, str]
 """(line number, level 1-6, title)."""
@@ -96,22 +96,18 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     """A markdown document's headings, each at its line number: `#`-style and underlined (`===`, `---`),
     outside fenced code blocks (a shell example's `# install` is no heading) and front matter.
 
-    Why: a fetched page or a read document of 30K chars and up is stubbed, and its stub listed only its
-    distinct URLs: Claude Code's own 78K hooks reference (WebFetch, shared dev corpus) showed 3 URLs and 6
-    head lines, Node's 121K http.md 45 URLs, mostly pull requests. Its headings are its table of contents:
-    the section an agent wants is one `lines=` call away, and the API names in them are in view.
+    Why: a long fetched page or read document is stubbed, and its headings are its table of contents: the
+    section an agent wants is one `lines=` call away, and the API names in them are in view; its URLs alone
+    are mostly links elsewhere.
     How: the lines that can matter are found by str.find of their first chars (a line break then `#`,
-    `===` or `---`; a fence's backticks or tildes anywhere), ~0.6-0.9 ms per MB and mark; one regex over
-    every line start cost ~5 ms per MB. 1 MB of Node's docs (not ASCII) takes ~10 ms, its 121K http.md
-    ~2 ms. Headings indented by 1-3 blanks are not looked for.
-    Which `#` lines: on ~2,000 sampled files of 8K-400K chars (this project's virtualenv, node_modules and
-    /usr/share/doc), blocks of `# comments` and `#  define`s read as headings in 16 source, config and data
-    files. A document's headings stand apart (_stands_apart), a comment sits over the code it explains:
-    with 0.6 or more of the `#` lines apart, 172 of 176 sampled .md files get an outline, and of the code
-    only 1 of 300 .py files (numpy's, whose docstring is underlined RST).
+    `===` or `---`; a fence's backticks or tildes anywhere), far cheaper than a regex over every line
+    start; then only those lines are read, in order. Headings indented by 1-3 blanks are not looked for.
+    Which `#` lines: a document's headings stand apart (_stands_apart), a comment sits over the code it
+    explains, so blocks of `# comments` and `#  define`s in source, config and data files are no outline
+    (docs/design.md, "Document outlines").
     Inert (None) when describe judges the text other than markdown or prose, when it is prose none of
     whose first 200 lines is a heading or an underline (_PROSE_HEAD_LINES), when it has none of those
-    marks (a 1 MB log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
+    marks (a log without `#`, `=` and `-`: three memchr passes) or over 20,000 of them, fewer than 3
     headings, fewer than 0.6 of them apart, or only `#` lines of one level in a text describe calls prose
     (a script's comments).
     """
@@ -121,6 +117,24 @@ def _headings(scan: TextScan) -> list[Heading] | None:
         return None
     if kind != "markdown text" and not any(map(_heads_a_section, scan.head(_PROSE_HEAD_LINES))):
         return None  # prose whose first lines hold no heading: the whole text is not searched for marks
+    events = _mark_events(text)
+    if events is None:
+        return None
+    found, apart, underlined = _read_marks(text, events)
+    if len(found) < _MIN_HEADINGS or apart < len(found) * _HEADINGS_APART_SHARE:
+        return None
+    if kind != "markdown text" and not underlined and all(level == 1 for _, level, _ in found):
+        return None
+    return found
+
+
+_FENCE_MARK, _HASH_MARK, _UNDERLINE_MARK = 0, 1, 2
+"""What sits at a mark's position: a fence's run, a `#` line's start, an underline's start."""
+
+
+def _mark_events(text: str) -> list[tuple[int, int]] | None:
+    """(position, what) of every fence, `#` line and underline after the front matter, in text order; None
+    when there is no heading mark at all or more than _MAX_MARKS marks in all."""
     start = _front_matter_end(text)
     heading_marks = _positions(text, ("\n#", "\n===", "\n---"), start, _MAX_MARKS)
     if heading_marks is None:
@@ -136,9 +150,18 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     if text.startswith("#", start):
         marks.insert(0, start)
     underlines = [at + 1 for at in equals + dashes]
-    events = sorted(
-        [*((at, 0) for at in backticks + tildes), *((at, 1) for at in marks), *((at, 2) for at in underlines)]
+    return sorted(
+        [
+            *((at, _FENCE_MARK) for at in backticks + tildes),
+            *((at, _HASH_MARK) for at in marks),
+            *((at, _UNDERLINE_MARK) for at in underlines),
+        ]
     )
+
+
+def _read_marks(text: str, events: list[tuple[int, int]]) -> tuple[list[Heading], int, int]:
+    """The headings at the marks outside fenced code, with how many of them stand apart and how many are
+    underlined."""
     found: list[Heading] = []
     fence = ""
     apart = underlined = 0
@@ -146,18 +169,11 @@ def _headings(scan: TextScan) -> list[Heading] | None:
     for at, what in events:
         line += text.count("\n", pos, at)
         pos = at
-        if what == 0:
-            begin = text.rfind("\n", 0, at) + 1
-            m = _FENCE.match(text, begin)
-            if m is None or m.end() != at + 3:
-                continue  # backticks inside a line, or a fence's closing run read again
-            if not fence:
-                fence = m.group(1)
-            elif m.group(1) == fence:
-                fence = ""
+        if what == _FENCE_MARK:
+            fence = _fence_after(text, at, fence)
         elif fence:
             continue
-        elif what == 1:
+        elif what == _HASH_MARK:
             m = _ATX.match(text, at)
             if m is None:
                 continue
@@ -171,11 +187,20 @@ def _headings(scan: TextScan) -> list[Heading] | None:
                 found.append((line - 1, 1 if text[at] == "=" else 2, title))
                 apart += 1
                 underlined += 1
-    if len(found) < _MIN_HEADINGS or apart < len(found) * _HEADINGS_APART_SHARE:
-        return None
-    if text_kind(scan) != "markdown text" and not underlined and all(level == 1 for _, level, _ in found):
-        return None
-    return found
+    return found, apart, underlined
+
+
+def _fence_after(text: str, at: int, fence: str) -> str:
+    """The open fence's run (```` ``` ```` or `~~~`, "" outside code) once the fence mark at `at` is read:
+    a mark that opens its line opens a fence, or closes the open one of its kind; backticks inside a line,
+    or a fence's closing run read again, change nothing."""
+    begin = text.rfind("\n", 0, at) + 1
+    m = _FENCE.match(text, begin)
+    if m is None or m.end() != at + 3:
+        return fence
+    if not fence:
+        return m.group(1)
+    return "" if m.group(1) == fence else fence
 
 
 def _heads_a_section(line: str) -> bool:
@@ -209,7 +234,7 @@ def _positions(text: str, marks: tuple[str, ...], start: int, room: int) -> list
 
 def _finds(text: str, mark: str, start: int) -> Iterator[int]:
     """Every position of `mark` in `text` from `start`, by str.find. A text without the mark's last char
-    is told by one memchr pass (~0.01 ms/MB) instead of the find's (~0.6-0.9 ms/MB for 2-4 chars)."""
+    is told by one memchr pass, many times cheaper than the find of a 2-4 char mark."""
     if mark[-1] not in text:
         return
     at = text.find(mark, start)
@@ -254,10 +279,9 @@ _ANCHOR_GLYPHS = " \t\n¶§🔗"
 def _html_headings(scan: TextScan) -> list[Heading] | None:
     """An HTML page's headings (`<h1>`-`<h6>`, their text without tags or entities), each at its line number.
 
-    Why: a fetched or read HTML page of 30K chars and up is stubbed, and its stub listed only the absolute
-    URLs anywhere in it (an SVG namespace, a font's licence) and its first lines (the `<head>`): an mdBook
-    chapter of 61K showed 4 URLs and none of its sections. Its headings are its table of contents, as
-    a markdown document's are. How: each `<h`/`<H` is found by str.find and the heading read from there,
+    Why: a long fetched or read HTML page is stubbed, and the absolute URLs anywhere in it (an SVG
+    namespace, a font's licence) and its first lines (the `<head>`) name none of its sections. Its headings
+    are its table of contents, as a markdown document's are. How: each `<h`/`<H` is found by str.find and the heading read from there,
     its attributes and text bounded (a stray `<h1` costs a bounded read). Inert (None) when describe
     judges the text other than HTML/XML (a page that starts with `<!DOCTYPE`, `<html` or `<?xml`: only
     document_index's question, asked once), over 20,000 `<h` marks, or fewer than 3 headings with text.
@@ -339,9 +363,8 @@ def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str, 
     """The headings down to the deepest level at which all of them fit `budget` by line and name (the most
     compact of three forms: the heading, shortened, its name alone). When that leaves fewer than 10 (a
     title over 400 sections), or not even the top level fits, the first headings of the next level down
-    and the call that pages the rest. Why the name: by line and shortened title, levels 1-4 of Node's
-    stream.md (79 of 151 headings) and 1-2 of util.md (28 of 126) fit, and the API an agent came for sat
-    in a deeper one; by name all of both fit (bench/doc_reads.py: names in view 17 -> 19 of 20).
+    and the call that pages the rest. Why the name: an API reference's deep headings fit by name where
+    their full titles do not, and the API an agent came for often sits in a deeper level.
     `enrich`: False leaves the room the names spare to the URLs sharing the budget (document_index)."""
     total = len(headings)
     lines = scan.line_count()
@@ -350,7 +373,7 @@ def _outline(headings: list[Heading], scan: TextScan, budget: int, trm_id: str, 
         least_at[level] += len(str(line)) + 5
     depth = max(level for _, level, _ in headings)
     while depth > 1 and sum(least_at[: depth + 1]) + _OUTLINE_HEAD_CHARS > budget:
-        depth -= 1  # names are made only for the levels that may fit: 19,000 API headings cost ~60 ms
+        depth -= 1  # names are made only for the levels that may fit: making them all is costly
     size_at = [0] * 7
     for line, level, title in headings:
         if level <= depth:

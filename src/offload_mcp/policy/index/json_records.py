@@ -4,7 +4,8 @@ identifier fields, with the JSONPath that pages the rest (the package docstring 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import islice, repeat
 from typing import Any
 
@@ -28,7 +29,7 @@ from .render import VALUE_CHARS, render
 _SAMPLE = 50
 _DISPLAY_CHARS = 40
 """A display name (a title, a commit message) in a row line: enough to tell rows apart."""
-_LITERAL_MAX_CHARS = 100_000  # ast.literal_eval costs ~0.5 ms per KB
+_LITERAL_MAX_CHARS = 100_000  # reading a literal costs time in proportion to its size (docs/design.md, "Data views")
 
 
 def python_literal(text: str) -> Any | None:
@@ -52,68 +53,133 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
     """
     if budget <= 0:
         return ""
-    found: tuple[str, list[Any]] | None = _records(doc)
-    entries: list[Any] = []  # a map's keys, in order, when the records are a map's entries
+    found = _records_or_entries(doc)
     if found is None:
-        found = _record_map(doc)
-        if found is None:
-            return ""
-        entries = [it[MAP_KEY] for it in found[1]]
-    path, items = found
-    extra: list[str] = []
-    rows: Iterator[tuple[str, ...]]
-    key_counts: tuple[int, ...] = ()
-    paged: int | None = None
-    table = False
+        return ""
+    path, items, entries = found
     if all(isinstance(it, (list, tuple)) for it in items[:_SAMPLE]):
-        fields = ["[0]"]
-        columns, names = _figure_columns(items)
-        # The first column, then the date and number columns of a table read by row, fewer as room requires.
-        col_levels = [[0, *columns[:n]] for n in range(len(columns), -1, -1)]
-        rows = (tuple(" | ".join(_cell(it, j) for j in level) for level in col_levels) for it in items)
-        whats: tuple[str, ...] = tuple(", ".join(["first column", *names[: len(level) - 1]]) for level in col_levels)
-        if columns:
-            paged, table = 0, True
+        shown: _Shown | None = _row_lines(items)
     else:
-        chosen, wrapper = _choose(items)
-        if entries:  # a map's key says which entry is which: always first
-            chosen = Fields(
-                [MAP_KEY, *(f for f in chosen.keys if f != MAP_KEY)],
-                [f for f in chosen.values if f != MAP_KEY],
-                [f for f in chosen.display if f != MAP_KEY],
-                [f for f in chosen.few if f != MAP_KEY],
-                chosen.numbers,
-            )
-        fields = chosen.shown
-        if not fields:
-            return ""
-        counters = [f for f in fields if _counts_up(items, f)]
-        if counters and len(counters) < len(fields):
-            # A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line; with
-            # no other key, the display name says which row is which.
-            keys = [f for f in chosen.keys if f not in counters]
-            display = [f for f in chosen.display if f not in counters]
-            values = [f for f in chosen.values if f not in counters]
-            chosen = Fields(keys or display, values, display if keys else [], chosen.few, chosen.numbers)
-            fields = chosen.shown
-            extra += [f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters]
-        extra += _summaries(items, chosen, wrapper, budget)
-        # Richest first: every chosen field, then fewer (the display name gives way first), then the first one alone.
-        levels = [fields[:n] for n in range(len(fields), 0, -1)]
-        projected = len(chosen.keys) + len(chosen.values)
-        if projected > 1:
-            paged = len(fields) - projected  # keys and figures, without the display name
-        table = bool(chosen.values)
-        # Lazily: render stops reading once even the most compact level is past the budget (1 MB of JSON
-        # items costs what the first few hundred do).
-        rows = (_levels(it, fields, levels, projected) for it in items)
-        whats = tuple(", ".join(level) for level in levels)
-        key_counts = tuple(sum(1 for f in level if f in chosen.keys) for level in levels)
+        shown = _item_lines(items, bool(entries), budget)
+    if shown is None:
+        return ""
     prefixes = _url_prefixes(items) if isinstance(items[0], dict) else []
     noun = "entries" if entries else "items"
     head = f"index of {len(items):,} {noun} at {path}, one line each: "
-    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes] + extra
+    extra = [f"  {name} of every item starts {prefix}…" for name, prefix in prefixes] + shown.extra
+    fields = shown.fields
     first = fields[0] if fields[0].startswith("[") else _field_path(items[0], fields[0])
+    page = _pager(path, entries, trm_id, json_paths, first, shown.whats[0].split(", ")[0])
+    return render(
+        head,
+        shown.whats,
+        extra,
+        shown.rows,
+        budget,
+        lambda k: f"{len(items) - k:,} more {noun} not shown: {page(k)}",
+        len(items),
+        paged=shown.paged,
+        paged_below=1.0 if shown.table else 0.5,
+        # A table's first rows with more figures than the rest read as a partial table: the room is left.
+        enrich=not shown.table,
+        keys=shown.key_counts,
+    )
+
+
+def _records_or_entries(doc: Any) -> tuple[str, list[Any], list[Any]] | None:
+    """The records to index, their JSONPath, and a map's keys in order when the records are a map's
+    entries (else no keys)."""
+    found = _records(doc)
+    if found is not None:
+        return found[0], found[1], []
+    found = _record_map(doc)
+    if found is None:
+        return None
+    return found[0], found[1], [it[MAP_KEY] for it in found[1]]
+
+
+@dataclass
+class _Shown:
+    """What an index shows of each item, richest level first, and what it says once above the items."""
+
+    fields: list[str]
+    rows: Iterator[tuple[str, ...]]
+    """Each item at every level, read lazily: render stops once even the most compact level is past the
+    budget, so a huge array costs what its first few hundred items do."""
+    whats: tuple[str, ...]
+    """What each level shows, named."""
+    extra: list[str]
+    key_counts: tuple[int, ...] = ()
+    paged: int | None = None
+    table: bool = False
+
+
+def _row_lines(items: list[Any]) -> _Shown:
+    """A list of rows: the first column, then the date and number columns of a table read by row, fewer
+    as room requires."""
+    columns, names = _figure_columns(items)
+    col_levels = [[0, *columns[:n]] for n in range(len(columns), -1, -1)]
+    return _Shown(
+        fields=["[0]"],
+        rows=(tuple(" | ".join(_cell(it, j) for j in level) for level in col_levels) for it in items),
+        whats=tuple(", ".join(["first column", *names[: len(level) - 1]]) for level in col_levels),
+        extra=[],
+        paged=0 if columns else None,
+        table=bool(columns),
+    )
+
+
+def _item_lines(items: list[Any], entries: bool, budget: int) -> _Shown | None:
+    """Objects: their chosen fields, richest first (every chosen field, then fewer, the display name
+    giving way first, then the first one alone), with value counts and standouts said once above them;
+    None when no field is worth showing. `entries`: the items are a map's entries, whose key comes first."""
+    chosen, wrapper = _choose(items)
+    if entries:  # a map's key says which entry is which: always first
+        chosen = Fields(
+            [MAP_KEY, *(f for f in chosen.keys if f != MAP_KEY)],
+            [f for f in chosen.values if f != MAP_KEY],
+            [f for f in chosen.display if f != MAP_KEY],
+            [f for f in chosen.few if f != MAP_KEY],
+            chosen.numbers,
+        )
+    if not chosen.shown:
+        return None
+    chosen, extra = _without_counters(items, chosen)
+    extra += _summaries(items, chosen, wrapper, budget)
+    fields = chosen.shown
+    levels = [fields[:n] for n in range(len(fields), 0, -1)]
+    projected = len(chosen.keys) + len(chosen.values)
+    return _Shown(
+        fields=fields,
+        rows=(_levels(it, fields, levels, projected) for it in items),
+        whats=tuple(", ".join(level) for level in levels),
+        extra=extra,
+        key_counts=tuple(sum(1 for f in level if f in chosen.keys) for level in levels),
+        # keys and figures, without the display name
+        paged=len(fields) - projected if projected > 1 else None,
+        table=bool(chosen.values),
+    )
+
+
+def _without_counters(items: list[Any], chosen: Fields) -> tuple[Fields, list[str]]:
+    """A row number (id 1, 2, 3 ... in item order) is stated once instead of on every line; with no other
+    key, the display name says which row is which. The fields left, and the lines that state the numbers."""
+    fields = chosen.shown
+    counters = [f for f in fields if _counts_up(items, f)]
+    if not counters or len(counters) == len(fields):
+        return chosen, []
+    keys = [f for f in chosen.keys if f not in counters]
+    display = [f for f in chosen.display if f not in counters]
+    values = [f for f in chosen.values if f not in counters]
+    chosen = Fields(keys or display, values, display if keys else [], chosen.few, chosen.numbers)
+    return chosen, [f"  {f} of item k is {_get(items[0], f)} + k (it counts up in item order)" for f in counters]
+
+
+def _pager(
+    path: str, entries: list[Any], trm_id: str, json_paths: bool, first: str, first_what: str
+) -> Callable[[int], str]:
+    """The call that reads the items from the k-th on: a JSONPath into the stored JSON (the next map entry
+    by its key, or the remaining items' first field and whole items), else a search or a char range."""
 
     def page(k: int) -> str:
         if entries and json_paths:
@@ -122,24 +188,11 @@ def json_index(doc: Any, budget: int, trm_id: str, *, json_paths: bool = True) -
         if not json_paths:
             return f'recall_tool_result(mem_id="{trm_id}", query="<value>") or (mem_id="{trm_id}", offset=0, max_chars=8000)'
         return (
-            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {whats[0].split(", ")[0]}, '
+            f'recall_tool_result(mem_id="{trm_id}", json_path="{path}[{k}:]{first}") for their {first_what}, '
             f'json_path="{path}[{k}:{k + 20}]" for whole items'
         )
 
-    return render(
-        head,
-        whats,
-        extra,
-        rows,
-        budget,
-        lambda k: f"{len(items) - k:,} more {noun} not shown: {page(k)}",
-        len(items),
-        paged=paged,
-        paged_below=1.0 if table else 0.5,
-        # A table's first rows with more figures than the rest read as a partial table: the room is left.
-        enrich=not table,
-        keys=key_counts,
-    )
+    return page
 
 
 def _choose(items: list[Any]) -> tuple[Fields, str | None]:
@@ -221,9 +274,9 @@ def _records(doc: Any) -> tuple[str, list[Any]] | None:
     """The array of records to index and its JSONPath: the document itself, else the longest one under a
     key, else the longest one deeper down (GraphQL's `$.data.repository.issues.nodes`, an API's
     `$.result.data.items`), through objects only, at most 6 keys deep and 2,000 keys read below the top.
-    Why deeper: a 65K GraphQL search of 150 issues got `JSON object with 1 key {data: object{repository}}`
-    and no index, so every issue number and id sat behind the stub, and the model had to guess the path
-    to page them."""
+    Why deeper: a GraphQL search answer got `JSON object with 1 key {data: object{repository}}` and no
+    index, so every issue number and id sat behind the stub, and the model had to guess the path to page
+    them."""
     if isinstance(doc, list) and len(doc) >= 2 and _is_records(doc):
         return "$", doc
     if not isinstance(doc, dict):
@@ -317,7 +370,7 @@ def _wrapper_key(sample: list[dict[str, Any]]) -> str | None:
     """The key every item keeps its record under, as GraphQL's edges do (`{"cursor": "Y3Vy…", "node":
     {"id", "number", "title"...}}`): each item's one object-valued key, the same in all, beside at most
     2 other keys. Why: of such an edge only `node.title` was indexed (nested fields counted only as
-    login, name and title), so the ids and numbers of 120 pull requests sat behind the stub."""
+    login, name and title), so the ids and numbers of a page of pull requests sat behind the stub."""
     wrapper: str | None = None
     for it in sample:
         inner = [k for k, v in it.items() if isinstance(v, dict)]

@@ -34,16 +34,14 @@ def numbered(matches: Iterable[re.Match[str]], text: str) -> Iterator[tuple[int,
 
 
 def lines_holding(text: str, words: tuple[str, ...]) -> list[int]:
-    """The start of every line holding one of `words`, in order, by str.find (a regex alternation costs
-    ~25 ms per MB). After a hit the search goes on from the next line: a line is found once per word,
-    so many hits on one long line cost one pass, where a backward scan per hit was quadratic (a 1.4 MB
-    line of `FAIL x` took 2.9 s).
+    """The start of every line holding one of `words`, in order, by str.find (far cheaper than a regex
+    alternation). After a hit the search goes on from the next line: a line is found once per word, so
+    many hits on one long line cost one pass, where a backward scan per hit was quadratic.
 
-    A word with a letter the text lacks is not looked for: a one-char `in` is a memchr pass (0.007-0.01
-    ms/MB, the whole text when the letter is missing), a word's find 0.3 ms/MB. On bench_offload's 1 MB
-    log (lower-case words, ISO stamps) that skips all five finds, 1.5 ms of its shaping; a text that has
-    every letter pays ~0.01 ms more. Each letter is looked for once, in the word's order (capitals
-    first): the E of ERROR answers for Exception, and the 1 MB log pays 4 memchr passes, not 5-6.
+    A word with a letter the text lacks is not looked for: a one-char `in` is a memchr pass, many times
+    cheaper than a word's find, so a log of lower-case words skips the finds of capitalised ones. Each
+    letter is looked for once, in the word's order (capitals first): the E of ERROR answers for
+    Exception. The figures are in docs/design.md ("The identifier index").
     """
     present: dict[str, bool] = {}
     starts: set[int] = set()

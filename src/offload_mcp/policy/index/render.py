@@ -70,9 +70,7 @@ def render(
     shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
     record's identifier to its next call, and which record it will pick is not known here, so covering
     more records beats saying more about the first ones: the measure is needed facts visible
-    (replay --client claude-code on bench/data/corpus/mcp_servers.jsonl.gz: facts behind a stub 5 -> 0
-    when git logs of 89 and 220 commits and a log's 132 ERROR lines are listed by identifier instead of
-    the first 46, 63 and 57 records in full). Entries are consumed lazily and only until even the most
+    (docs/design.md, "The identifier index"). Entries are consumed lazily and only until even the most
     compact level is past the budget, so a 4 MB body costs what its first few hundred records do.
     When every record fits with room to spare, the first records take the richest level in that room
     (every issue number, and the first ones with their titles), unless `enrich` is False: the room is

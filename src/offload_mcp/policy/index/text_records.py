@@ -51,11 +51,11 @@ _ARIA_CONTROLS_BESIDE_RECORDS = 40
 _ARIA_REPEAT_REFS = 4
 _CONTROL_ROLES = frozenset(_ARIA_CONTROL_ROLES)
 _NO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
-"""Applied to a name's UTF-8 bytes (no multi-byte sequence holds an ASCII digit): 0.08 us a name, 0.9 by str.translate."""
+"""Applied to a name's UTF-8 bytes (no multi-byte sequence holds an ASCII digit): a tenth of str.translate's cost."""
 _ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "Exception", "Traceback")
 _LOG_LINE = re.compile(r"^\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|^(DEBUG|INFO|WARN|WARNING|ERROR)\b")
 """Anchored in each alternative: `match` answers what `search` would, without search's try at every char
-of the line (sre skips them only for a pattern that opens with `^`; a 1 MB single line: ~0.4 ms)."""
+of the line (sre skips them only for a pattern that opens with `^`)."""
 _PATH = re.compile(
     r"^(\[(FILE|DIR)\]\s+)?\.{0,2}/?[\w.@+-]+(/[\w.@+-]+)+/?$|^(\[(FILE|DIR)\]\s+)?[\w.@+-]+\.[A-Za-z0-9]{1,5}$"
 )
@@ -87,7 +87,7 @@ _TEST_FAILED = re.compile(
 _TEST_FAILED_WORDS = ("FAIL", "ERROR", "✕", "×", "✗", "not ok")
 _TEST_LINE_CHARS = 1024
 """A runner's failure line is short: only a line's start is matched, so a hostile 1 MB line costs what 1 KB does.
-The first word is taken possessively (a word of many `::` backtracked cubically: 6 KB took 250 s)."""
+The first word is taken possessively (a word of many `::` backtracked cubically)."""
 # Its closing tally: pytest's `== 1 failed, 599 passed in 41.87s ==`, jest/vitest, cargo, unittest, mocha.
 _TEST_TALLY = re.compile(
     r"=+ [^\n]*?\b\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed)\b[^\n]*? in [\d.]+s"
@@ -198,9 +198,8 @@ def _aria_snapshot(scan: TextScan) -> Found | None:
     own search box and `Next page` button are not crowded out. Then the elements of its most frequent
     record role (rows, links, list items), one line each. The page's URL and title head it. Why: the
     index listed only that record role, so a stubbed page kept its search box, its `Next` button and its
-    form fields behind the stub, and the shape line called it prose (a real Playwright MCP
-    `browser_snapshot` of 57K chars: 150 order links listed, its searchbox, combobox, checkbox, textbox
-    and 5 of its 303 buttons not). Inert (None) when no snapshot line with a ref is found in its first
+    form fields behind the stub, and the shape line called it prose (docs/design.md, "The identifier
+    index"). Inert (None) when no snapshot line with a ref is found in its first
     20K chars, or it has neither controls nor named records.
     """
     text = scan.text
@@ -273,13 +272,12 @@ _DIFF_PLUS = "\n+++ "
 
 def _diff_files(scan: TextScan) -> Found | None:
     """A diff's files, each at its header's line, with the lines it adds and removes: which files
-    changed and where to read each one (`lines=`), and the paths an agent opens or edits next. The shape
-    line alone said `3,945 lines; looks like a diff / patch` over the first file's header (git_diff of 40
-    commits, 200K chars). `diff --git a/X b/X` headers (the b/ side), else unified `+++ X` ones. Found by
-    str.find from line break to line break and counted by two str.count per file: ~4.5 ms per MB of diff
-    read (the index stops reading files once even the paths alone are past its budget).
+    changed and where to read each one (`lines=`), and the paths an agent opens or edits next, where the
+    shape line alone names only the first file's header. `diff --git a/X b/X` headers (the b/ side), else
+    unified `+++ X` ones. Found by str.find from line break to line break and counted by two str.count per
+    file (the index stops reading files once even the paths alone are past its budget).
     One commit with its diff (`git show`) is indexed the same way: its files, where the commit index
-    would list the one commit the head already shows (a 65K `git_show` said `index of 1 commit`).
+    would list the one commit the head already shows.
     Inert (None) when describe calls the text neither a diff nor a git log of one commit, or no file
     header is found.
     """

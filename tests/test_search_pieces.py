@@ -213,3 +213,38 @@ async def test_a_sqlite_index_from_before_pieces_is_migrated_and_its_cut_entries
     text = await search(ledger, "OLDSMALL-1")
     assert HIT.findall(text) == [small.trm_id], text
     ledger.close()
+
+
+async def test_a_postgresql_ledger_of_schema_version_3_migrates_and_its_cut_entries_are_indexed_again(
+    postgres: Any, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module.Indexer, "wake", lambda self: None)  # the test indexes, in this thread
+    small = body("small result with OLDSMALL-1\n")
+    large = body(large_text("past the old cap: OLDTAIL-2"))
+    with monkeypatch.context() as one_piece_each:
+        one_piece_each.setattr(search_module, "PIECE_CHARS", 10_000_000)
+        ledger = Ledger.open(LedgerSettings(), pg_url)
+        ledger.commit(bodies=[small, large])
+        ledger.index_queued(budget_s=600.0)
+        ledger.close()
+    schema = pg_url.rsplit("%3D", 1)[1]
+    for sql in (  # as schema version 3 left it: one row per entry, ref its key, of its first 2,000,000 chars
+        f"UPDATE {schema}.search_docs SET text = left(text, 2000000), chars = 2000000,"
+        " tsv = to_tsvector('simple', left(text, 2000000)) WHERE chars > 2000000",
+        f"ALTER TABLE {schema}.search_docs DROP CONSTRAINT search_docs_pkey, ADD PRIMARY KEY (ref)",
+        f"DROP INDEX {schema}.search_docs_pieces",
+        f"ALTER TABLE {schema}.search_docs DROP COLUMN start",
+        f"ALTER TABLE {schema}.search_queue DROP COLUMN next_offset",
+        f"UPDATE {schema}.offload_meta SET value = '3' WHERE key = 'schema_version'",
+    ):
+        postgres.execute(sql)
+    ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
+    assert ledger.search_queued() == 1  # the entry cut at the old cap, queued again whole
+    assert piece_starts(ledger, small.trm_id) == [0] and piece_starts(ledger, large.trm_id) == []
+    ledger.index_queued(budget_s=600.0)
+    assert len(piece_starts(ledger, large.trm_id)) >= 20
+    text = await search(ledger, "OLDTAIL-2")
+    assert HIT.findall(text) == [large.trm_id], text
+    text = await search(ledger, "OLDSMALL-1")
+    assert HIT.findall(text) == [small.trm_id], text
+    ledger.close()

@@ -248,3 +248,24 @@ async def test_a_postgresql_ledger_of_schema_version_3_migrates_and_its_cut_entr
     text = await search(ledger, "OLDSMALL-1")
     assert HIT.findall(text) == [small.trm_id], text
     ledger.close()
+
+
+async def test_an_entry_evicted_while_indexed_and_stored_again_is_indexed_whole(
+    ledger_at: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_module.Indexer, "wake", lambda self: None)  # the test indexes, in this thread
+    ledger = Ledger.open(LedgerSettings(max_age_days=1), ledger_at)
+    large = body(large_text("back again: RETURNMARK-5"))
+    ledger.commit(bodies=[large])
+    ledger.index_queued(budget_s=600.0, max_entries=3)  # three pieces in, the entry goes
+    assert len(piece_starts(ledger, large.trm_id)) == 3
+    ledger.set_last_used(large.trm_id, 1.0)
+    assert ledger.evict() == [large.trm_id]
+    ledger.index_queued(budget_s=600.0)
+    assert piece_starts(ledger, large.trm_id) == [] and ledger.search_queued() == 0
+    ledger.commit(bodies=[large])  # the same content, stored again
+    ledger.index_queued(budget_s=600.0)
+    assert len(piece_starts(ledger, large.trm_id)) >= 20
+    text = await search(ledger, "RETURNMARK-5")
+    assert HIT.findall(text) == [large.trm_id], text
+    ledger.close()

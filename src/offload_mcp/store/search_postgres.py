@@ -97,7 +97,8 @@ def _index_piece(conn: Any, seq: int, ref: str, kind: str, start: int) -> None:
     """The entry's piece at `start`; the entry leaves the queue with its last piece. One that cannot be
     read leaves it with its pieces so far dropped, so the same content stored again is queued again."""
     text = last_text.get(kind, ref, lambda: _entry_text(conn, ref, kind))
-    if text is None:
+    if text is None or not _stored(conn, ref, kind):  # the text kept from an earlier piece outlives an eviction
+        last_text.forget(kind, ref)  # the same content stored again is read again
         conn.execute("DELETE FROM search_docs WHERE ref = %s", (ref,))
         conn.execute("DELETE FROM search_queue WHERE seq = %s", (seq,))
         return
@@ -108,6 +109,11 @@ def _index_piece(conn: Any, seq: int, ref: str, kind: str, start: int) -> None:
         last_text.forget(kind, ref)
     else:
         conn.execute("UPDATE search_queue SET next_offset = %s WHERE seq = %s", (following, seq))
+
+
+def _stored(conn: Any, ref: str, kind: str) -> bool:
+    sql = "SELECT 1 FROM bodies WHERE id = %s" if kind == "body" else "SELECT 1 FROM stash WHERE hash = %s"
+    return conn.execute(sql, (ref,)).fetchone() is not None
 
 
 def _entry_text(conn: Any, ref: str, kind: str) -> str | None:

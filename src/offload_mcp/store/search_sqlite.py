@@ -198,15 +198,22 @@ def index_queued(backend: SqliteConnections, budget_s: float, max_pieces: int | 
 
 def index_one_piece(backend: SqliteConnections) -> bool:
     """Index the next piece of the oldest queued entry, in one transaction; False when none is queued.
-    An entry leaves the queue with its last piece; one that cannot be read (gone, or damaged) leaves it
-    with its pieces so far dropped from `search_docs`, so the same content stored again is queued again."""
+    The entry's text is decoded before that transaction (a large body's decoding would hold the
+    connection as long as a few pieces' indexing), once per entry (`last_text`). An entry leaves the
+    queue with its last piece; one that cannot be read (gone, or damaged) leaves it with its pieces so
+    far dropped from `search_docs`, so the same content stored again is queued again."""
+    head = "SELECT rowid, ref, kind, next_offset FROM search_queue ORDER BY rowid LIMIT 1"
+    with backend._reading() as conn:
+        row = conn.execute(head).fetchone()
+    if row is None:
+        return False
+    rowid, ref, kind, start = row
+    text = last_text.get(kind, ref, lambda: _entry_text(backend, ref, kind))
     with backend._write() as conn:
-        row = conn.execute("SELECT rowid, ref, kind, next_offset FROM search_queue ORDER BY rowid LIMIT 1").fetchone()
-        if row is None:
-            return False
-        rowid, ref, kind, start = row
-        text = last_text.get(kind, ref, lambda: _entry_text(conn, ref, kind))
-        if text is None:
+        if conn.execute(head).fetchone() != row:
+            return True  # another indexer moved the queue on meanwhile: read it again
+        if text is None or not _stored(conn, ref, kind):  # the text kept from an earlier piece outlives an eviction
+            last_text.forget(kind, ref)  # the same content stored again is read again
             conn.execute("DELETE FROM search_docs WHERE ref = ?", (ref,))
             conn.execute("DELETE FROM search_queue WHERE rowid = ?", (rowid,))
             return True
@@ -243,11 +250,17 @@ def queued(backend: SqliteConnections) -> int:
     return int(row[0]) if row else 0
 
 
-def _entry_text(conn: sqlite3.Connection, ref: str, kind: str) -> str | None:
+def _stored(conn: sqlite3.Connection, ref: str, kind: str) -> bool:
+    sql = "SELECT 1 FROM bodies WHERE id = ?" if kind == "body" else "SELECT 1 FROM stash WHERE hash = ?"
+    return conn.execute(sql, (ref,)).fetchone() is not None
+
+
+def _entry_text(backend: SqliteConnections, ref: str, kind: str) -> str | None:
+    """The entry's text: its stored bytes read under the connection's lock, decoded outside it."""
     if kind == "body":
-        row = conn.execute("SELECT body, codec FROM bodies WHERE id = ?", (ref,)).fetchone()
+        row = backend._one("SELECT body, codec FROM bodies WHERE id = ?", (ref,))
     else:
-        row = conn.execute("SELECT original, codec FROM stash WHERE hash = ?", (ref,)).fetchone()
+        row = backend._one("SELECT original, codec FROM stash WHERE hash = ?", (ref,))
     return None if row is None else entry_text(bytes(row[0]), row[1], kind)
 
 

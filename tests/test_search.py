@@ -20,6 +20,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.session import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger, search_sqlite
 from offload_mcp.store import search as search_module
+from offload_mcp.store.schema import POSTGRES_SCHEMA_VERSION
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
@@ -226,10 +227,12 @@ async def test_postgresql_finds_whole_tokens_by_full_text_search_ranked_by_ts_ra
 
 
 async def test_postgresql_searches_an_entry_too_large_for_a_tsvector_by_substring(
-    postgres: object, pg_url: str
+    postgres: object, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # More distinct tokens than a tsvector holds (1 MB of them): the entry keeps no tsv, and a token
-    # search that finds the value elsewhere still lists it (else it would be silently missing).
+    # search that finds the value elsewhere still lists it (else it would be silently missing). A
+    # piece of the usual size holds far fewer: here the whole entry is one piece.
+    monkeypatch.setattr(search_module, "PIECE_CHARS", 4_000_000)
     ledger = Ledger.open(LedgerSettings(), pg_url)
     unique = "\n".join(f"event {i:07d} id ev{i:07d}x{i * 7919:012d}" for i in range(40_000))
     huge = body(unique + "\nshipment SHIP-77-QX left\n")
@@ -261,7 +264,7 @@ async def test_a_postgresql_ledger_of_schema_version_2_migrates_and_fills_its_to
         postgres.execute(sql)  # type: ignore[attr-defined]
     ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
     ledger._indexer.close()
-    assert ledger.backend.schema_version() == 3  # type: ignore[attr-defined]
+    assert ledger.backend.schema_version() == POSTGRES_SCHEMA_VERSION  # type: ignore[attr-defined]
     # Both GIN indexes without a pending list, which every search would read whole until a vacuum.
     options = postgres.execute(  # type: ignore[attr-defined]
         f"SELECT relname, reloptions FROM pg_class WHERE relname IN ('search_docs_tsv', 'search_docs_trgm')"
@@ -381,18 +384,3 @@ def test_ledger_index_finishes_the_queue_of_a_ledger_from_before_the_index(tmp_p
         timeout=120,
     )
     assert missing.returncode == 1 and "offload-mcp ledger index:" in missing.stderr, missing.stderr
-
-
-def test_a_huge_entry_is_indexed_in_its_first_chars_only_so_reads_never_wait_out_their_deadline() -> None:
-    # Indexing holds the ledger's one connection (~0.1 s a MB): a 40 MB body indexed whole kept recalls of
-    # it past their 2.5 s read deadline. A recall with mem_id still searches the whole body.
-    import orjson
-
-    from offload_mcp.store import codec
-
-    head = "x" * search_module.INDEX_MAX_CHARS
-    raw = orjson.dumps({"content": [{"type": "text", "text": head + " TAIL-TOKEN-42"}]})
-    text = search_module.entry_text(codec.compress(raw), codec.CODEC, "body")
-    assert text is not None and len(text) == search_module.INDEX_MAX_CHARS and "TAIL-TOKEN-42" not in text
-    small = orjson.dumps({"content": [{"type": "text", "text": "order TAIL-TOKEN-42"}]})
-    assert search_module.entry_text(codec.compress(small), codec.CODEC, "body") == "order TAIL-TOKEN-42"

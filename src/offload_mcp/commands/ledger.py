@@ -98,5 +98,5 @@ def run_index(args: argparse.Namespace) -> int:
         return 1
     finally:
         ledger.close()
-    print(f"indexed {done:,} stored result(s) for search; {left:,} still queued")
+    print(f"indexed {done:,} piece(s) of stored results for search; {left:,} still queued")
     return 0 if not left else 1

@@ -127,7 +127,7 @@ def _create_missing(conn: sqlite3.Connection) -> None:
 
 # ---- PostgreSQL ------------------------------------------------------------------------------
 
-POSTGRES_SCHEMA_VERSION = 3
+POSTGRES_SCHEMA_VERSION = 5
 _MIGRATION_LOCK = 0x6F66_666C_6F61_64  # "offload": one key for pg_advisory_xact_lock
 
 POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
@@ -194,6 +194,19 @@ POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS search_docs_untokenized ON search_docs (ref) WHERE tsv IS NULL",
             "INSERT INTO search_queue (ref, kind) SELECT ref, kind FROM search_docs WHERE tsv IS NULL ORDER BY ref"
             " ON CONFLICT DO NOTHING",
+        ),
+    ),
+    (
+        5,
+        "search in pieces: search_docs keyed by (ref, start), search_queue.next_offset; entries cut at 2M chars queued again",
+        (
+            "ALTER TABLE search_queue ADD COLUMN IF NOT EXISTS next_offset bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE search_docs ADD COLUMN IF NOT EXISTS start bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE search_docs DROP CONSTRAINT IF EXISTS search_docs_pkey, ADD PRIMARY KEY (ref, start)",
+            "CREATE INDEX IF NOT EXISTS search_docs_pieces ON search_docs (ref) WHERE start > 0",
+            "INSERT INTO search_queue (ref, kind) SELECT ref, kind FROM search_docs WHERE chars >= 2000000 ORDER BY ref"
+            " ON CONFLICT DO NOTHING",
+            "DELETE FROM search_docs WHERE chars >= 2000000",
         ),
     ),
 )

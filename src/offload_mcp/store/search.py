@@ -6,6 +6,11 @@ The index is written off the call path (an `Indexer` thread, or the search itsel
 indexing 1 MB of text costs ~20 times what offloading it does; a search first indexes what is queued
 for as long as its budget allows and reports how many entries are still queued.
 
+An entry is indexed whole, in pieces of at most PIECE_CHARS (`pieces`), one transaction each, so a
+commit or read waiting for the ledger's connection waits for one piece, never for a whole large
+body; the queue keeps where the next piece starts, so indexing resumes after a restart. A hit is an
+entry (its pieces merged); the lines a hit shows are read from the whole body.
+
 Matching is by substring, case-insensitively, term by term (SQLite: FTS5's trigram tokenizer;
 PostgreSQL: pg_trgm), so identifiers (`trm_...`, shas, LAPTOP-14-M3, src/pool.py, 1,299.00) are
 found inside longer tokens as well as words. User text never becomes query syntax: each term is
@@ -18,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -46,10 +52,46 @@ SEARCH_TIME_LIMIT_S = 3.0
 with a clear error rather than holding the ledger."""
 INDEX_BUDGET_S = 1.0
 """How long a search spends indexing queued entries before it runs."""
-INDEX_MAX_CHARS = 2_000_000
-"""Of a larger entry only the first this many characters are indexed: indexing holds the ledger's
-connection (~0.1 s per MB), and reads wait behind it for at most their deadline. A query with a
-`mem_id` still searches a whole body."""
+PIECE_CHARS = 256 * 1024
+"""Most characters indexed in one transaction: a commit or read waiting for the ledger's connection
+waits for one such piece at most (docs/search.md gives its time)."""
+PIECE_OVERLAP = MAX_QUERY_CHARS
+"""A piece cut inside a run with no separator starts again this many characters before the cut, so a
+term (at most MAX_QUERY_CHARS, with no separator in it) crossing the cut lies whole in the next piece."""
+_SEPARATOR = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def piece_bounds(text: str, start: int) -> tuple[int, int]:
+    """(end, where the next piece starts) of the piece of `text` that starts at `start`; both are
+    len(text) for the last piece.
+
+    A piece ends after the last line break in the back half of its PIECE_CHARS, else after the last
+    separator there (whitespace or a control character): no term (terms are split at separators) and no
+    token crosses such a cut, so the pieces hold exactly the terms and tokens of the whole. A run of
+    PIECE_CHARS / 2 with no separator (one huge token) is cut where the piece is full, and the next
+    piece overlaps it by PIECE_OVERLAP: a term crossing the cut is found in the next piece."""
+    limit = start + PIECE_CHARS
+    if limit >= len(text):
+        return len(text), len(text)
+    floor = start + PIECE_CHARS // 2
+    cut = text.rfind("\n", floor, limit)
+    if cut == -1:
+        cut = max((m.start() for m in _SEPARATOR.finditer(text, floor, limit)), default=-1)
+    if cut != -1:
+        return cut + 1, cut + 1
+    return limit, limit - PIECE_OVERLAP
+
+
+def pieces(text: str) -> list[tuple[int, int]]:
+    """Every piece's (start, end) in `text`, in order (one empty piece for an empty text)."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end, following = piece_bounds(text, start)
+        out.append((start, end))
+        if end >= len(text):
+            return out
+        start = following
 
 
 class SearchRefused(LedgerError):
@@ -112,7 +154,35 @@ def entry_text(data: bytes, codec_name: str, kind: str) -> str | None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return text[:INDEX_MAX_CHARS].replace("\x00", " ")
+    return text.replace("\x00", " ")
+
+
+class _LastText:
+    """The text of the entry being indexed, kept between its pieces (each piece is its own transaction,
+    and decompressing a 5 MB body for each of its 20 pieces would cost more than indexing them). An id
+    names its content (a hash of it), so the same (kind, id) is always the same text."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: tuple[str, str, str | None] | None = None
+
+    def get(self, kind: str, ref: str, read: Callable[[], str | None]) -> str | None:
+        with self._lock:
+            kept = self._kept
+        if kept is not None and kept[:2] == (kind, ref):
+            return kept[2]
+        text = read()
+        with self._lock:
+            self._kept = (kind, ref, text)
+        return text
+
+    def forget(self, kind: str, ref: str) -> None:
+        with self._lock:
+            if self._kept is not None and self._kept[:2] == (kind, ref):
+                self._kept = None
+
+
+last_text = _LastText()
 
 
 class IndexQueue(Protocol):
@@ -121,12 +191,14 @@ class IndexQueue(Protocol):
     @property
     def location(self) -> str: ...
 
-    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]: ...
+    def index_queued(self, budget_s: float, max_entries: int | None = None) -> tuple[int, int]:
+        """Index up to `max_entries` pieces; returns (pieces indexed, entries still queued)."""
+        ...
 
 
 class Indexer:
-    """A daemon thread that indexes queued entries after commits, one entry per transaction so the
-    shaper's commits wait at most one entry's indexing. `wake()` after a commit that queued some."""
+    """A daemon thread that indexes queued entries after commits, one piece per transaction so the
+    shaper's commits wait at most one piece's indexing. `wake()` after a commit that queued some."""
 
     def __init__(self, ledger: IndexQueue) -> None:
         self._ledger = ledger

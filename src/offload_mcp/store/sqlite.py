@@ -144,6 +144,7 @@ class SqliteBackend(SqlReads):
                     " ON CONFLICT(id) DO UPDATE SET evicted_at = excluded.evicted_at, reason = excluded.reason",
                     (entry.id, entry.kind, now, reason),
                 )
+                search_sqlite.forget(conn, entry.id)
                 removed.append(entry.id)
         return removed
 

@@ -29,6 +29,14 @@ Servers, all real and spoken to over stdio with the mcp SDK's client:
   a `{"type": "text"}` field, a prose line then JSON); mcp-server-git's log
   of this repository's 545 commits. These servers install into bench/out/ on
   first use (`ensure_sql_servers`; postgres-mcp needs a Python 3.12+).
+- `playwright-mcp` (`browser-*` sessions): npm @playwright/mcp driving Debian's
+  chromium (headless, isolated) over a generated shop site served on localhost
+  (bench/corpus_site.py): catalogs of 800 and 260 rows, product pages, a long
+  handbook, an order form; the agent clicks, types and navigates by the refs
+  and URLs it read in the snapshots.
+
+`--only browser- --merge` re-records only those sessions into the existing
+corpus, every other record kept byte for byte.
 
 Each session is a trajectory whose later calls use values an agent would read
 out of earlier results (an order number from the middle of a result set, the
@@ -40,8 +48,9 @@ Records use the shared corpus format (`source`, `server`, `tool` as
 `structured` when the server sent structuredContent, `traj`, `step`,
 `is_error`, `chars`). Deterministic: fixed seeds, fixed dates, temporary
 paths rewritten to `/srv/corpus`, so two runs write the same bytes (gzip
-mtime 0). Needs node (the npm servers in node_modules), mcp-server-git and
-PostgreSQL's binaries (initdb, pg_ctl).
+mtime 0; the browser site's port and Playwright's clock stamps rewritten).
+Needs node (the npm servers in node_modules), mcp-server-git, PostgreSQL's
+binaries (initdb, pg_ctl) and chromium.
 """
 
 from __future__ import annotations
@@ -75,6 +84,7 @@ sys.path.insert(0, str(HERE / "peers"))
 from mcp_drive import open_session  # noqa: E402
 
 from corpus_servers import build_db  # noqa: E402
+from corpus_site import Site  # noqa: E402
 
 DEFAULT_OUT = HERE / "data" / "corpus" / "mcp_servers.jsonl.gz"
 SOURCE = "offload-mcp:bench/corpus_mcp.py"
@@ -176,12 +186,15 @@ class Recorder:
     records: list[dict[str, Any]] = field(default_factory=list)
     traj: str = ""
     step: int = 0
+    rewrite: Callable[[str], str] | None = None
+    """Further run-specific text to fix (the browser site's origin, Playwright's file stamps)."""
 
     def start(self, traj: str) -> None:
         self.traj, self.step = traj, 0
 
     def _fix(self, text: str) -> str:
-        return text.replace(str(self.root), FIXED_ROOT)
+        text = text.replace(str(self.root), FIXED_ROOT)
+        return self.rewrite(text) if self.rewrite is not None else text
 
     async def call(self, session: Any, server: str, tool: str, arguments: dict[str, Any]) -> tuple[str, Any]:
         """Call a tool for real and record it; returns (text, structuredContent) as the agent got them."""
@@ -223,6 +236,7 @@ class Servers:
     warehouse_sqlite: Path | None = None
     exports: Path | None = None
     long_repo: Path | None = None
+    site: Site | None = None
 
     def command(self, name: str) -> tuple[list[str], dict[str, str]]:
         py = sys.executable
@@ -246,6 +260,8 @@ class Servers:
             return [py, str(HERE / "corpus_servers.py"), name], {}
         if name == "playwright":
             return [py, str(HERE / "corpus_servers.py"), "browser"], {}
+        if name == "playwright-mcp":
+            return [str(bin_dir / "playwright-mcp"), *PLAYWRIGHT_ARGS, "--executable-path", _chromium()], {}
         if name == "memory":
             return [str(bin_dir / "mcp-server-memory")], {"MEMORY_FILE_PATH": str(self.memory_file)}
         if name == "filesystem":
@@ -1116,6 +1132,123 @@ def warehouse_sessions() -> list[tuple[str, Session]]:
     return out
 
 
+# ---- a real browser: @playwright/mcp with Debian's chromium over a generated local site ---------------
+
+PLAYWRIGHT_ARGS = ["--headless", "--isolated", "--no-sandbox", "--viewport-size", "1280x720"]
+"""In memory, no window, no sandbox (the corpus runs as root in containers), one viewport size."""
+SITE_ORIGIN = "http://127.0.0.1:8080"
+"""The origin records name: the site binds a free port, so its real origin is rewritten to this one."""
+_PLAYWRIGHT_STAMP = re.compile(r"(\.playwright-mcp/[a-z]+-)\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z")
+"""Playwright MCP names the files it writes a snapshot or console log to by the wall clock."""
+
+
+def _chromium() -> str:
+    """Debian's chromium (or $OFFLOAD_BENCH_CHROMIUM): Playwright's own browser download is never needed."""
+    path = os.environ.get("OFFLOAD_BENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        raise RuntimeError("the browser sessions need chromium (apt-get install chromium) or $OFFLOAD_BENCH_CHROMIUM")
+    return path
+
+
+def site_rewrite(origin: str) -> Callable[[str], str]:
+    """Make a browser record the same bytes every run: the site's origin and Playwright's clock stamps fixed."""
+
+    def fix(text: str) -> str:
+        return _PLAYWRIGHT_STAMP.sub(r"\g<1>2026-01-05T09-00-00-000Z", text.replace(origin, SITE_ORIGIN))
+
+    return fix
+
+
+def catalog_rows(snapshot: str) -> list[tuple[str, str, str]]:
+    """(sku, ref of the row's product link, ref of its "Add to cart" button) for each row of a catalog snapshot."""
+    ref = r"\[ref=((?:f\d+)?e\d+)\]"
+    pattern = rf'cell "(SKU-\d+)" \[ref=(?:f\d+)?e\d+\].*?- link "[^"]*" {ref}.*?button "Add to cart" {ref}'
+    return re.findall(pattern, snapshot, flags=re.S)
+
+
+def _ref(snapshot: str, role: str, name: str) -> str:
+    found = re.search(rf'{role} "{re.escape(name)}"[^\n]*?\[ref=((?:f\d+)?e\d+)\]', snapshot)
+    if found is None:
+        raise RuntimeError(f'no {role} "{name}" in the snapshot')
+    return found.group(1)
+
+
+def browser_sessions() -> list[tuple[str, Session]]:
+    out: list[tuple[str, Session]] = []
+    for k, (catalog, frac, qty) in enumerate([("fasteners", 0.93, 40), ("fasteners", 0.41, 12), ("tools", 0.6, 2)]):
+
+        async def shop(
+            rec: Recorder, servers: Servers, catalog: str = catalog, frac: float = frac, qty: int = qty
+        ) -> None:
+            assert servers.site is not None
+            origin = servers.site.origin
+
+            async def body(pw: Any) -> None:
+                await rec.call(pw, "playwright-mcp", "browser_navigate", {"url": f"{origin}/index.html"})
+                home, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                link = _ref(home, "link", catalog.capitalize())
+                await rec.call(pw, "playwright-mcp", "browser_click", {"element": f"{catalog} link", "target": link})
+                text, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                sku, link, button = _pick(catalog_rows(text), frac)
+                await rec.call(
+                    pw,
+                    "playwright-mcp",
+                    "browser_click",
+                    {"element": f"Add to cart button in the row of {sku}", "target": button},
+                )
+                await rec.call(
+                    pw, "playwright-mcp", "browser_click", {"element": f"{sku} product link", "target": link}
+                )
+                text, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                bin_ = re.search(r"(BIN-[A-F]\d\d-\d\d)", text).group(1)  # type: ignore[union-attr]
+                await rec.call(pw, "playwright-mcp", "browser_navigate", {"url": f"{origin}/order.html"})
+                form, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                for name, value in [("SKU", sku), ("PO number", f"PO-{bin_}")]:
+                    await rec.call(
+                        pw,
+                        "playwright-mcp",
+                        "browser_type",
+                        {"element": f"{name} field", "target": _ref(form, "textbox", name), "text": value},
+                    )
+                await rec.call(
+                    pw,
+                    "playwright-mcp",
+                    "browser_type",
+                    {"element": "Quantity field", "target": _ref(form, "spinbutton", "Quantity"), "text": str(qty)},
+                )
+                await rec.call(
+                    pw,
+                    "playwright-mcp",
+                    "browser_click",
+                    {"element": "Place order button", "target": _ref(form, "button", "Place order")},
+                )
+                await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+
+            await with_server(servers, "playwright-mcp", body)
+
+        out.append((f"browser-catalog-{catalog}-{k}", shop))
+    for k, frac in enumerate([0.3, 0.75]):
+
+        async def handbook(rec: Recorder, servers: Servers, frac: float = frac) -> None:
+            assert servers.site is not None
+            origin = servers.site.origin
+
+            async def body(pw: Any) -> None:
+                await rec.call(pw, "playwright-mcp", "browser_navigate", {"url": f"{origin}/handbook.html"})
+                text, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                topics = re.findall(r'link "topic \d\d: [^"]*" \[ref=(?:f\d+)?e\d+\][^\n]*\n\s*- /url: (\S+)', text)
+                await rec.call(pw, "playwright-mcp", "browser_navigate", {"url": _pick(topics, frac)})
+                text, _ = await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+                sku, ref = _pick(re.findall(r'link "(SKU-\d+)" \[ref=((?:f\d+)?e\d+)\]', text), frac)
+                await rec.call(pw, "playwright-mcp", "browser_click", {"element": f"link {sku}", "target": ref})
+                await rec.call(pw, "playwright-mcp", "browser_snapshot", {})
+
+            await with_server(servers, "playwright-mcp", body)
+
+        out.append((f"browser-handbook-{k}", handbook))
+    return out
+
+
 def all_sessions() -> list[tuple[str, Session]]:
     return [
         *sql_sessions(),
@@ -1126,6 +1259,7 @@ def all_sessions() -> list[tuple[str, Session]]:
         *git_sessions(),
         *office_sessions(),
         *warehouse_sessions(),
+        *browser_sessions(),
     ]
 
 
@@ -1176,7 +1310,28 @@ def _start_warehouse(servers: Servers) -> Any:
     return pg
 
 
-async def build(out: Path, only: list[str] | None) -> int:
+def merged(previous: bytes, fresh: list[dict[str, Any]], order: list[str]) -> bytes:
+    """The previous corpus with the trajectories in `fresh` replaced (or added): every other line is kept
+    byte for byte, and trajectories follow the sessions' order."""
+    lines: dict[str, list[bytes]] = {}
+    for line in previous.splitlines(keepends=True):
+        lines.setdefault(json.loads(line)["traj"], []).append(line)
+    for record in fresh:
+        lines.pop(record["traj"], None)
+    for record in fresh:
+        lines.setdefault(record["traj"], []).append(_line(record))
+    rank = {name: i for i, name in enumerate(order)}
+    unknown = sorted(set(lines) - set(rank))
+    if unknown:
+        raise ValueError(f"the corpus holds trajectories no session records: {', '.join(unknown)}")
+    return b"".join(line for traj in sorted(lines, key=rank.__getitem__) for line in lines[traj])
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+async def build(out: Path, only: list[str] | None, merge: bool = False) -> int:
     work = Path(tempfile.mkdtemp(prefix="corpus-mcp-"))
     try:
         chosen = [(name, s) for name, s in all_sessions() if not only or any(name.startswith(o) for o in only)]
@@ -1195,6 +1350,9 @@ async def build(out: Path, only: list[str] | None) -> int:
             if "git-long" in names:
                 servers.long_repo = _real_repo(work, LONG_HISTORY_COMMIT, "offload-mcp-long-history")
         rec = Recorder(root=work)
+        if "browser-" in names:
+            servers.site = Site(work / "site")
+            rec.rewrite = site_rewrite(servers.site.origin)
         try:
             for name, session in chosen:
                 rec.start(name)
@@ -1203,12 +1361,17 @@ async def build(out: Path, only: list[str] | None) -> int:
         finally:
             if pg is not None:
                 pg.destroy()
-        data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rec.records).encode()
+            if servers.site is not None:
+                servers.site.close()
+        data = b"".join(_line(r) for r in rec.records)
+        if merge:
+            with gzip.open(out, "rb") as previous:
+                data = merged(previous.read(), rec.records, [name for name, _ in all_sessions()])
         out.parent.mkdir(parents=True, exist_ok=True)
         with open(out, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as gz:
             gz.write(data)
         print(
-            f"{len(rec.records)} records, {sum(r['chars'] for r in rec.records):,} chars -> {out} ({out.stat().st_size:,} bytes)",
+            f"{len(rec.records)} records recorded, {len(data.splitlines())} written -> {out} ({out.stat().st_size:,} bytes)",
             file=sys.stderr,
         )
         return 0
@@ -1225,8 +1388,16 @@ def main(argv: list[str] | None = None) -> int:
         help=f"Where to write the corpus (default: {DEFAULT_OUT.relative_to(ROOT)}).",
     )
     parser.add_argument("--only", nargs="*", help="Run only sessions whose name starts with one of these.")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="Replace only the sessions run (with --only) in the existing --out corpus, every other record kept "
+        "byte for byte (the other servers need not be installed).",
+    )
     args = parser.parse_args(argv)
-    return asyncio.run(build(args.out, args.only))
+    if args.merge and not args.out.exists():
+        parser.error(f"--merge needs an existing corpus at {args.out}")
+    return asyncio.run(build(args.out, args.only, args.merge))
 
 
 if __name__ == "__main__":

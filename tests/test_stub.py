@@ -379,7 +379,9 @@ def test_a_real_page_snapshot_lists_its_controls_page_and_links():
     assert "\npage: http://127.0.0.1:8765/orders.html (Orders · Acme Back Office)\n" in out
     assert (
         "index of the page snapshot: its controls, 9 kinds (ref role name; a repeated kind: how many, named alike "
-        "or the same), then its 154 link elements (ref name), one line each: names in full; all shown\n"
+        "or the same), then its 151 table rows (cells, then the refs in each row), and its 4 links outside them "
+        "(ref name), one line each: each row's identifying cell, then the refs; all shown, the first 20 as cells "
+        "in full, then the role and ref of each link and control\n"
     ) in out
     for control in (
         "e12 searchbox Search orders",
@@ -395,10 +397,42 @@ def test_a_real_page_snapshot_lists_its_controls_page_and_links():
         assert f"\n  {control}\n" in out, control
     links = re.findall(r'- link "([^"]+)" \[ref=(e\d+)\]', PLAYWRIGHT)
     assert len(links) == 154
-    assert all(f"\n  {ref} {name}\n" in out for name, ref in links)  # every order id, by its ref
+    assert all(f"\n  {ref} {name}\n" in out for name, ref in links[:4])  # the navigation's links, by ref
+    for order, link in links[4:]:  # every order id, by its ref
+        assert f"\n  {order} {link} " in out or f"\n  {order} | " in out and f"(link {link}, " in out, order
     for budget in (300, 700, 1500, 3000, 6000):
         index = new_index_of(PLAYWRIGHT, budget)
         assert len(index) <= budget and (index or budget < 400), budget  # 300: not even the head fits
+
+
+def test_a_page_snapshot_table_lists_each_row_by_its_cells_and_the_refs_of_its_buttons():
+    """Playwright writes a table row without a name (`- row [ref=e27]:`): which row it is (the order id) is
+    in its cells and what an agent clicks in it (Refund) a few lines down. Each row's line holds both."""
+    rows = re.findall(
+        r'- row \[ref=e\d+\]:\n.*?- link "(ORD-[\d-]+)" \[ref=(e\d+)\].*?- button "Refund" \[ref=(e\d+)\]',
+        PLAYWRIGHT,
+        flags=re.S,
+    )
+    assert len(rows) == 150
+    out = new_index_of(PLAYWRIGHT, 6000) + "\n"
+    for order, link, refund in rows:
+        assert re.search(rf"\n  {order}( \|[^\n]*\(link {link}, button {refund}, | {link} {refund} )", out), order
+    # A frame's refs (`f2e5`), a YAML-quoted cell, text beside a button; the identifying cell is the one word
+    # with a digit (the SKU), not the display name that holds one.
+    table = "- table [ref=f2e1]:\n" + "".join(
+        f"  - row [ref=f2e{10 * i}]:\n"
+        f'    - cell "Bolt M{i}" [ref=f2e{10 * i + 1}]\n'
+        f'    - cell "SKU-{1000 + i}" [ref=f2e{10 * i + 2}]\n'
+        f"    - 'cell \"Due: 2026-01-{i % 28 + 1:02d}\" [ref=f2e{10 * i + 3}]'\n"
+        f"    - cell [ref=f2e{10 * i + 4}]:\n"
+        f"      - text: in stock\n"
+        f'      - button "Add" [ref=f2e{10 * i + 5}]\n'
+        for i in range(1, 120)
+    )
+    out = new_index_of(table, 3000) + "\n"
+    assert "then its 119 table rows (cells, then the refs in each row)" in out
+    assert "\n  Bolt M1 | SKU-1001 | Due: 2026-01-02 | in stock (button f2e15)\n" in out
+    assert "\n  SKU-1042 f2e425\n" in out and "\n  SKU-1119 f2e1195\n" in out
 
 
 def test_page_snapshot_controls_alone_are_indexed_and_capped_beside_records():

@@ -4,6 +4,7 @@ anything else goes to document.py (headings and URLs). The first finder that rec
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from functools import partial
 
 from ..describe import ALIGNED_RULE, aligned_columns, aligned_header, looks_like_test_log, share_above, text_kind
 from ..textscan import DEFINITIONS_MAX_CHARS, TextScan, commit_matches, first_chars, not_blank
+from .aria_rows import Row, table_rows
 from .document import document_index
 from .lines import iter_lines, lines_at, lines_holding, matches, numbered
 from .render import VALUE_CHARS, Found, clip, text_render
@@ -224,10 +226,17 @@ def _aria_snapshot(scan: TextScan) -> Found | None:
                 kind.refs.append(ref)
     if not records and not controls:
         return None
+    rows = _unnamed_table_rows(text, records)
     role = max(records, key=lambda r: (records[r], r)) if records else ""
+    if rows and 2 * len(rows) >= records[role]:
+        role = "row"  # a table's rows hold its links and buttons: listing the rows lists them too, by row
+    else:
+        rows = []
     kinds = list(controls.items())
     if role:
         kinds = kinds[:_ARIA_CONTROLS_BESIDE_RECORDS]
+    levels = 3 if rows else 2
+    loose_links = _links_outside(text, rows)
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         line, counted = 1, 0
@@ -239,22 +248,65 @@ def _aria_snapshot(scan: TextScan) -> Found | None:
                 count = f"x{kind.count:,}" + (" alike" if kind.alike else "")
                 refs = kind.refs[:_ARIA_REPEAT_REFS] + ["…"] * (kind.count > _ARIA_REPEAT_REFS)
                 rich, short = f"{rich} ({count}: {', '.join(refs)})", f"{short} ({count})"
-            yield line, (rich, short)
-        if role:
+            yield line, (rich, *(short,) * (levels - 1))
+        if rows:
+            yield from heapq.merge(((row.line, row.levels()) for row in rows), loose_links, key=lambda e: e[0])
+        elif role:
             for line, m in matches(_ARIA, text):
                 if m.group(1) == role and m.group(2):
                     ref, name = m.group(3), m.group(2)
                     yield line, (f"{ref} {clip(name, 80)}", f"{ref} {clip(name, _ARIA_NAME_SHORT)}")
 
+    listed = f"{records[role]:,} {role} elements (ref name)" if role else ""
+    if rows:
+        listed = f"{len(rows):,} table rows (cells, then the refs in each row)"
+        listed += f", and its {len(loose_links):,} links outside them (ref name)" if loose_links else ""
+    head = f"{_aria_page(text)}index of the page snapshot: {_aria_parts(len(kinds), len(controls), listed)}, one line each: "
+    whats = _ARIA_ROW_LEVELS if rows else ("names in full", "names shortened")
+    return head, whats, entries(), len(kinds) + len(loose_links) + (records[role] if role else 0)
+
+
+def _aria_parts(kinds: int, controls: int, listed: str) -> str:
+    """What a page snapshot's index lists: its first `kinds` of `controls` kinds of control, then `listed`."""
     parts = []
     if kinds:
-        some = f"first {len(kinds)} of {len(controls):,}" if len(kinds) < len(controls) else f"{len(controls):,}"
-        what = "kind" if len(controls) == 1 else "kinds"
+        some = f"first {kinds} of {controls:,}" if kinds < controls else f"{controls:,}"
+        what = "kind" if controls == 1 else "kinds"
         parts.append(f"its controls, {some} {what} (ref role name; a repeated kind: how many, named alike or the same)")
-    if role:
-        parts.append(f"{'then ' if kinds else ''}its {records[role]:,} {role} elements (ref name)")
-    head = f"{_aria_page(text)}index of the page snapshot: {', '.join(parts)}, one line each: "
-    return head, ("names in full", "names shortened"), entries(), len(kinds) + (records[role] if role else 0)
+    if listed:
+        parts.append(f"{'then ' if kinds else ''}its {listed}")
+    return ", ".join(parts)
+
+
+_ARIA_ROW_LEVELS = (
+    "cells in full, then the role and ref of each link and control",
+    "cells shortened, then the refs",
+    "each row's identifying cell, then the refs",
+)
+
+
+def _links_outside(text: str, rows: list[Row]) -> list[tuple[int, tuple[str, ...]]]:
+    """The named links of a snapshot listed by its rows that no row holds (its navigation, its pager),
+    at the rows' three levels; [] without rows."""
+    if not rows:
+        return []
+    inside = {ref for row in rows for role, ref in row.controls if role == "link"}
+    return [
+        (line, (f"{ref} {clip(name, 80)}", *(f"{ref} {clip(name, _ARIA_NAME_SHORT)}",) * 2))
+        for line, m in matches(_ARIA, text)
+        if m.group(1) == "link" and (name := m.group(2)) and (ref := m.group(3)) not in inside
+    ]
+
+
+def _unnamed_table_rows(text: str, records: dict[str, int]) -> list[Row]:
+    """The snapshot's table rows when some have no name of their own (their cells tell them apart), counted
+    into `records`; [] when every row is named (its name already says which row it is)."""
+    if "- row [" not in text:
+        return []
+    rows = table_rows(text, _CONTROL_ROLES)
+    if rows:
+        records["row"] = len(rows)
+    return rows
 
 
 def _aria_page(text: str) -> str:

@@ -134,7 +134,8 @@ def test_offload_timeline_times_every_segment_of_a_real_offload() -> None:
 
 
 def test_bench_dashboard_prints_both_times_their_ratio_and_each_peak_rss(tmp_path: Path) -> None:
-    """bench/bench_dashboard.py on a small ledger: `stats --json` and the page, each in its own process."""
+    """bench/bench_dashboard.py on a small ledger: `stats --json`, the checkpoint's writing and the page,
+    each in its own process."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -157,3 +158,7 @@ def test_bench_dashboard_prints_both_times_their_ratio_and_each_peak_rss(tmp_pat
     assert figures["dashboard_cold_peak_rss_mb"] > 0
     assert figures["recount_shown_after_s"] >= figures["dashboard_after_one_more_event_s"]
     assert figures["page_bytes"] > 10_000
+    # The checkpoint: written by the first checkpointed report, then read by the page and by stats.
+    assert figures["checkpoint_bytes"] > 1_000
+    assert 0 < figures["checkpoint_write_s"] <= figures["checkpoint_report_s"]
+    assert figures["stats_json_with_checkpoint_s"] > 0

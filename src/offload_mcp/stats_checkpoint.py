@@ -188,15 +188,17 @@ def report_with_checkpoint(
     if write and snapshot is not None and (loaded is None or counted - loaded.events >= MIN_NEW_EVENTS):
         assert cut is not None
         envelope = {"version": STATE_VERSION, "fingerprint": key, "events": counted, "fold": snapshot}
-        _store(ledger, CheckpointRow(scope, cut, through_id, low_id, orjson.dumps(envelope).decode(), clock))
+        _store(ledger, scope, envelope, (cut, through_id, low_id, clock))
     return fold.report(None)
 
 
-def _store(ledger: Ledger, row: CheckpointRow) -> None:
+def _store(ledger: Ledger, scope: str, envelope: Mapping[str, Any], marks: tuple[float, int, int, float]) -> None:
     """Write a checkpoint if the ledger can be written; a failure costs the next report the full fold, never this one."""
     if not ledger.writable:
         return
+    through_at, through_id, low_id, written_at = marks
+    row = CheckpointRow(scope, through_at, through_id, low_id, orjson.dumps(envelope).decode(), written_at)
     try:
         ledger.write_checkpoint(row)
     except (LedgerError, OSError) as err:
-        log.warning("stats checkpoint of %s: not written (%s)", row.scope, err)
+        log.warning("stats checkpoint of %s: not written (%s)", scope, err)

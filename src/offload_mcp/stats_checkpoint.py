@@ -163,10 +163,11 @@ def report_with_checkpoint(
     owner: str | None = None,
     write: bool = True,
     now: float | None = None,
+    min_new: int = MIN_NEW_EVENTS,
 ) -> StatsReport:
     """The report of every call event of a scope (as stats.report_from_ledger's full fold has it), from
     the stored checkpoint and the events after it; writes a newer checkpoint when it can count
-    MIN_NEW_EVENTS more (or there was none). `now`: the clock SAFETY_S is measured from."""
+    `min_new` more events (or there was none). `now`: the clock SAFETY_S is measured from."""
     settings = settings or PolicySettings()
     scope, key = scope_of(owner), fingerprint(settings, model, client)
     low_id, through_id = ledger.events_mark()
@@ -185,7 +186,7 @@ def report_with_checkpoint(
         fold.add(event)
     if cut is not None and snapshot is None:
         snapshot = fold.state()
-    if write and snapshot is not None and (loaded is None or counted - loaded.events >= MIN_NEW_EVENTS):
+    if write and snapshot is not None and (loaded is None or counted - loaded.events >= min_new):
         assert cut is not None
         envelope = {"version": STATE_VERSION, "fingerprint": key, "events": counted, "fold": snapshot}
         _store(ledger, scope, envelope, (cut, through_id, low_id, clock))

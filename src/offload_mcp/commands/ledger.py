@@ -125,6 +125,7 @@ def run_index(args: argparse.Namespace) -> int:
 
 def run_checkpoint(args: argparse.Namespace) -> int:
     from ..config import OffloadSettings, load_config
+    from ..record import DecisionRecordError
     from ..stats_checkpoint import SAFETY_S, report_with_checkpoint, scope_of
     from ..store import Ledger, LedgerError
 
@@ -148,7 +149,7 @@ def run_checkpoint(args: argparse.Namespace) -> int:
             print(
                 f"checkpoint of {scope_of(owner)}: every event before {stored.through_at:.3f} ({len(stored.state):,} bytes)"
             )
-    except LedgerError as err:
+    except (LedgerError, DecisionRecordError) as err:
         print(f"offload-mcp ledger checkpoint: {err}", file=sys.stderr)
         return 1
     finally:

@@ -711,10 +711,11 @@ class Timeline:
             self.by_width = {w: {} for w in BUCKET_WIDTHS_S}
         elif at < self.first:
             raise ValueError(f"events out of time order: {at} before {self.first}")
-        self.last = max(self.last, at)
-        span = self.last - self.first
-        for width in [w for w in self.by_width if span / w >= TIMELINE_BUCKETS and w != BUCKET_WIDTHS_S[-1]]:
-            del self.by_width[width], self.origins[width]
+        elif at > self.last:
+            self.last = at
+            span = at - self.first
+            for width in [w for w in self.by_width if span / w >= TIMELINE_BUCKETS and w != BUCKET_WIDTHS_S[-1]]:
+                del self.by_width[width], self.origins[width]
         for width, buckets in self.by_width.items():
             origin = self.origins[width]
             slot = int((at - origin) // width)

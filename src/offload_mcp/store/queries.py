@@ -125,9 +125,11 @@ class SqlReads:
         return {str(session): SessionSpan(int(n), float(first), float(last)) for session, n, first, last in rows}
 
     def recorded_before(self, after_id: int, before_at: float) -> bool:
-        """Whether an event with an id above `after_id` carries a time before `before_at` (a range of the
-        primary key: only the events written since)."""
-        return self._one("SELECT 1 FROM events WHERE id > ? AND at < ? LIMIT 1", (after_id, before_at)) is not None
+        """Whether an event with an id above `after_id` carries a time before `before_at`: a range of the
+        primary key, only the events written since. `at + 0` keeps either planner off the index on `at`,
+        where nearly every older event matches the time and each would be read to test its id."""
+        sql = "SELECT 1 FROM events WHERE id > ? AND at + 0 < ? ORDER BY id LIMIT 1"
+        return self._one(sql, (after_id, before_at)) is not None
 
     def read_checkpoint(self, scope: str) -> CheckpointRow | None:
         row = self._one(

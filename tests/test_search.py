@@ -20,6 +20,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.reducers.base import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger, search_sqlite
 from offload_mcp.store import search as search_module
+from offload_mcp.store.schema import POSTGRES_SCHEMA_VERSION
 from offload_mcp.store.settings import LedgerSettings
 from offload_mcp.tools import recall
 from offload_mcp.tools.registry import ToolEnv
@@ -261,7 +262,7 @@ async def test_a_postgresql_ledger_of_schema_version_2_migrates_and_fills_its_to
         postgres.execute(sql)  # type: ignore[attr-defined]
     ledger = Ledger.open(LedgerSettings(), pg_url, connect_now=True)
     ledger._indexer.close()
-    assert ledger.backend.schema_version() == 3  # type: ignore[attr-defined]
+    assert ledger.backend.schema_version() == POSTGRES_SCHEMA_VERSION  # type: ignore[attr-defined]
     # Both GIN indexes without a pending list, which every search would read whole until a vacuum.
     options = postgres.execute(  # type: ignore[attr-defined]
         f"SELECT relname, reloptions FROM pg_class WHERE relname IN ('search_docs_tsv', 'search_docs_trgm')"

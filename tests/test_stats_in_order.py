@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from offload_mcp.policy.settings import PolicySettings
-from offload_mcp.stats import CALL_KINDS, Accumulator, aggregate, owned_by, report_from_ledger
+from offload_mcp.stats import CALL_KINDS, Accumulator, SessionSet, aggregate, owned_by, report_from_ledger
 from offload_mcp.stats_checkpoint import (
     SAFETY_S,
     STATE_VERSION,
@@ -264,7 +264,10 @@ def test_a_checkpoint_never_hides_an_event(ledger: Ledger, where: Path | str, ca
     [
         ("not json", "damaged"),
         ('{"version": 0, "fingerprint": "x", "events": 1, "fold": {}}', "another version or settings"),
-        ('{"version": 1, "fingerprint": "%s", "events": 1, "fold": {"seen_in_session": []}}', "damaged"),
+        (
+            '{"version": 2, "fingerprint": "%s", "events": 1, "fold": {"sessions": {"count": 1, "hashes": "!"}}}',
+            "damaged",
+        ),
     ],
 )
 def test_a_damaged_or_old_checkpoint_is_rebuilt_with_a_line_on_stderr(
@@ -290,3 +293,11 @@ def test_a_checkpoint_ends_where_no_session_goes_on_across_it() -> None:
     assert checkpoint_cut(spans, 10.0, 25.0) is None  # nothing new to count
     assert checkpoint_cut(spans, 0.0, 30.0) == 10.0  # at a session's last event: it is not wholly before
     assert checkpoint_cut(spans, 0.0, 30.5) == 30.5
+
+
+def test_a_checkpoint_keeps_its_sessions_as_hashes_and_their_count() -> None:
+    sessions = SessionSet().with_more({"a": 3, "b": 1}).with_more({"c": 2})
+    again = SessionSet.from_state(orjson.loads(orjson.dumps(sessions.state())))
+    assert again.count == 3 and list(again.hashes) == sorted(SessionSet.hash_of(s) for s in "abc")
+    assert again.holds_any(["x", "b"]) and not again.holds_any(["x", "y"]) and not SessionSet().holds_any(["a"])
+    assert again.state() == sessions.state()

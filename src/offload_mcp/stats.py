@@ -31,9 +31,14 @@ ledgers recorded before clients were. Recalls are charged against both.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import heapq
 import re
+import sys
 import time
+from array import array
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -318,6 +323,8 @@ class Accumulator:
         self.named: ClientModel | None = client_model(client) if client is not None else None
         self.session_calls = session_calls
         self.seen_in_session: Counter[str] = Counter()
+        self.earlier_sessions = SessionSet()
+        """Sessions a resumed state had counted, all of them ended (none is in `session_calls`)."""
         self.rows: dict[tuple[str, str], ToolStats] = {}
         self.decisions: Counter[str] = Counter()
         self.acts: Counter[str] = Counter()
@@ -345,7 +352,7 @@ class Accumulator:
         folded in the same order give the same data, so a checkpoint's bytes are stable too. Counters keep
         their insertion order, which breaks ties in the report's most-common lists."""
         return {
-            "seen_in_session": list(self.seen_in_session.items()),
+            "sessions": self.earlier_sessions.with_more(self.seen_in_session).state(),
             "rows": [asdict(row) for row in self.rows.values()],
             "counters": {name: list(getattr(self, name).items()) for name in _COUNTERS},
             "offload_owner": [[ref, *key] for ref, key in self.offload_owner.items()],
@@ -377,7 +384,7 @@ class Accumulator:
         its results were priced with the calls it had then). Raises KeyError, TypeError or ValueError
         on state data that is not what `state()` writes."""
         fold = cls(settings, session_calls, model=model, client=client)
-        fold.seen_in_session = Counter(dict(state["seen_in_session"]))
+        fold.earlier_sessions = SessionSet.from_state(state["sessions"])
         for row in state["rows"]:
             tool = ToolStats(**row)
             fold.rows[(tool.server, tool.tool)] = tool
@@ -571,7 +578,7 @@ class Accumulator:
             expand_calls=self.expand_calls,
             failed_recalls=self.failed_recalls,
             failed_expands=self.failed_expands,
-            sessions=len(self.seen_in_session),
+            sessions=self.earlier_sessions.count + len(self.seen_in_session),
             assumptions=self._assumptions(totals),
             search_events=dict(self.search_events.most_common()),
             clients=dict(self.clients.most_common()),
@@ -680,6 +687,49 @@ class IntMean:
 
     def mean(self) -> float:
         return self.total / self.n
+
+
+class SessionSet:
+    """Sessions as sorted 64-bit hashes of their ids, with their count: what a checkpoint keeps of the
+    sessions it counted, a few bytes each. A test of membership may say yes for a session that is not
+    in the set (two ids with one hash), never no for one that is."""
+
+    def __init__(self, hashes: Iterable[int] = (), count: int = 0) -> None:
+        self.hashes = array("Q", sorted(set(hashes)))
+        self.count = count
+
+    @staticmethod
+    def hash_of(session: str) -> int:
+        return int.from_bytes(hashlib.blake2b(session.encode(), digest_size=8).digest(), "little")
+
+    def holds_any(self, sessions: Iterable[str]) -> bool:
+        hashes = self.hashes
+        for session in sessions:
+            h = self.hash_of(session)
+            at = bisect_left(hashes, h)
+            if at < len(hashes) and hashes[at] == h:
+                return True
+        return False
+
+    def with_more(self, sessions: Mapping[str, int]) -> SessionSet:
+        """This set and `sessions` (none of them in it: ended sessions do not go on)."""
+        return SessionSet([*self.hashes, *map(self.hash_of, sessions)], self.count + len(sessions))
+
+    def state(self) -> dict[str, Any]:
+        hashes = array("Q", self.hashes)
+        if sys.byteorder != "little":
+            hashes.byteswap()
+        return {"count": self.count, "hashes": base64.b64encode(hashes.tobytes()).decode()}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> SessionSet:
+        hashes = array("Q")
+        hashes.frombytes(base64.b64decode(state["hashes"], validate=True))
+        if sys.byteorder != "little":
+            hashes.byteswap()
+        sessions = cls(count=int(state["count"]))
+        sessions.hashes = hashes
+        return sessions
 
 
 class Timeline:

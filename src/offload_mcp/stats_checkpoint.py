@@ -28,6 +28,7 @@ by session fold every event and neither read nor write a checkpoint.
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import logging
 import time
@@ -38,14 +39,14 @@ from typing import Any
 import orjson
 
 from .policy.settings import PolicySettings
-from .stats import CALL_KINDS, Accumulator, StatsReport
+from .stats import CALL_KINDS, Accumulator, SessionSet, StatsReport
 from .store import Ledger
 from .store.errors import LedgerError
 from .store.records import CheckpointRow, SessionSpan
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 """The layout of `Accumulator.state()` and of what the fold computes from it: a checkpoint written
 under another version is rebuilt, never read."""
 SAFETY_S = 300.0
@@ -86,7 +87,7 @@ def checkpoint_cut(spans: Iterable[SessionSpan], after: float, before: float) ->
 class _Loaded:
     row: CheckpointRow
     state: Mapping[str, Any]
-    sessions: set[str]
+    sessions: SessionSet
     events: int
 
 
@@ -108,9 +109,9 @@ def _load(ledger: Ledger, scope: str, key: str, low_id: int) -> _Loaded | None:
             log.warning("stats checkpoint of %s: another version or settings wrote it; rebuilding it", scope)
             return None
         state = data["fold"]
-        sessions = {str(session) for session, _ in state["seen_in_session"]}
+        sessions = SessionSet.from_state(state["sessions"])
         events = int(data["events"])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, binascii.Error) as err:
         log.warning("stats checkpoint of %s: damaged (%s: %s); rebuilding it", scope, type(err).__name__, err)
         return None
     if row.low_id != low_id:
@@ -142,7 +143,7 @@ def _start(
     loaded = _load(ledger, scope, key, low_id)
     if loaded is not None:
         spans = ledger.session_spans(loaded.row.through_at, CALL_KINDS, owner)
-        if not spans.keys().isdisjoint(loaded.sessions):
+        if loaded.sessions.holds_any(spans):
             log.info("stats checkpoint of %s: a session it counts went on after it; rebuilding it", scope)
         else:
             calls = {session: span.calls for session, span in spans.items()}

@@ -242,7 +242,7 @@ def main() -> None:
                 **written,
                 **page,
                 **checkpointed,
-                "cold_over_stats_json": round(page["dashboard_cold_s"] / json_s, 2),
+                "cold_over_stats_json": round(page["dashboard_cold_s"] / json_s, 4),
                 "warm_over_stats_json": round(page["dashboard_warm_s"] / json_s, 4),
                 "backend": args.backend,
                 "built_rows": total,

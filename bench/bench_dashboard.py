@@ -2,19 +2,23 @@
 
 Builds a SQLite ledger of `--events` events (default 1,000,000): the MCP-servers corpus replayed
 through the real proxy pipeline (`offload-mcp replay`, 197 decisions), then its event rows copied
-with their times moved on by an hour per copy and their sessions renamed, until there are enough.
-Then, on the same ledger, each of these in a fresh process of its own (so that each peak RSS is its
-own and no cache carries over):
+with their times moved back by an hour per copy (a ledger's history) and their sessions renamed,
+until there are enough. Then, on the same ledger, each of these in a fresh process of its own (so
+that each peak RSS is its own and no cache carries over):
 
-- `stats --json`: stats.report_from_ledger + the JSON dump (what the command prints);
-- the dashboard, cold: a new ReportCache (the first GET /dashboard after events were recorded)
-  + dashboard.render_page;
+- `stats --json` folding every event (no checkpoint): reports.report_from_ledger + the JSON dump;
+- writing the checkpoint (no checkpoint stored yet): the same fold, plus the fold's state taken at
+  the checkpoint's end, serialised and written; its cost apart (`checkpoint_write_s`) and its size;
+- the dashboard, cold, with the checkpoint in place: a new ReportCache (the first GET /dashboard
+  of a fresh process) + dashboard.render_page;
 - the dashboard, warm: the same page again while nothing was recorded (the cache's mark still
   holds): the median of 5;
 - the dashboard after one more event: the recount starts in a thread, the page waits at most
-  REFRESH_WAIT_S and shows the last report with the count of events it lacks.
+  REFRESH_WAIT_S and shows the last report with the count of events it lacks (or the new one);
+- `stats --json` with the checkpoint in place.
 
-Prints seconds, peak RSS (MB) and the ratios to `stats --json` as JSON. Not a timed test.
+Prints seconds, peak RSS (MB) and the ratios to `stats --json` (every event folded) as JSON. Not a
+timed test.
 
     python bench/bench_dashboard.py [--events 1000000] [--keep PATH] [--backend sqlite|postgresql]
 """
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from multiprocessing import get_context
@@ -39,8 +43,10 @@ from typing import Any
 
 import orjson
 
+from offload_mcp.analysis import stats_checkpoint
 from offload_mcp.analysis.dashboard import ReportCache, render_page
-from offload_mcp.analysis.stats import report_from_ledger
+from offload_mcp.analysis.reports import report_from_ledger
+from offload_mcp.analysis.stats import Accumulator
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
@@ -60,7 +66,7 @@ def build(path: Path, events: int) -> int:
         while (total := conn.execute("SELECT count(*) FROM events").fetchone()[0]) < events:
             want = min(seed, events - total)
             conn.execute(
-                f"INSERT INTO events ({COLUMNS}) SELECT at + ? * 3600, kind, session_id || '-' || ?, server, tool,"
+                f"INSERT INTO events ({COLUMNS}) SELECT at - ? * 3600, kind, session_id || '-' || ?, server, tool,"
                 f" verdict, reason, ref_id, chars_in, chars_out, detail FROM events WHERE id <= ?",
                 (copy, copy, want),
             )
@@ -85,7 +91,7 @@ def build_postgres(url: str, events: int, seed_path: Path) -> int:
         # INSERT per copy of ~200 rows took PostgreSQL longer the larger the table grew.
         copies = -(-(events - len(rows)) // len(rows))
         cur.execute(
-            f"INSERT INTO events ({COLUMNS}) SELECT e.at + c * 3600, e.kind, e.session_id || '-' || c::text, e.server,"
+            f"INSERT INTO events ({COLUMNS}) SELECT e.at - c * 3600, e.kind, e.session_id || '-' || c::text, e.server,"
             " e.tool, e.verdict, e.reason, e.ref_id, e.chars_in, e.chars_out, e.detail"
             " FROM generate_series(1, %s) AS c CROSS JOIN (SELECT * FROM events WHERE id <= %s) AS e"
             " ORDER BY c, e.id LIMIT %s",
@@ -106,15 +112,55 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def measure_stats_json(where: Path | str) -> dict[str, float]:
-    """`stats --json` in a process of its own: its time and its peak RSS."""
+def measure_stats_json(where: Path | str, checkpoint: bool = False) -> dict[str, float]:
+    """`stats --json` in a process of its own: its time and its peak RSS; every event folded unless `checkpoint`."""
     ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
     try:
         before = peak_rss_mb()
-        json_s, _ = timed(lambda: orjson.dumps(report_from_ledger(ledger, PolicySettings()).as_dict()))
+        json_s, _ = timed(
+            lambda: orjson.dumps(report_from_ledger(ledger, PolicySettings(), checkpoint=checkpoint).as_dict())
+        )
     finally:
         ledger.close()
+    if checkpoint:
+        return {"stats_json_with_checkpoint_s": round(json_s, 3)}
     return {"stats_json_s": round(json_s, 3), "stats_json_peak_rss_mb": peak_rss_mb(), "rss_at_start_mb": before}
+
+
+def measure_stats_json_with_checkpoint(where: Path | str) -> dict[str, float]:
+    return measure_stats_json(where, checkpoint=True)
+
+
+def measure_checkpoint_write(where: Path | str) -> dict[str, float]:
+    """The first checkpointed report of a ledger with none: the full fold, plus the state taken at the
+    checkpoint's end, serialised and written (those timed apart: `checkpoint_write_s`)."""
+    apart: list[float] = []
+    take_state, store = Accumulator.state, stats_checkpoint._store
+
+    def timed_state(fold: Accumulator) -> dict[str, Any]:
+        spent, state = timed(lambda: take_state(fold))
+        apart.append(spent)
+        return state  # type: ignore[return-value]
+
+    def timed_store(ledger: Ledger, scope: str, envelope: Mapping[str, Any], marks: Any) -> None:
+        spent, _ = timed(lambda: store(ledger, scope, envelope, marks))
+        apart.append(spent)
+
+    Accumulator.state = timed_state  # type: ignore[method-assign]
+    stats_checkpoint._store = timed_store
+    ledger = Ledger.open(LedgerSettings(), where, connect_now=True)
+    try:
+        total_s, _ = timed(lambda: stats_checkpoint.report_with_checkpoint(ledger, PolicySettings()))
+        stored = ledger.read_checkpoint("all")
+    finally:
+        ledger.close()
+    assert stored is not None, "no checkpoint was written"
+    return {
+        "checkpoint_report_s": round(total_s, 3),
+        "checkpoint_write_s": round(sum(apart), 3),
+        "checkpoint_bytes": len(stored.state),
+        "checkpoint_peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def measure_page(where: Path | str) -> dict[str, Any]:
@@ -132,7 +178,9 @@ def measure_page(where: Path | str) -> dict[str, Any]:
         cold_rss = peak_rss_mb()
         warm = [timed(page)[0] for _ in range(5)]
         # One event more: the page waits REFRESH_WAIT_S for the recount, then shows the last report.
-        ledger.record_recall("bench", "trm_0123456789abcdef", ok=False)
+        # In a session of its own: one the ledger already counts (a rerun with --keep) would go on after
+        # the checkpoint, which makes the recount fold every event.
+        ledger.record_recall(f"bench-{time.time_ns()}", "trm_0123456789abcdef", ok=False)
         recorded_s, _ = timed(page)
         # Then until the recount is shown (the process must not end under its thread).
         cache.wait_s = None  # type: ignore[assignment]
@@ -182,7 +230,9 @@ def main() -> None:
         else:
             built_s, total = timed(lambda: build(path, args.events)) if not path.exists() else (0.0, None)
         stats_json = in_own_process(measure_stats_json, where)
+        written = in_own_process(measure_checkpoint_write, where)
         page = in_own_process(measure_page, where)
+        checkpointed = in_own_process(measure_stats_json_with_checkpoint, where)
     json_s = stats_json["stats_json_s"]
     print(
         json.dumps(
@@ -190,8 +240,10 @@ def main() -> None:
                 "events": page["events"],
                 "built_s": round(built_s, 1),
                 **stats_json,
+                **written,
                 **page,
-                "cold_over_stats_json": round(page["dashboard_cold_s"] / json_s, 2),
+                **checkpointed,
+                "cold_over_stats_json": round(page["dashboard_cold_s"] / json_s, 4),
                 "warm_over_stats_json": round(page["dashboard_warm_s"] / json_s, 4),
                 "backend": args.backend,
                 "built_rows": total,

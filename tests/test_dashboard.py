@@ -229,6 +229,67 @@ def test_report_cache_keeps_a_report_until_the_ledger_records_again(
         ledger.close()
 
 
+def test_a_fresh_process_page_carries_on_from_the_stored_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ledger checkpoint` stores the fold; a page of a fresh cache reads only the events after it and
+    shows what `stats --json` (and the full fold) says; the serving proxy's keeper carries it on."""
+    import sqlite3
+
+    import orjson
+
+    from offload_mcp.analysis.dashboard import CheckpointKeeper, ReportCache
+    from offload_mcp.analysis.reports import report_from_ledger
+    from offload_mcp.policy.settings import PolicySettings
+    from offload_mcp.store import Ledger
+    from offload_mcp.store.settings import LedgerSettings
+
+    path = tmp_path / "ledger.db"
+    replay_into(path)
+    with sqlite3.connect(path) as conn:  # yesterday's calls: old enough for a checkpoint to count
+        conn.execute("UPDATE events SET at = at - 86400")
+    written = subprocess.run(
+        [OFFLOAD_MCP, "ledger", "checkpoint", str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert written.returncode == 0, written.stderr
+    assert written.stdout.startswith("checkpoint of all: every event before ")
+    ledger = Ledger.open(LedgerSettings(), path, connect_now=True)
+    try:
+        stored = ledger.read_checkpoint("all")
+        assert stored is not None
+        ledger.record_recall("s-new", "trm_0123456789abcdef", ok=False)
+        ledger.flush_quietly()
+        starts: list[float] = []
+        read = ledger.events_in_order
+
+        def watched(since: float | None, *args: Any, **kwargs: Any) -> Any:
+            starts.append(since or 0.0)
+            return read(since, *args, **kwargs)
+
+        monkeypatch.setattr(ledger, "events_in_order", watched)
+        settings = PolicySettings()
+        page = ReportCache().report(ledger, settings, None)
+        assert starts == [stored.through_at]
+        whole = report_from_ledger(ledger, settings, checkpoint=False)
+        assert orjson.dumps(page.report.as_dict()) == orjson.dumps(whole.as_dict())
+        assert page.report.failed_recalls == 1 and page.report.totals.results >= 197
+        assert stats_json(path) == {**json.loads(orjson.dumps(whole.as_dict())), "ledger": str(path)}
+
+        keeper = CheckpointKeeper(ledger, settings, ReportCache(), min_new=1)
+        assert keeper.run_once() == 1  # every caller's checkpoint, carried on
+        assert keeper.run_once() == 0  # nothing recorded since
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE events SET at = at - 3600 WHERE id = (SELECT max(id) FROM events)")
+        ledger.record_recall("s-other", "trm_0123456789abcdef", ok=True, chars_out=10)
+        ledger.flush_quietly()
+        assert keeper.run_once() == 1
+        carried = ledger.read_checkpoint("all")
+        assert carried is not None and carried.through_id > stored.through_id
+        assert orjson.loads(carried.state)["events"] == orjson.loads(stored.state)["events"] + 1
+    finally:
+        ledger.close()
+
+
 async def test_dashboard_on_a_postgresql_ledger_matches_stats_json_per_principal(tmp_path: Path, pg_url: str) -> None:
     config = write_config(
         tmp_path,

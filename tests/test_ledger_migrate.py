@@ -18,6 +18,7 @@ import pytest
 from offload_mcp.session import cg_hash
 from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
+from support.decision_records import decision_record
 from support.proxy import OFFLOAD_MCP, proxy_env
 
 
@@ -255,3 +256,55 @@ def test_a_migration_stopped_by_sigterm_says_where_it_stopped(tmp_path: Path, po
     finished = run("--from", str(source), "--to", pg_url, "--merge")
     assert finished.returncode == 0 and "30 events;" in finished.stdout, finished.stderr
     assert target_events(pg_url) == 30
+
+
+def _age_events(where: Path | str, seconds: float) -> None:
+    """Move every event back in time (a ledger's history: old enough for a stats checkpoint to count)."""
+    sql = "UPDATE events SET at = at - ?"
+    if isinstance(where, Path) or not str(where).startswith("postgresql"):
+        import sqlite3
+
+        with sqlite3.connect(where) as conn:
+            conn.execute(sql, (seconds,))
+        return
+    import psycopg
+
+    with psycopg.connect(str(where), autocommit=True) as conn:
+        conn.execute(sql.replace("?", "%s"), (seconds,))
+
+
+def test_events_merged_into_a_ledger_with_a_stats_checkpoint_are_counted(
+    tmp_path: Path, target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The merged events are older than the target's checkpoint but written after it: stats counts them
+    (the checkpoint is rebuilt), byte for byte as a fold of every event."""
+    import logging
+
+    import orjson
+
+    from offload_mcp.analysis.reports import report_from_ledger
+
+    source = tmp_path / "source.db"
+    for where, sessions in ((source, [f"m{i}" for i in range(10)]), (target, [f"t{i}" for i in range(5)])):
+        ledger = Ledger.open(LedgerSettings(), path=where)
+        try:
+            ledger.commit(events=[decision_record(s, "srv", "tool", chars_in=900).ledger_event() for s in sessions])
+        finally:
+            ledger.close()
+    _age_events(source, 86400)
+    _age_events(target, 2 * 86400)
+    written = subprocess.run(
+        [OFFLOAD_MCP, "ledger", "checkpoint", target], capture_output=True, text=True, env=proxy_env(), timeout=120
+    )
+    assert written.returncode == 0, written.stderr
+    assert run("--from", str(source), "--to", target, "--merge").returncode == 0
+    dst = Ledger.open(LedgerSettings(), path=target)
+    try:
+        with caplog.at_level(logging.INFO, logger="offload_mcp.analysis.stats_checkpoint"):
+            report = report_from_ledger(dst)
+        assert "an event before it was written after it" in caplog.text
+        assert report.totals.results == 15
+        whole = report_from_ledger(dst, checkpoint=False)
+        assert orjson.dumps(report.as_dict()) == orjson.dumps(whole.as_dict())
+    finally:
+        dst.close()

@@ -11,7 +11,7 @@ import mcp_types as types
 import pytest
 from pydantic import ValidationError
 
-from offload_mcp.analysis.stats import report_from_ledger
+from offload_mcp.analysis.reports import report_from_ledger
 from offload_mcp.config import OffloadSettings
 from offload_mcp.record import RECORD_VERSION, DecisionEvent, DecisionRecordError
 from offload_mcp.shaping import CallInfo, ResultShaper

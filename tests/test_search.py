@@ -339,7 +339,7 @@ async def test_a_search_finds_the_callers_result_and_never_another_principals(tm
 
 
 async def test_stats_count_searches_hits_and_the_hop_a_later_recall_of_a_hit_saved(tmp_path: Path) -> None:
-    from offload_mcp.analysis.stats import report_from_ledger
+    from offload_mcp.analysis.reports import report_from_ledger
 
     ledger = Ledger.open(LedgerSettings(), tmp_path / "l.db")
     wanted, other = body("the invoice INV-2026-881 is here\n" + FILLER), body("nothing to see\n" + FILLER)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from offload_mcp.config import OffloadSettings
-from offload_mcp.reducers.base import SessionMemory
+from offload_mcp.session import SessionMemory
 from offload_mcp.store import BodyRecord, Ledger, search_sqlite
 from offload_mcp.store import search as search_module
 from offload_mcp.store.settings import LedgerSettings

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from offload_mcp.analysis.stats import aggregate, exit_summary, parse_since, report_from_ledger, summary_lines
+from offload_mcp.analysis.reports import report_from_ledger
+from offload_mcp.analysis.stats import aggregate, exit_summary, parse_since, summary_lines
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.store import Ledger, LedgerEvent
 from offload_mcp.store.settings import LedgerSettings

@@ -7,7 +7,8 @@ import re
 import subprocess
 import sys
 
-from offload_mcp.analysis.stats import exit_summary, report_from_ledger
+from offload_mcp.analysis.reports import report_from_ledger
+from offload_mcp.analysis.stats import exit_summary
 from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings

@@ -17,6 +17,7 @@ report and arguments give the same bytes: nothing here reads the clock.
 from __future__ import annotations
 
 import html
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +29,9 @@ import orjson
 
 from ..policy.settings import PolicySettings
 from ..store import Ledger
-from .stats import MIN_SAMPLES_FOR_SUGGESTION, LargeResult, StatsReport, ToolStats, client_title, report_from_ledger
+from .reports import report_from_ledger
+from .stats import MIN_SAMPLES_FOR_SUGGESTION, LargeResult, StatsReport, ToolStats, client_title
+from .stats_checkpoint import MIN_NEW_EVENTS, report_with_checkpoint
 
 _Format = Callable[[float], str]
 _T = TypeVar("_T")
@@ -139,6 +142,63 @@ class ReportCache:
                     self._reports.popitem(last=False)
             self._refreshing.pop(owner, None)
         refresh.done.set()
+
+    def viewers(self) -> list[str | None]:
+        """The viewers whose report is kept, least recently seen first."""
+        with self._lock:
+            return list(self._reports)
+
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_EVERY_S = 300.0
+"""How often a serving proxy looks whether enough events were recorded to carry the stats checkpoints on."""
+
+
+class CheckpointKeeper:
+    """Carries the ledger's stats checkpoints on while a proxy serves, in a thread of its own (never on
+    a call's path), so that a page opened by a process that has just started, or after a busy spell,
+    folds few events: every `every_s` it reads the events mark, and once `min_new` events were recorded
+    since it last wrote, it writes the checkpoint of every caller's rows and of each viewer the page
+    cache holds (a tail fold each, since the stored checkpoint is carried on)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        settings: PolicySettings,
+        reports: ReportCache,
+        *,
+        every_s: float = CHECKPOINT_EVERY_S,
+        min_new: int = MIN_NEW_EVENTS,
+    ) -> None:
+        self.ledger, self.settings, self.reports = ledger, settings, reports
+        self.every_s, self.min_new = every_s, min_new
+        self.written_through = 0
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._loop, name="stats-checkpoint", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run_once(self) -> int:
+        """Write the checkpoints if enough events were recorded since the last time; how many were written."""
+        highest = self.ledger.events_mark()[1]
+        if highest - self.written_through < self.min_new:
+            return 0
+        owners = dict.fromkeys([None, *self.reports.viewers()])
+        for owner in owners:
+            report_with_checkpoint(self.ledger, self.settings, owner=owner, min_new=self.min_new)
+        self.written_through = highest
+        return len(owners)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.run_once()
+            except Exception as err:  # noqa: BLE001 - a cache of derived data: the next round tries again
+                log.warning("stats checkpoint not carried on: %s: %s", type(err).__name__, err)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,14 @@ ledgers recorded before clients were. Recalls are charged against both.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import heapq
 import re
-import statistics
+import sys
 import time
 from array import array
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -255,14 +258,14 @@ def _recall_hop_usd(rates: Rates, settings: PolicySettings, chars_returned: floa
     return rates.recall_hop(chars_returned / settings.chars_per_token, settings.recall_output_tokens)
 
 
-def _suggest_horizon(values: list[int]) -> float | None:
-    if len(values) < MIN_SAMPLES_FOR_SUGGESTION:
+def _suggest_horizon(values: IntMean) -> float | None:
+    if values.n < MIN_SAMPLES_FOR_SUGGESTION:
         return None
     # carry(x, H) is linear in H, so what results save on average is what they save at the mean H: the
     # prior is the observed mean, rounded down because the gate wants an underestimate (seed 000). A
     # lower quartile let the short tails (the last results of each session) alone set the prior, far
     # under the mean printed beside it.
-    return float(max(1, int(statistics.fmean(values))))
+    return float(max(1, int(values.mean())))
 
 
 def aggregate(
@@ -294,6 +297,10 @@ def aggregate(
     return fold.report(since)
 
 
+_COUNTERS = ("decisions", "acts", "declines", "clients", "alone_fates", "client_fates", "search_events")
+"""The Accumulator's Counter attributes, carried by a checkpoint in their insertion order."""
+
+
 class Accumulator:
     """One pass over the events in (at, id) order, one method per event kind; `report()` at the end.
 
@@ -316,6 +323,8 @@ class Accumulator:
         self.named: ClientModel | None = client_model(client) if client is not None else None
         self.session_calls = session_calls
         self.seen_in_session: Counter[str] = Counter()
+        self.earlier_sessions = SessionSet()
+        """Sessions a resumed state had counted, all of them ended (none is in `session_calls`)."""
         self.rows: dict[tuple[str, str], ToolStats] = {}
         self.decisions: Counter[str] = Counter()
         self.acts: Counter[str] = Counter()
@@ -325,8 +334,8 @@ class Accumulator:
         self.client_fates: Counter[str] = Counter()
         self.offload_owner: dict[str, tuple[str, str]] = {}
         self.stash_owner: dict[str, tuple[str, str]] = {}
-        self.offload_horizons: list[int] = []
-        self.all_horizons: list[int] = []
+        self.offload_horizons = IntMean()
+        self.all_horizons = IntMean()
         self.recalled_ids: set[str] = set()
         self.offloaded_ids: set[str] = set()
         self.recall_calls = self.expand_calls = self.failed_recalls = self.failed_expands = 0
@@ -335,8 +344,66 @@ class Accumulator:
         self.result_search = ResultSearchUse()
         self.found_by_search: set[tuple[str, str]] = set()
         """(session, id) a search named, until a recall of it counts the hop saved."""
-        self.flow = SavingsFlow()
+        self.flow = Timeline()
         self.largest: list[tuple[int, int, LargeResult]] = []
+
+    def state(self) -> dict[str, Any]:
+        """What has been folded so far, as plain JSON data (`resume` carries on from it): the same events
+        folded in the same order give the same data, so a checkpoint's bytes are stable too. Counters keep
+        their insertion order, which breaks ties in the report's most-common lists."""
+        return {
+            "sessions": self.earlier_sessions.with_more(self.seen_in_session).state(),
+            "rows": [asdict(row) for row in self.rows.values()],
+            "counters": {name: list(getattr(self, name).items()) for name in _COUNTERS},
+            "offload_owner": [[ref, *key] for ref, key in self.offload_owner.items()],
+            "stash_owner": [[ref, *key] for ref, key in self.stash_owner.items()],
+            "offload_horizons": asdict(self.offload_horizons),
+            "all_horizons": asdict(self.all_horizons),
+            "recalled_ids": sorted(self.recalled_ids),
+            "offloaded_ids": sorted(self.offloaded_ids),
+            "calls": [self.recall_calls, self.expand_calls, self.failed_recalls, self.failed_expands],
+            "recall_usd_by_row": [[*key, usd] for key, usd in self.recall_usd_by_row.items()],
+            "result_search": asdict(self.result_search),
+            "found_by_search": sorted(self.found_by_search),
+            "timeline": self.flow.state(),
+            "largest": [[chars, neg_id, asdict(large)] for chars, neg_id, large in self.largest],
+        }
+
+    @classmethod
+    def resume(
+        cls,
+        state: Mapping[str, Any],
+        settings: PolicySettings | None,
+        session_calls: Mapping[str, int],
+        *,
+        model: str | None = None,
+        client: str | None = None,
+    ) -> Accumulator:
+        """An Accumulator that holds what `state` folded, to fold the events after it. `session_calls`
+        counts the sessions of those later events (a session the state holds must not go on in them:
+        its results were priced with the calls it had then). Raises KeyError, TypeError or ValueError
+        on state data that is not what `state()` writes."""
+        fold = cls(settings, session_calls, model=model, client=client)
+        fold.earlier_sessions = SessionSet.from_state(state["sessions"])
+        for row in state["rows"]:
+            tool = ToolStats(**row)
+            fold.rows[(tool.server, tool.tool)] = tool
+        for name in _COUNTERS:
+            setattr(fold, name, Counter(dict(state["counters"][name])))
+        fold.offload_owner = {ref: (server, tool) for ref, server, tool in state["offload_owner"]}
+        fold.stash_owner = {ref: (server, tool) for ref, server, tool in state["stash_owner"]}
+        fold.offload_horizons = IntMean(**state["offload_horizons"])
+        fold.all_horizons = IntMean(**state["all_horizons"])
+        fold.recalled_ids = set(state["recalled_ids"])
+        fold.offloaded_ids = set(state["offloaded_ids"])
+        fold.recall_calls, fold.expand_calls, fold.failed_recalls, fold.failed_expands = map(int, state["calls"])
+        for server, tool, usd in state["recall_usd_by_row"]:
+            fold.recall_usd_by_row[(server, tool)] = float(usd)
+        fold.result_search = ResultSearchUse(**state["result_search"])
+        fold.found_by_search = {(session, ref) for session, ref in state["found_by_search"]}
+        fold.flow = Timeline.from_state(state["timeline"])
+        fold.largest = [(int(chars), int(neg_id), LargeResult(**large)) for chars, neg_id, large in state["largest"]]
+        return fold
 
     def add(self, event: Mapping[str, Any]) -> None:
         """Fold one call event; events must come in (at, id) order."""
@@ -377,13 +444,13 @@ class Accumulator:
                 row.count("reducer_declines", declined)
         row.reduced += reduced
         turns = requests_carrying(following)
-        self.all_horizons.append(turns)
+        self.all_horizons.add(turns)
         for cg in record.stash_hashes:
             self.stash_owner.setdefault(cg, key)
         offloaded = verdict == "offload"
         if offloaded:
             row.offloaded += 1
-            self.offload_horizons.append(turns)
+            self.offload_horizons.add(turns)
             ref = record.trm_id or ""
             if ref and not record.observe:
                 self.offloaded_ids.add(ref)
@@ -487,7 +554,7 @@ class Accumulator:
             row.sort_counts()
             totals.add(row)
         totals.sort_counts()
-        bucket_s, timeline = _timeline(self.flow)
+        bucket_s, timeline = self.flow.buckets()
         biggest = [entry[2] for entry in sorted(self.largest, key=lambda entry: entry[:2], reverse=True)]
         for large in biggest:
             large.recalled = bool(large.trm_id) and large.trm_id in self.recalled_ids
@@ -511,7 +578,7 @@ class Accumulator:
             expand_calls=self.expand_calls,
             failed_recalls=self.failed_recalls,
             failed_expands=self.failed_expands,
-            sessions=len(self.seen_in_session),
+            sessions=self.earlier_sessions.count + len(self.seen_in_session),
             assumptions=self._assumptions(totals),
             search_events=dict(self.search_events.most_common()),
             clients=dict(self.clients.most_common()),
@@ -542,15 +609,15 @@ class Accumulator:
         )
 
     def _horizon_check(self) -> PriorCheck:
-        horizon_values = self.offload_horizons or self.all_horizons
+        horizon_values = self.offload_horizons if self.offload_horizons.n else self.all_horizons
         return PriorCheck(
             configured=float(self.settings.horizon),
-            observed=statistics.fmean(horizon_values) if horizon_values else None,
-            samples=len(horizon_values),
+            observed=horizon_values.mean() if horizon_values.n else None,
+            samples=horizon_values.n,
             suggested=_suggest_horizon(horizon_values),
             note=(
                 "mean requests that carried each offloaded result: the calls that followed it in its session + 1"
-                if self.offload_horizons
+                if self.offload_horizons.n
                 else "mean requests that carried each result: the calls that followed it in its session + 1 (no offloads yet)"
             ),
         )
@@ -605,18 +672,78 @@ def _search_ref(ref: str) -> str:
     return ref.removeprefix("<<cg:").removesuffix(">>")
 
 
-FlowEntry = tuple[float, bool, bool, float, float, float, float]
-"""(at, is a result, observe, tokens, usd, client tokens, client usd): one event's part of the savings."""
+@dataclass
+class IntMean:
+    """The mean of whole numbers, kept as their exact sum and count: `mean()` equals statistics.fmean of
+    the numbers themselves (both are the sum over the count, rounded once), and the pair is all a
+    checkpoint needs to carry on."""
+
+    total: int = 0
+    n: int = 0
+
+    def add(self, value: int) -> None:
+        self.total += value
+        self.n += 1
+
+    def mean(self) -> float:
+        return self.total / self.n
 
 
-class SavingsFlow:
-    """Each event's part of the savings, kept until the span (so the timeline's bucket width) is known:
-    seven doubles an event in one array, where a tuple of Python floats took several times that."""
+class SessionSet:
+    """Sessions as sorted 64-bit hashes of their ids, with their count: what a checkpoint keeps of the
+    sessions it counted, a few bytes each. A test of membership may say yes for a session that is not
+    in the set (two ids with one hash), never no for one that is."""
 
-    WIDTH = 7
+    def __init__(self, hashes: Iterable[int] = (), count: int = 0) -> None:
+        self.hashes = array("Q", sorted(set(hashes)))
+        self.count = count
+
+    @staticmethod
+    def hash_of(session: str) -> int:
+        return int.from_bytes(hashlib.blake2b(session.encode(), digest_size=8).digest(), "little")
+
+    def holds_any(self, sessions: Iterable[str]) -> bool:
+        hashes = self.hashes
+        for session in sessions:
+            h = self.hash_of(session)
+            at = bisect_left(hashes, h)
+            if at < len(hashes) and hashes[at] == h:
+                return True
+        return False
+
+    def with_more(self, sessions: Mapping[str, int]) -> SessionSet:
+        """This set and `sessions` (none of them in it: ended sessions do not go on)."""
+        return SessionSet([*self.hashes, *map(self.hash_of, sessions)], self.count + len(sessions))
+
+    def state(self) -> dict[str, Any]:
+        hashes = array("Q", self.hashes)
+        if sys.byteorder != "little":
+            hashes.byteswap()
+        return {"count": self.count, "hashes": base64.b64encode(hashes.tobytes()).decode()}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> SessionSet:
+        hashes = array("Q")
+        hashes.frombytes(base64.b64decode(state["hashes"], validate=True))
+        if sys.byteorder != "little":
+            hashes.byteswap()
+        sessions = cls(count=int(state["count"]))
+        sessions.hashes = hashes
+        return sessions
+
+
+class Timeline:
+    """Each event's part of the savings, bucketed as it arrives (events come in time order) by every
+    bucket width the span still allows: a width is dropped once the span holds TIMELINE_BUCKETS of it,
+    since the span only grows. `buckets()` picks the width the whole span fits, as if every event had
+    been kept and bucketed at the end (same buckets, same sums, added in the same order), and what it
+    holds is a few buckets per width, so a checkpoint can carry it."""
 
     def __init__(self) -> None:
-        self._values = array("d")
+        self.first: float | None = None
+        self.last = 0.0
+        self.origins: dict[float, float] = {}
+        self.by_width: dict[float, dict[int, TimeBucket]] = {}
 
     def add(
         self,
@@ -628,47 +755,65 @@ class SavingsFlow:
         client_tokens: float,
         client_usd: float,
     ) -> None:
-        self._values.extend((at, is_result, observe, tokens, usd, client_tokens, client_usd))
+        if self.first is None:
+            self.first = self.last = at
+            self.origins = {w: at - at % w for w in BUCKET_WIDTHS_S}
+            self.by_width = {w: {} for w in BUCKET_WIDTHS_S}
+        elif at < self.first:
+            raise ValueError(f"events out of time order: {at} before {self.first}")
+        elif at > self.last:
+            self.last = at
+            span = at - self.first
+            for width in [w for w in self.by_width if span / w >= TIMELINE_BUCKETS and w != BUCKET_WIDTHS_S[-1]]:
+                del self.by_width[width], self.origins[width]
+        for width, buckets in self.by_width.items():
+            origin = self.origins[width]
+            slot = int((at - origin) // width)
+            bucket = buckets.get(slot)
+            if bucket is None:
+                bucket = buckets[slot] = TimeBucket(origin + slot * width)
+            bucket.results += is_result
+            if observe:
+                bucket.would_tokens_saved += tokens
+                bucket.would_usd_saved += usd
+                bucket.would_client_tokens_saved += client_tokens
+                bucket.would_client_usd_saved += client_usd
+            else:
+                bucket.tokens_saved += tokens
+                bucket.usd_saved += usd
+                bucket.client_tokens_saved += client_tokens
+                bucket.client_usd_saved += client_usd
 
-    def __len__(self) -> int:
-        return len(self._values) // self.WIDTH
+    def buckets(self) -> tuple[float, list[TimeBucket]]:
+        """The width that fits the span in TIMELINE_BUCKETS (the widest if none does) and its buckets, oldest first."""
+        if self.first is None:
+            return 0.0, []
+        span = self.last - self.first
+        width = next((w for w in self.by_width if span / w < TIMELINE_BUCKETS), BUCKET_WIDTHS_S[-1])
+        buckets = self.by_width[width]
+        return width, [buckets[slot] for slot in sorted(buckets)]
 
-    def __iter__(self) -> Iterator[FlowEntry]:
-        values = self._values
-        for i in range(0, len(values), self.WIDTH):
-            at, is_result, observe, tokens, usd, client_tokens, client_usd = values[i : i + self.WIDTH]
-            yield at, bool(is_result), bool(observe), tokens, usd, client_tokens, client_usd
+    def state(self) -> dict[str, Any]:
+        return {
+            "first": self.first,
+            "last": self.last,
+            "widths": [
+                [w, self.origins[w], [[slot, asdict(b)] for slot, b in buckets.items()]]
+                for w, buckets in self.by_width.items()
+            ],
+        }
 
-
-def _timeline(flow: SavingsFlow) -> tuple[float, list[TimeBucket]]:
-    """Bucket each event's part of the savings by when it happened (the width fits the span in TIMELINE_BUCKETS)."""
-    if not flow:
-        return 0.0, []
-    first = min(at for at, *_ in flow)
-    span = max(at for at, *_ in flow) - first
-    width = next((w for w in BUCKET_WIDTHS_S if span / w < TIMELINE_BUCKETS), BUCKET_WIDTHS_S[-1])
-    origin = first - first % width
-    buckets: dict[int, TimeBucket] = {}
-    for at, is_result, observe, tokens, usd, client_tokens, client_usd in flow:
-        slot = int((at - origin) // width)
-        bucket = buckets.get(slot)
-        if bucket is None:
-            bucket = buckets[slot] = TimeBucket(origin + slot * width)
-        bucket.results += is_result
-        if observe:
-            bucket.would_tokens_saved += tokens
-            bucket.would_usd_saved += usd
-            bucket.would_client_tokens_saved += client_tokens
-            bucket.would_client_usd_saved += client_usd
-        else:
-            bucket.tokens_saved += tokens
-            bucket.usd_saved += usd
-            bucket.client_tokens_saved += client_tokens
-            bucket.client_usd_saved += client_usd
-    return width, [buckets[slot] for slot in sorted(buckets)]
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Timeline:
+        timeline = cls()
+        timeline.first, timeline.last = state["first"], float(state["last"])
+        for width, origin, buckets in state["widths"]:
+            timeline.origins[float(width)] = float(origin)
+            timeline.by_width[float(width)] = {int(slot): TimeBucket(**bucket) for slot, bucket in buckets}
+        return timeline
 
 
-def report_from_ledger(
+def fold_ledger(
     ledger: Ledger,
     settings: PolicySettings | None = None,
     *,
@@ -678,7 +823,8 @@ def report_from_ledger(
     client: str | None = None,
     owner: str | None = None,
 ) -> StatsReport:
-    """`owner` (a ledger ownership key, `principal:<name>`): only the events recorded for that caller.
+    """Fold every event of the ledger (since `since`, of `session_ids`, of `owner`: a ledger ownership
+    key, `principal:<name>`) into a report; analysis/reports.py carries on from a checkpoint instead.
 
     The database counts each session's calls (GROUP BY) and hands the events over in (at, id) order
     a page at a time, so the fold holds no event once it has counted it."""
@@ -841,7 +987,7 @@ def exit_summary(
     if ledger is None:
         return ""
     try:
-        report = report_from_ledger(ledger, settings, since=since, session_ids=session_ids)
+        report = fold_ledger(ledger, settings, since=since, session_ids=session_ids)
     except Exception as err:  # noqa: BLE001 - shutdown path
         return f"offload-mcp: no summary ({type(err).__name__}: {err})"
     lines = summary_lines(report)

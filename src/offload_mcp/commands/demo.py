@@ -184,7 +184,7 @@ async def _demo(args: argparse.Namespace, workdir: Path, ledger_path: Path, star
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from rich.console import Console
 
-    from ..analysis.stats import report_from_ledger
+    from ..analysis.reports import report_from_ledger
     from ..config import ConfigError, load_config
     from ..policy.pricing import price_for
     from ..record import DecisionEvent

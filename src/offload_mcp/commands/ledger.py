@@ -61,6 +61,27 @@ def add_parser(sub: Any) -> None:
     )
     index.add_argument("ledger", metavar="LEDGER", help="The ledger file or postgresql:// URL.")
     index.set_defaults(func=run_index)
+    checkpoint = actions.add_parser(
+        "checkpoint",
+        help="Write the stats checkpoint (the fold of every event so far), so the dashboard opens at once.",
+        description=(
+            "Fold every statistics event once and store the fold's state in the ledger (docs/dashboard.md, "
+            "'How fast'): `stats` and the dashboard then fold only the events recorded after it. A serving "
+            "proxy writes it in the background; this writes it now, e.g. for a ledger an older version filled. "
+            "Pass the configuration `serve` runs with: a checkpoint holds for the settings that priced it. "
+            "Exit status: 0 written, 1 the ledger could not be read or written."
+        ),
+    )
+    checkpoint.add_argument("ledger", metavar="LEDGER", help="The ledger file or postgresql:// URL.")
+    checkpoint.add_argument("--config", metavar="PATH", help="The configuration file `serve` runs with.")
+    checkpoint.add_argument(
+        "--principal",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Also write the checkpoint of this caller's own rows (ledger.scope: principal); repeatable.",
+    )
+    checkpoint.set_defaults(func=run_checkpoint)
 
 
 def run_migrate(args: argparse.Namespace) -> int:
@@ -100,3 +121,37 @@ def run_index(args: argparse.Namespace) -> int:
         ledger.close()
     print(f"indexed {done:,} piece(s) of stored results for search; {left:,} still queued")
     return 0 if not left else 1
+
+
+def run_checkpoint(args: argparse.Namespace) -> int:
+    from ..analysis.stats_checkpoint import SAFETY_S, report_with_checkpoint, scope_of
+    from ..config import OffloadSettings, load_config
+    from ..record import DecisionRecordError
+    from ..store import Ledger, LedgerError
+
+    settings = load_config(args.config).offload if args.config else OffloadSettings()
+    try:
+        ledger = Ledger.open(None, args.ledger, connect_now=True)
+    except LedgerError as err:
+        print(f"offload-mcp ledger checkpoint: {err}", file=sys.stderr)
+        return 1
+    try:
+        for owner in [None, *(f"principal:{name}" for name in args.principal)]:
+            report_with_checkpoint(ledger, settings.policy, owner=owner, min_new=1)
+            stored = ledger.read_checkpoint(scope_of(owner))
+            if stored is None:
+                print(
+                    f"offload-mcp ledger checkpoint: none written for {scope_of(owner)}: no session ended "
+                    f"more than {SAFETY_S:g} s ago, or the ledger is read-only",
+                    file=sys.stderr,
+                )
+                return 1
+            print(
+                f"checkpoint of {scope_of(owner)}: every event before {stored.through_at:.3f} ({len(stored.state):,} bytes)"
+            )
+    except (LedgerError, DecisionRecordError) as err:
+        print(f"offload-mcp ledger checkpoint: {err}", file=sys.stderr)
+        return 1
+    finally:
+        ledger.close()
+    return 0

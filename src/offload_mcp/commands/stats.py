@@ -94,7 +94,8 @@ def _ledger_path(args: argparse.Namespace, settings: OffloadSettings) -> Path | 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.stats import parse_since, report_from_ledger
+    from ..analysis.reports import report_from_ledger
+    from ..analysis.stats import parse_since
     from ..record import DecisionRecordError
     from ..store import Ledger, LedgerError
     from ..store.location import file_problem

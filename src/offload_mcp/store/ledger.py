@@ -36,7 +36,17 @@ from .deadline import DeadlineRunner
 from .errors import Evicted, LedgerCorrupt, LedgerError, LedgerUnavailable, LedgerWriteError, UnknownId
 from .interfaces import BodyRow, CallRow, CommitRows, EntryKind, EventRow, LedgerBackend, Scope, StashRow, Stored
 from .location import default_ledger_path, resolve
-from .records import BodyInfo, BodyRecord, LedgerEvent, canonical_json, is_body_of, is_original_of, trm_id_for
+from .records import (
+    BodyInfo,
+    BodyRecord,
+    CheckpointRow,
+    LedgerEvent,
+    SessionSpan,
+    canonical_json,
+    is_body_of,
+    is_original_of,
+    trm_id_for,
+)
 from .search import INDEX_BUDGET_S, SEARCH_TIME_LIMIT_S, Indexer, SearchPage, SearchRefused
 from .settings import LedgerSettings
 from .sqlite import SqliteBackend
@@ -517,6 +527,26 @@ class Ledger:
         """How many of these events each session holds (GROUP BY in the database)."""
         self.flush_quietly()
         return self._read(lambda: self.backend.session_calls(since or 0.0, list(kinds), owner), "reading events")
+
+    def session_spans(
+        self, since: float | None, kinds: Sequence[str], owner: str | None = None
+    ) -> dict[str, SessionSpan]:
+        """Each session's count of these events and the times of its first and last (GROUP BY in the database)."""
+        self.flush_quietly()
+        return self._read(lambda: self.backend.session_spans(since or 0.0, list(kinds), owner), "reading events")
+
+    def recorded_before(self, after_id: int, before_at: float) -> bool:
+        """Whether an event written after id `after_id` carries a time before `before_at`."""
+        self.flush_quietly()
+        return self._read(lambda: self.backend.recorded_before(after_id, before_at), "reading events")
+
+    def read_checkpoint(self, scope: str) -> CheckpointRow | None:
+        """The stats checkpoint stored for `scope` (analysis/stats_checkpoint.py), if any."""
+        return self._read(lambda: self.backend.read_checkpoint(scope), "reading the stats checkpoint")
+
+    def write_checkpoint(self, row: CheckpointRow) -> None:
+        """Store a stats checkpoint; one that read fewer events than the stored one is not written."""
+        self._write(lambda: self.backend.write_checkpoint(row), "writing the stats checkpoint", len(row.state))
 
     def call_counts(self, since: float | None = None) -> dict[tuple[str, str], int]:
         """How often each (server, downstream tool) was called since a time: for hot-tool learning.

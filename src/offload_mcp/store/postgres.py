@@ -29,7 +29,8 @@ from . import search_postgres
 from .errors import LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
 from .location import redact, scrub
-from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
+from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, WRITE_CHECKPOINT, SqlReads
+from .records import CheckpointRow
 from .schema import migrate_postgres
 from .search import SearchHit
 from .settings import LedgerSettings
@@ -233,6 +234,10 @@ class PostgresBackend(SqlReads):
                 )
         except (LedgerUnavailable, psycopg.Error) as err:  # recency is a hint; a failed touch must not fail a read
             log.debug("ledger touch failed: %s", err)
+
+    def write_checkpoint(self, row: CheckpointRow) -> None:
+        with self._transaction() as conn:
+            conn.execute(_pg(WRITE_CHECKPOINT), row.values())
 
     def set_last_used(self, kind: EntryKind, id_: str, at: float) -> None:
         table, key = _TABLES[kind]

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from .interfaces import Counts, Entry, EntryKind, Stored, Tombstone
-from .records import BodyInfo
+from .records import BodyInfo, CheckpointRow, SessionSpan
 
 INSERT_BODY = (
     "INSERT INTO bodies (id, server, tool, arguments, session_id, body, codec, raw_bytes, stored_bytes, chars,"
@@ -35,6 +35,14 @@ INSERT_EVENT = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 """An `EventRow` (its `values()`)."""
+
+WRITE_CHECKPOINT = (
+    "INSERT INTO stats_checkpoints (scope, through_at, through_id, low_id, state, written_at) VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (scope) DO UPDATE SET through_at = excluded.through_at, through_id = excluded.through_id,"
+    " low_id = excluded.low_id, state = excluded.state, written_at = excluded.written_at"
+    " WHERE excluded.through_id >= stats_checkpoints.through_id"
+)
+"""A `CheckpointRow` (its `values()`): replicas sharing a ledger share it; the one that read more events wins."""
 
 TABLES: dict[EntryKind, tuple[str, str]] = {"body": ("bodies", "id"), "stash": ("stash", "hash")}
 """Each entry kind's table and key column."""
@@ -107,6 +115,32 @@ class SqlReads:
         sql, params = self._events_where(since, kinds, owner)
         rows = self._all(f"SELECT session_id, count(*) FROM events WHERE {sql} GROUP BY session_id", params)
         return {str(session): int(n) for session, n in rows}
+
+    def session_spans(self, since: float, kinds: Sequence[str], owner: str | None) -> dict[str, SessionSpan]:
+        """Each session's count of these events and the times of its first and last (one GROUP BY)."""
+        sql, params = self._events_where(since, kinds, owner)
+        rows = self._all(
+            f"SELECT session_id, count(*), min(at), max(at) FROM events WHERE {sql} GROUP BY session_id", params
+        )
+        return {str(session): SessionSpan(int(n), float(first), float(last)) for session, n, first, last in rows}
+
+    def recorded_before(self, after_id: int, before_at: float) -> bool:
+        """Whether an event with an id above `after_id` carries a time before `before_at`: a range of the
+        primary key, only the events written since. `at + 0` keeps either planner off the index on `at`,
+        where nearly every older event matches the time and each would be read to test its id."""
+        sql = "SELECT 1 FROM events WHERE id > ? AND at + 0 < ? ORDER BY id LIMIT 1"
+        return self._one(sql, (after_id, before_at)) is not None
+
+    def read_checkpoint(self, scope: str) -> CheckpointRow | None:
+        row = self._one(
+            "SELECT scope, through_at, through_id, low_id, state, written_at FROM stats_checkpoints WHERE scope = ?",
+            (scope,),
+        )
+        return (
+            None
+            if row is None
+            else CheckpointRow(row[0], float(row[1]), int(row[2]), int(row[3]), row[4], float(row[5]))
+        )
 
     OWNER_OF_DETAIL = "CASE WHEN json_valid(detail) THEN json_extract(detail, '$.owner') END"
     """The `owner` in an event's detail (JSON text); the PostgreSQL backend names its own."""

@@ -118,3 +118,29 @@ class BodyInfo:
     chars: int
     created_at: float
     last_used_at: float
+
+
+@dataclass(frozen=True)
+class SessionSpan:
+    """One session's events of some kinds: how many, and the times of its first and last."""
+
+    calls: int
+    first_at: float
+    last_at: float
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """The stats fold's state over every event of a scope recorded before `through_at` (analysis/stats_checkpoint.py)."""
+
+    scope: str
+    through_at: float
+    through_id: int
+    """The ledger's highest event id when the fold began: an event above it was not seen by the fold."""
+    low_id: int
+    """The ledger's lowest event id then: when it moves, events the state holds were removed."""
+    state: str
+    written_at: float
+
+    def values(self) -> tuple[Any, ...]:
+        return (self.scope, self.through_at, self.through_id, self.low_id, self.state, self.written_at)

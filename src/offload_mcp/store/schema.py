@@ -65,6 +65,10 @@ _SQLITE_TABLES: dict[str, tuple[dict[str, type], str | tuple[str, ...]]] = {
         },
         "id",
     ),
+    "stats_checkpoints": (
+        {"scope": str, "through_at": float, "through_id": int, "low_id": int, "state": str, "written_at": float},
+        "scope",
+    ),
 }
 """Each table's columns and primary key, as sqlite-utils creates them."""
 _SQLITE_INDEXES = (
@@ -194,6 +198,14 @@ POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "CREATE INDEX IF NOT EXISTS search_docs_untokenized ON search_docs (ref) WHERE tsv IS NULL",
             "INSERT INTO search_queue (ref, kind) SELECT ref, kind FROM search_docs WHERE tsv IS NULL ORDER BY ref"
             " ON CONFLICT DO NOTHING",
+        ),
+    ),
+    (
+        4,
+        "stats_checkpoints: the stats fold's state through a time, per scope (derived data; rebuilt when missing)",
+        (
+            "CREATE TABLE IF NOT EXISTS stats_checkpoints (scope text PRIMARY KEY, through_at double precision NOT NULL,"
+            " through_id bigint NOT NULL, low_id bigint NOT NULL, state text NOT NULL, written_at double precision NOT NULL)",
         ),
     ),
     (

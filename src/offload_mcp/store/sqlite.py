@@ -27,7 +27,8 @@ from typing import Any, Literal
 from . import decision_v1, search_sqlite
 from .errors import LedgerCorrupt, LedgerUnavailable, LedgerWriteError
 from .interfaces import CommitRows, Entry, EntryKind
-from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, SqlReads
+from .queries import INSERT_BODY, INSERT_EVENT, INSERT_STASH, TABLES, WRITE_CHECKPOINT, SqlReads
+from .records import CheckpointRow
 from .schema import ensure_sqlite_schema
 from .search import SearchHit
 from .settings import LedgerSettings
@@ -126,6 +127,10 @@ class SqliteBackend(SqlReads):
             conn.executemany(INSERT_EVENT, [e.values() for e in rows.events])
             if (rows.bodies or rows.stash) and self.searchable:
                 search_sqlite.queue(conn, rows)
+
+    def write_checkpoint(self, row: CheckpointRow) -> None:
+        with self._write() as conn:
+            conn.execute(WRITE_CHECKPOINT, row.values())
 
     def tombstone(self, entries: Sequence[Entry], now: float, reason: str) -> list[str]:
         removed: list[str] = []

@@ -75,9 +75,12 @@ def extra_routes(state: ProxyState) -> list[Route]:
     async def expand(request: Request) -> Response:
         return await http_expand(request, state)
 
-    from ..analysis.dashboard import ReportCache  # the page's code loads with the routes, not with every import
+    # The page's code loads with the routes, not with every import.
+    from ..analysis.dashboard import CheckpointKeeper, ReportCache
 
     reports = ReportCache()
+    if state.ledger is not None and state.ledger.writable:
+        CheckpointKeeper(state.ledger, state.settings.policy, reports).start()
 
     async def dashboard(request: Request) -> Response:
         return await http_dashboard(request, state, reports)

@@ -385,7 +385,7 @@ def call_log_line(
 
 
 def metrics_route(metrics: ProxyMetrics) -> Any:
-    """`GET /metrics` in the Prometheus text format, for server/http_extras.extra_routes."""
+    """`GET /metrics` in the Prometheus text format, for upstream/http_extras.extra_routes."""
     from starlette.responses import Response
     from starlette.routing import Route
 

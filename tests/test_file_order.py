@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -64,3 +65,48 @@ def test_pytest_collects_in_that_order_and_xdist_is_told_to_keep_it() -> None:
     pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     addopts = shlex.split(pytest_options["addopts"])
     assert "--no-loadscope-reorder" in addopts and addopts[addopts.index("--dist") + 1] == "loadfile"
+
+
+def test_the_bench_models_both_orders_on_the_measured_seconds(tmp_path: Path) -> None:
+    """bench/suite_order.py: a slow file of one test ends the run in xdist's order, and starts it in ours."""
+    slowest = max(SECONDS, key=SECONDS.__getitem__)
+    durations = tmp_path / "run.txt"
+    durations.write_text(
+        "============ slowest durations ============\n"
+        f"10.00s call     tests/{slowest}::test_one\n"
+        "2.00s call     tests/test_many.py::test_a\n"
+        "2.00s call     tests/test_many.py::test_b[x y]\n"
+        "1.50s call     tests/test_many.py::test_c\n"
+        "0.50s setup    tests/test_many.py::test_c\n"
+        "4.00s call     tests/test_few.py::test_a\n"
+    )
+    collected = tmp_path / "collected.txt"
+    many = "\n".join(f"tests/test_many.py::test_{n}" for n in "abc")
+    collected.write_text(f"tests/test_few.py::test_a\ntests/test_few.py::test_b\n{many}\ntests/{slowest}::test_one\n")
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "suite_order.py"), str(durations), str(collected), "--workers", "2"]
+        + ["--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    # xdist: many (6 s) and few (4 s) first, the 10 s file after few: 14 s. Ours: it first, few then many: 10 s.
+    assert json.loads(done.stdout) == {
+        "workers": 2,
+        "files": 3,
+        "busy_s": 20.0,
+        "even_split_s": 10.0,
+        "xdist_default_s": 14.0,
+        "slowest_first_s": 10.0,
+        "slowest_first_over_default": 0.714,
+    }
+    empty = tmp_path / "empty.txt"
+    empty.write_text("no durations here\n")
+    refused = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "suite_order.py"), str(empty), str(collected)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "no --durations lines" in refused.stderr

@@ -3,6 +3,8 @@
 - `_isolated_state_dir` (autouse): every proxy's default ledger stays out of the user's state directory.
 - `read_only_dir`: a directory commands run with `support.processes.run_unprivileged` cannot create files in.
 - `postgres` (session) / `pg_url`: a real PostgreSQL (support/pg.py) and a fresh schema on it.
+
+One hook: the slowest files run first (support/file_order.py says why).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import Any
 
 import pytest
 
+from support.file_order import slowest_files_first
 from support.processes import run_unprivileged
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Hand xdist the slowest files first, so that none of them is left to run alone at the end."""
+    items[:] = slowest_files_first(items)
 
 
 @pytest.fixture(scope="session", autouse=True)

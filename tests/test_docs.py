@@ -218,6 +218,8 @@ def test_readme_other_clients_lines_run(tmp_path):
     if (ROOT / "node_modules" / ".bin" / "mcp-inspector").exists():
         words = shlex.split(inspector.group(1))
         words[words.index("serve") + 1 : words.index("serve") + 1] = ["--ledger", str(tmp_path / "l.db")]
+        # The Inspector gives a server 15 s to answer initialize; on a loaded machine the proxy and git take longer.
+        words[words.index("--cli") + 1 : words.index("--cli") + 1] = ["--connect-timeout", "120000"]
         done = subprocess.run(words, capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         names = [t["name"] for t in json.loads(done.stdout)["tools"]]

@@ -47,7 +47,7 @@ def test_helpers_live_in_the_support_package_not_beside_the_tests() -> None:
 
 
 def test_conftest_holds_fixtures_only() -> None:
-    """conftest.py defines fixtures (and may import helpers); any other function belongs in support."""
+    """conftest.py defines fixtures and pytest's hooks (and may import helpers); any other function belongs in support."""
     tree = ast.parse((TESTS / "conftest.py").read_text())
 
     def is_fixture(decorator: ast.expr) -> bool:
@@ -59,6 +59,7 @@ def test_conftest_holds_fixtures_only() -> None:
         for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         and not any(is_fixture(d) for d in getattr(node, "decorator_list", []))
+        and not node.name.startswith("pytest_")
     ]
     assert not plain, "not a fixture, move it to tests/support/:\n" + "\n".join(plain)
 

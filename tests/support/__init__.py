@@ -13,6 +13,7 @@
 - `rows`: seeded records keyed the way real APIs key them.
 - `claude_code`, `fake_messages_api`: headless Claude Code against a fake Messages API.
 - `browser`: headless Chromium over DevTools, for the dashboard.
+- `file_order`: the slowest test files first, the order conftest hands xdist's workers.
 
 Fixtures stay in tests/conftest.py (pytest's plugin file, never imported by a test).
 """

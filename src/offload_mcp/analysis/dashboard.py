@@ -440,7 +440,7 @@ def _retrievals(report: StatsReport) -> str:
 
 
 def _result_search(report: StatsReport) -> str:
-    """Searches across stored results, where this build's report counts them (issue 42's `result_search`)."""
+    """Searches across stored results, where this build's report counts them (the report's `result_search`)."""
     found = getattr(report, "result_search", None)
     if found is None:
         return ""

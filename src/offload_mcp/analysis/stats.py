@@ -262,7 +262,7 @@ def _suggest_horizon(values: IntMean) -> float | None:
     if values.n < MIN_SAMPLES_FOR_SUGGESTION:
         return None
     # carry(x, H) is linear in H, so what results save on average is what they save at the mean H: the
-    # prior is the observed mean, rounded down because the gate wants an underestimate (seed 000). A
+    # prior is the observed mean, rounded down because the gate wants an underestimate. A
     # lower quartile let the short tails (the last results of each session) alone set the prior, far
     # under the mean printed beside it.
     return float(max(1, int(values.mean())))

@@ -92,8 +92,8 @@ class Ledger:
             else None
         )
         # Events that guard no body (a kept result's decision) are written in batches off the call
-        # path: the per-call commit was ~0.4 ms of a ~0.5 ms shape. Any commit drains them first, in
-        # its own transaction, so event order still follows call order.
+        # path, where a commit of its own would cost most of the shaping (docs/design.md, "The ledger's
+        # writes"). Any commit drains them first, in its own transaction, so event order follows call order.
         self._pending: list[tuple[LedgerEvent, float]] = []
         self._writing: list[list[tuple[LedgerEvent, float]]] = []
         """Queued events a commit has taken and not yet written (or given back)."""

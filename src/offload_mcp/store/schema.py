@@ -81,11 +81,9 @@ _SQLITE_INDEXES = (
 
 def sqlite_schema_is_current(conn: sqlite3.Connection) -> bool:
     """Whether `ensure_sqlite_schema` has nothing to create: every table with every column, every index
-    and the version row are there. Read with plain queries (0.15 ms), so a process opening a ledger
-    seen before never imports sqlite-utils, which imports numpy when it is installed. Side by side,
-    24 starts each: with numpy installed, `serve` answered initialize 1022 -> 881 ms (process CPU
-    1207 -> 957 ms); without it, within noise (1064 -> 1066, 885 -> 853 ms in two runs: the MCP SDK
-    already imports what sqlite-utils needs). `offload-mcp --version` 0.30 -> 0.23 s either way."""
+    and the version row are there. Read with plain queries, so a process opening a ledger seen before
+    never imports sqlite-utils, which imports numpy when it is installed (docs/design.md, "The
+    ledger's writes")."""
     for table, (columns, _pk) in _SQLITE_TABLES.items():
         if not columns.keys() <= {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
             return False
@@ -188,9 +186,8 @@ POSTGRES_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             # NULL until the indexer fills it (or when the text has more distinct tokens than a tsvector holds,
             # 1 MB): such an entry is still searched, by substring (search_docs_untokenized lists them).
             "ALTER TABLE search_docs ADD COLUMN IF NOT EXISTS tsv tsvector",
-            # fastupdate off: a GIN index's pending list (up to 4 MB of recent rows, until a vacuum) is read whole
-            # by every search: 100K freshly indexed entries took a value's lookup from 0.2 to 21 ms. Each entry
-            # is indexed off the call path, so its insert pays for the index instead.
+            # fastupdate off: a GIN index's pending list (recent rows, until a vacuum) is read whole by every
+            # search (docs/design.md, "Search"). Each entry is indexed off the call path, so its insert pays instead.
             "CREATE INDEX IF NOT EXISTS search_docs_tsv ON search_docs USING gin (tsv) WITH (fastupdate = off)",
             "DO $$ BEGIN IF to_regclass('search_docs_trgm') IS NOT NULL THEN"
             " ALTER INDEX search_docs_trgm SET (fastupdate = off);"

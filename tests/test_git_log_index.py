@@ -1,0 +1,115 @@
+"""The stub's index of a git log: wherever the log sits in the result, its reverts, its dates as written.
+
+A git log that a server wraps (a JSON string literal, double-encoded, `{"type": "text", "text": ...}`, a
+result field, prose or a markdown fence around it) is indexed as the log it holds, and paged by an offset into
+the stored text; a long log's reverts are listed whole above its commits; an ISO date keeps its time and zone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from offload_mcp.policy.stub import build_stub
+
+TRM = "trm_0123456789abcdef"
+
+
+def mcp_git_log(count: int, reverts: tuple[int, ...] = ()) -> str:
+    """mcp-server-git's git_log text: `Commit:` / `Author:` / `Date:` / `Message:` blocks, newest first."""
+    parts = ["Commit history:"]
+    for i in range(count):
+        verb = "Revert" if i in reverts else "Tune"
+        hour = 23 - i % 24
+        parts.append(
+            f"Commit: {sha(i)}\nAuthor: Grace Hopper\n"
+            f"Date: 2026-02-{1 + i // 24 % 28:02d} {hour:02d}:15:00+00:00\n"
+            f"Message: {verb} the ledger compaction for shard {i}\n"
+        )
+    return "\n".join(parts)
+
+
+def sha(i: int) -> str:
+    return f"{i:010x}{'c0ffee' * 5}"
+
+
+def stub_of(text: str, structured: dict | None = None) -> str:
+    body: dict = {"content": [{"type": "text", "text": text}]}
+    if structured is not None:
+        body["structuredContent"] = structured
+    return build_stub(trm_id=TRM, tool="git.git_log", body=body, chars=len(text), index_chars=6000)
+
+
+WRAPS = {
+    "a JSON string literal": lambda log: json.dumps(log),
+    "double-encoded": lambda log: json.dumps(json.dumps(log)),
+    "a text field": lambda log: json.dumps({"type": "text", "text": log}),
+    "a result field": lambda log: json.dumps({"success": True, "result": log}),
+    "prose around a text field": lambda log: (
+        f"Below is the log.\n\n<untrusted-data>\n{json.dumps({'type': 'text', 'text': log})}\n</untrusted-data>\n"
+    ),
+    "a fence around a string literal": lambda log: f"```json\n{json.dumps(log)}\n```",
+    "a string literal holding a fence": lambda log: json.dumps(f"```json\n{log}\n```"),
+}
+
+
+@pytest.mark.parametrize("wrap", sorted(WRAPS))
+def test_a_wrapped_git_log_is_indexed_as_the_log_it_holds(wrap):
+    text = WRAPS[wrap](mcp_git_log(3000))
+    out = stub_of(text)
+    assert "index of 3,000 commits, one line each: sha date subject" in out
+    assert f"\n  {sha(0)} 2026-02-01 23:15:00+00:00 Tune the ledger compaction" in out
+    # the paging call reads on from the first commit not listed, in the text recall reads (the stored text)
+    listed = [i for i in range(3000) if f"  {sha(i)} " in out]
+    assert listed == list(range(len(listed))) and len(listed) > 50
+    offset = int(
+        re.search(r'more not shown, from line [\d,]+: recall_tool_result\(mem_id="trm_\w+", offset=(\d+)', out)[1]
+    )
+    assert text[offset:].startswith(f"Commit: {sha(len(listed))}")
+
+
+def test_a_log_in_structured_content_alone_is_indexed_too():
+    log = json.dumps(mcp_git_log(3000))
+    out = build_stub(
+        trm_id=TRM,
+        tool="git.git_log",
+        body={"content": [], "structuredContent": {"content": log}},
+        chars=len(log),
+        index_chars=6000,
+    )
+    assert "index of 3,000 commits" in out and sha(0) in out
+
+
+def test_a_long_logs_reverts_are_listed_whole_above_its_commits():
+    out = stub_of(mcp_git_log(3000, reverts=(1500, 2900)))
+    head, rest = out.split("\nindex of 3,000 commits", 1)
+    reverts = rest.split("\n  ", 1)[1]
+    assert rest.split("\n", 2)[1] == "reverts (2), whole:"
+    assert reverts.startswith(
+        f"{sha(1500)} 2026-02-07 11:15:00+00:00 Revert the ledger compaction for shard 1500 (Grace Hopper)"
+    )
+    assert (
+        f"\n  {sha(2900)} 2026-02-09 03:15:00+00:00 Revert the ledger compaction for shard 2900 (Grace Hopper)" in rest
+    )
+
+
+def test_reverts_that_are_not_rare_are_not_singled_out():
+    out = stub_of(mcp_git_log(3000, reverts=tuple(range(0, 3000, 100))))
+    assert "reverts (" not in out and "index of 3,000 commits" in out
+
+
+def test_an_iso_date_keeps_its_time_and_zone_and_a_git_date_its_day():
+    out = stub_of(mcp_git_log(3000))
+    assert f"{sha(30)} 2026-02-02 17:15:00+00:00 Tune" in out
+    native = "".join(
+        f"commit {i:040x}\nAuthor: Ada <a@example.com>\nDate:   Fri Nov 17 08:32:20 2023 +0000\n\n    Tune {i}\n\n"
+        for i in range(3000)
+    )
+    assert f"{0:040x} 2023-11-17 Tune 0" in stub_of(native)
+
+
+def test_the_index_of_a_wrapped_log_is_byte_stable():
+    text = WRAPS["a text field"](mcp_git_log(2000, reverts=(700,)))
+    assert stub_of(text) == stub_of(text)

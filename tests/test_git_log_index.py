@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from offload_mcp.policy.stub import build_stub
+from support.proxy import TRM, proxy_session, text_of
+from support.servers import ROOT, write_config
 
-TRM = "trm_0123456789abcdef"
+FIXTURE = str(ROOT / "tests" / "fixtures" / "fixture_server.py")
+
+TRM_ID = "trm_0123456789abcdef"
 
 
 def mcp_git_log(count: int, reverts: tuple[int, ...] = ()) -> str:
@@ -39,7 +47,7 @@ def stub_of(text: str, structured: dict | None = None) -> str:
     body: dict = {"content": [{"type": "text", "text": text}]}
     if structured is not None:
         body["structuredContent"] = structured
-    return build_stub(trm_id=TRM, tool="git.git_log", body=body, chars=len(text), index_chars=6000)
+    return build_stub(trm_id=TRM_ID, tool="git.git_log", body=body, chars=len(text), index_chars=6000)
 
 
 WRAPS = {
@@ -73,7 +81,7 @@ def test_a_wrapped_git_log_is_indexed_as_the_log_it_holds(wrap):
 def test_a_log_in_structured_content_alone_is_indexed_too():
     log = json.dumps(mcp_git_log(3000))
     out = build_stub(
-        trm_id=TRM,
+        trm_id=TRM_ID,
         tool="git.git_log",
         body={"content": [], "structuredContent": {"content": log}},
         chars=len(log),
@@ -113,3 +121,79 @@ def test_an_iso_date_keeps_its_time_and_zone_and_a_git_date_its_day():
 def test_the_index_of_a_wrapped_log_is_byte_stable():
     text = WRAPS["a text field"](mcp_git_log(2000, reverts=(700,)))
     assert stub_of(text) == stub_of(text)
+
+
+# ---- end to end: mcp-server-git behind the real proxy -------------------------------------------
+
+GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
+NO_REDUCERS = {"reducers": {"pipeline": []}}  # the log reaches the policy whole
+
+
+@pytest.fixture(scope="module")
+def repo_with_a_revert(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,500 commits by git fast-import; commit 400 (1,100th newest) reverts another."""
+    repo = tmp_path_factory.mktemp("revertrepo")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    chunks: list[bytes] = []
+    for i in range(1500):
+        subject = 'Revert "Change 399: tune module_7"' if i == 400 else f"Change {i}: tune module_{i % 97}"
+        msg = f"{subject}\n\nBody line for commit {i}.\n".encode()
+        data = f"content {i}\n".encode()
+        chunks.append(b"commit refs/heads/main\n")
+        chunks.append(f"committer Dev {i % 13} <dev{i % 13}@example.com> {1_700_000_000 + i * 3_700} +0000\n".encode())
+        chunks.append(f"data {len(msg)}\n".encode() + msg)
+        chunks.append(f"M 644 inline file{i % 50}.txt\ndata {len(data)}\n".encode() + data + b"\n")
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(chunks), check=True)
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
+    return repo
+
+
+async def whole(session: Any, trm_id: str) -> str:
+    """The stored text, paged through by recall's `next` offsets."""
+    parts, offset = [], 0
+    while True:
+        answer = text_of(await session.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset}))
+        header, _, data = answer.partition("\n")
+        parts.append(data)
+        more = re.search(r"next: recall_tool_result\(mem_id=\"trm_\w+\", offset=(\d+)\)\]$", header)
+        if more is None:
+            return "".join(parts)
+        offset = int(more[1])
+
+
+async def test_a_real_git_log_stub_lists_its_revert_whole_and_a_wrapped_one_pages_from_the_stored_text(
+    repo_with_a_revert: Path, tmp_path: Path
+) -> None:
+    repo = str(repo_with_a_revert)
+    config = write_config(
+        tmp_path,
+        {
+            "git": {"command": GIT_SERVER, "args": ["--repository", repo]},
+            "fx": {"command": sys.executable, "args": [FIXTURE]},
+        },
+        NO_REDUCERS,
+    )
+    async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
+        stub = text_of(await s.call_tool("git_log", {"repo_path": repo, "max_count": 1500}))
+        (trm_id,) = set(TRM.findall(stub))
+        log = await whole(s, trm_id)
+        revert = re.search(r"Commit: ([0-9a-f]{40})\nAuthor: .*\nDate: (.+)\nMessage: Revert ", log)
+        assert revert is not None and len(log) > 200_000
+        assert f'reverts (1), whole:\n  {revert[1]} {revert[2]} Revert "Change 399: tune module_7"' in stub
+        newest = re.search(r"Commit: ([0-9a-f]{40})\nAuthor: .*\nDate: (.+)\n", log)
+        assert f"\n  {newest[1]} {newest[2]} Change 1499: tune module_44" in stub  # its time and zone as written
+
+        # the same log as a server that wraps its text in JSON returns it
+        wrapped = json.dumps({"type": "text", "text": log})
+        stub = text_of(await s.call_tool("echo", {"text": wrapped}))
+        (trm_id,) = set(TRM.findall(stub))
+        assert "index of 1,500 commits, one line each: sha date subject" in stub and newest[1] in stub
+        offset = int(
+            re.search(r"more not shown, from line [\d,]+: recall_tool_result\(mem_id=\"trm_\w+\", offset=(\d+)", stub)[
+                1
+            ]
+        )
+        listed = len(re.findall(r"\n  [0-9a-f]{40} ", stub.split("reverts (1), whole:", 1)[1])) - 1
+        page = text_of(await s.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 8000}))
+        first_unlisted = re.findall(r"Commit: ([0-9a-f]{40})", log)[listed]
+        assert page.partition("\n")[2].startswith(f"Commit: {first_unlisted}")

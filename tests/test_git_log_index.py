@@ -197,3 +197,17 @@ async def test_a_real_git_log_stub_lists_its_revert_whole_and_a_wrapped_one_page
         page = text_of(await s.call_tool("recall_tool_result", {"mem_id": trm_id, "offset": offset, "max_chars": 8000}))
         first_unlisted = re.findall(r"Commit: ([0-9a-f]{40})", log)[listed]
         assert page.partition("\n")[2].startswith(f"Commit: {first_unlisted}")
+
+
+def test_a_wrapped_table_pages_from_its_first_row_not_listed_even_when_the_row_is_quoted():
+    csv = "name,sku,price\n" + "".join(f'"Brick {i} red",BRK-{i:06d},{i}.25\n' for i in range(5_000))
+    for text in (json.dumps({"type": "text", "text": csv}), json.dumps(json.dumps(csv))):
+        out = stub_of(text)
+        assert "index of 5,000 rows" in out
+        listed = sum(1 for i in range(5_000) if f'\n  "Brick {i} red"' in out)
+        assert 50 < listed < 5_000
+        offset = int(
+            re.search(r"more not shown, from line [\d,]+: recall_tool_result\(mem_id=\"trm_\w+\", offset=(\d+)", out)[1]
+        )
+        row = json.dumps(f'"Brick {listed} red",BRK-{listed:06d}')[1:-1]
+        assert text[offset:].startswith(row if text.startswith("{") else json.dumps(row)[1:-1])

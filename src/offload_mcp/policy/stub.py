@@ -224,7 +224,9 @@ _INNER_TEXT_DEPTH = 4
 """String encodings and envelopes read through to find a text inside a result's JSON (double-encoded is two)."""
 _INNER_TEXT_MIN_LINES = 3
 _PAGE_FROM_CHARS = 60
-"""A paging call finds a record's line in the stored text by its first chars (before any JSON escape)."""
+"""A paging call finds a record's line in the stored text by its first chars, as the stored text spells them."""
+_PAGE_FROM_MIN_CHARS = 8
+"""Fewer chars could be found anywhere: the call is then a search for them."""
 
 
 def _inner_text_index(scans: list[TextScan], doc: Any, text_doc: Any, index_chars: int, trm_id: str) -> str:
@@ -250,11 +252,14 @@ def _inner_text_index(scans: list[TextScan], doc: Any, text_doc: Any, index_char
             start = inner.find("\n", start) + 1
         end = inner.find("\n", start)
         head = inner[start : end if end >= 0 else len(inner)][:_PAGE_FROM_CHARS]
-        head = head[: next((i for i, c in enumerate(head) if c in '"\\' or c < " "), len(head))]
-        at = stored.find(head) if len(head) >= 8 else -1
-        if at < 0:
-            return f'recall_tool_result(mem_id="{trm_id}", query={orjson.dumps(head).decode()})'
-        return f'recall_tool_result(mem_id="{trm_id}", offset={at}, max_chars=8000)'
+        # as the stored text spells it: as is (a fence, prose), or JSON-escaped once or twice (a string literal)
+        spelled = head
+        for _ in range(_INNER_TEXT_DEPTH):
+            at = stored.find(spelled) if len(spelled) >= _PAGE_FROM_MIN_CHARS else -1
+            if at >= 0:
+                return f'recall_tool_result(mem_id="{trm_id}", offset={at}, max_chars=8000)'
+            spelled = orjson.dumps(spelled).decode()[1:-1]
+        return f'recall_tool_result(mem_id="{trm_id}", query={orjson.dumps(head.strip()).decode()})'
 
     return text_index(inner, index_chars, trm_id, pager=pager)
 

@@ -239,8 +239,9 @@ def _inner_text_index(scans: list[TextScan], doc: Any, text_doc: Any, index_char
     no index at all, so none of its shas, dates or reverts was in the stub."""
     stored = scans[0].text if scans else ""
     inner = None
-    for source in (text_doc, doc, stored):
-        inner = _text_inside(source, 0) if source is not None else None
+    for source in (text_doc, doc if doc is not text_doc else None, stored):
+        # the stored text's own data is text_doc, read already (find_data): only its string literals are new
+        inner = _text_inside(source, 0, find=source is not stored) if source is not None else None
         if inner is not None and inner is not stored:
             break
     if inner is None or inner is stored:
@@ -264,9 +265,10 @@ def _inner_text_index(scans: list[TextScan], doc: Any, text_doc: Any, index_char
     return text_index(inner, index_chars, trm_id, pager=pager)
 
 
-def _text_inside(value: Any, depth: int) -> str | None:
+def _text_inside(value: Any, depth: int, *, find: bool = True) -> str | None:
     """The text of several lines `value` holds, read through JSON string literals, the data a text holds
-    between lines of prose (data_view) and an object's or array's longest string; None when none."""
+    between lines of prose (data_view; not looked for in `value` itself unless `find`) and an object's or
+    array's longest string; None when none."""
     if isinstance(value, str):
         if depth < _INNER_TEXT_DEPTH:
             if value[:1] == '"':
@@ -279,7 +281,7 @@ def _text_inside(value: Any, depth: int) -> str | None:
             literal = _string_literal_line(value)
             if literal is not None:
                 return _text_inside(literal, depth + 1)
-            view = find_data(value)
+            view = find_data(value) if find else None
             if view is not None:
                 inner = _text_inside(view.value, depth + 1)
                 if inner is not None:

@@ -267,7 +267,7 @@ def git_log_of(count: int) -> str:
 @pytest.mark.parametrize(
     ("commits", "level"),
     [
-        (40, "sha subject (author); all shown"),
+        (40, "sha date subject (author); all shown"),
         (60, "sha subject (first 32 chars); all shown"),
         (90, "sha subject (first 16 chars); all shown"),
         (130, "sha; all shown"),
@@ -284,12 +284,14 @@ def test_index_lists_every_record_at_the_richest_level_that_fits(commits, level)
     if "all shown" in level:
         assert len(listed) == commits
         if "(author)" not in level:  # the room left goes to the first commits in full
-            assert f"{level}, the first " in index and f"\n  {0:040x} Refactor the pricing" in index
+            assert f"{level}, the first " in index and f"\n  {0:040x} 2023-11-17 Refactor the pricing" in index
     else:
         assert listed == list(range(len(listed))) and len(listed) > 120
         assert f'lines="{6 * len(listed) + 1}-' in index  # pages from the first commit not listed
     if "(author)" in level:
-        assert f"{39:040x} Refactor the pricing reconciliation job for warehouse 39 (Barbara Liskov)" in index
+        assert (
+            f"{39:040x} 2023-11-17 Refactor the pricing reconciliation job for warehouse 39 (Barbara Liskov)" in index
+        )
 
 
 def test_index_error_lines_by_identifier_when_the_lines_do_not_fit():

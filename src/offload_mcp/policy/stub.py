@@ -215,7 +215,114 @@ def _id_index(scans: list[TextScan], doc: Any, index_chars: int, trm_id: str, *,
         index = json_index(text_doc, index_chars, trm_id, json_paths=False)
     if not index and scans and text_doc is None:
         index = text_index(scans[0].text, index_chars, trm_id, scans[0])
+    if not index:
+        index = _inner_text_index(scans, doc, text_doc, index_chars, trm_id)
     return index
+
+
+_INNER_TEXT_DEPTH = 4
+"""String encodings and envelopes read through to find a text inside a result's JSON (double-encoded is two)."""
+_INNER_TEXT_MIN_LINES = 3
+_PAGE_FROM_CHARS = 60
+"""A paging call finds a record's line in the stored text by its first chars, as the stored text spells them."""
+_PAGE_FROM_MIN_CHARS = 8
+"""Fewer chars could be found anywhere: the call is then a search for them."""
+
+
+def _inner_text_index(scans: list[TextScan], doc: Any, text_doc: Any, index_chars: int, trm_id: str) -> str:
+    """The index of the line-oriented text a result's JSON holds ('' if none): a git log as one JSON string
+    literal (double-encoded too), inside `{"type": "text", "text": ...}` or a result field, between lines of
+    prose or in a markdown fence. Its records are listed as the text's own (text_index) and paged by a char
+    offset into the stored text, where the record's line is found; by a search for it if it is not.
+
+    Why: such a result was described by its shell (a JSON object of 2 keys, a string of 290K chars) and had
+    no index at all, so none of its shas, dates or reverts was in the stub."""
+    stored = scans[0].text if scans else ""
+    inner = None
+    for source in (text_doc, doc if doc is not text_doc else None, stored):
+        # the stored text's own data is text_doc, read already (find_data): only its string literals are new
+        inner = _text_inside(source, 0, find=source is not stored) if source is not None else None
+        if inner is not None and inner is not stored:
+            break
+    if inner is None or inner is stored:
+        return ""
+
+    def pager(line: int) -> str:
+        start = 0
+        for _ in range(line - 1):
+            start = inner.find("\n", start) + 1
+        end = inner.find("\n", start)
+        head = inner[start : end if end >= 0 else len(inner)][:_PAGE_FROM_CHARS]
+        # as the stored text spells it: as is (a fence, prose), or JSON-escaped once or twice (a string literal)
+        spelled = head
+        for _ in range(_INNER_TEXT_DEPTH):
+            at = stored.find(spelled) if len(spelled) >= _PAGE_FROM_MIN_CHARS else -1
+            if at >= 0:
+                return f'recall_tool_result(mem_id="{trm_id}", offset={at}, max_chars=8000)'
+            spelled = orjson.dumps(spelled).decode()[1:-1]
+        return f'recall_tool_result(mem_id="{trm_id}", query={orjson.dumps(head.strip()).decode()})'
+
+    return text_index(inner, index_chars, trm_id, pager=pager)
+
+
+def _text_inside(value: Any, depth: int, *, find: bool = True) -> str | None:
+    """The text of several lines `value` holds, read through JSON string literals, the data a text holds
+    between lines of prose (data_view; not looked for in `value` itself unless `find`) and an object's or
+    array's longest string; None when none."""
+    if isinstance(value, str):
+        if depth < _INNER_TEXT_DEPTH:
+            if value[:1] == '"':
+                try:
+                    decoded = orjson.loads(value)
+                except orjson.JSONDecodeError:
+                    decoded = None
+                if isinstance(decoded, str):
+                    return _text_inside(decoded, depth + 1)
+            literal = _string_literal_line(value)
+            if literal is not None:
+                return _text_inside(literal, depth + 1)
+            view = find_data(value) if find else None
+            if view is not None:
+                inner = _text_inside(view.value, depth + 1)
+                if inner is not None:
+                    return inner
+        return value if value.count("\n") >= _INNER_TEXT_MIN_LINES else None
+    if depth >= _INNER_TEXT_DEPTH:
+        return None
+    longest = _longest_string(value, _ENVELOPE_DEPTH)
+    return _text_inside(longest, depth + 1) if longest is not None else None
+
+
+def _string_literal_line(text: str) -> str | None:
+    """The JSON string literal a text holds on a line of its own between lines of prose or a markdown fence,
+    decoded, when that line is most of the text; else None."""
+    start = text.find('\n"') + 1
+    if start <= 0:
+        return None
+    end = text.find("\n", start)
+    line = text[start : end if end >= 0 else len(text)].rstrip("\r")
+    if len(line) * 2 < len(text) or not line.endswith('"'):
+        return None
+    try:
+        decoded = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return decoded if isinstance(decoded, str) else None
+
+
+def _longest_string(value: Any, depth: int) -> str | None:
+    """The longest string among `value`'s fields and items, `depth` levels down at most."""
+    if isinstance(value, str):
+        return value
+    if depth <= 0:
+        return None
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    best: str | None = None
+    for item in items:
+        found = _longest_string(item, depth - 1)
+        if found is not None and (best is None or len(found) > len(best)):
+            best = found
+    return best
 
 
 def _structured_differs(texts: list[str], structured: Any, parsed: Any) -> bool:

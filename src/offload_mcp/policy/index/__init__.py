@@ -17,12 +17,12 @@ owner/repo) instead of every URL. A map of records (daily prices keyed by date) 
 its entries, its key first.
 
 What it is: one line per item (JSON arrays of objects, at the top or under a key; list-of-rows
-tables: their first column), or per record for text (git log: sha, author, subject; Playwright
+tables: their first column), or per record for text (git log: sha, date, subject, author, its reverts whole; Playwright
 snapshots: the page's URL and title, its controls by kind, then ref and row/link name; source code:
 its definitions, each at its line number; diffs: their files; CSV/TSV/markdown tables and tables
 aligned by spaces: first column; logs: ERROR lines; file listings: paths; HTML pages: their `<h1>`-`<h6>`
 headings, each at its line number, and their links' targets; other text: its headings, each at its line
-number, and its distinct URLs), in input order. Each record has levels, richest first (git: sha subject
+number, and its distinct URLs), in input order. Each record has levels, richest first (git: sha date subject
 (author), the subject shortened, the sha alone; JSON: the chosen fields, then fewer; ERROR lines: the
 line, without its timestamp, its identifiers alone), and the index uses the richest level at which
 EVERY record fits `budget`: the value an agent needs next is as likely in the middle of a long list as

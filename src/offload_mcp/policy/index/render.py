@@ -26,7 +26,12 @@ def text_render(
     trm_id: str,
     enrich: bool = True,
     paged: int | None = None,
+    extra: tuple[str, ...] = (),
+    pager: Callable[[int], str] | None = None,
 ) -> str:
+    """The records of a text, one line each (render), paged by line number: `pager` names the call that reads
+    on from a record's line (the text inside a JSON string has no lines of its own in the stored body), else
+    a `lines=` range. `extra`: lines shown above the records (the ones that stand out)."""
     starts: list[int] = []
 
     def lines() -> Iterator[tuple[str, ...]]:
@@ -36,12 +41,14 @@ def text_render(
 
     def more(k: int) -> str:
         first = starts[k]
-        return (
-            f"{total - k:,} more not shown, from line {first:,}: "
-            f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
+        call = (
+            pager(first)
+            if pager is not None
+            else f'recall_tool_result(mem_id="{trm_id}", lines="{first}-{first + 400}")'
         )
+        return f"{total - k:,} more not shown, from line {first:,}: {call}"
 
-    return render(head, whats, [], lines(), budget, more, total, enrich=enrich, paged=paged)
+    return render(head, whats, list(extra), lines(), budget, more, total, enrich=enrich, paged=paged)
 
 
 ALL_SHOWN = "; all shown"
@@ -66,7 +73,7 @@ def render(
     """One line per record at the richest level at which EVERY record fits; else the most compact level, in order,
     or level `paged` when the most compact one would show less than `paged_below` of the records.
 
-    Each entry is its record rendered at each level, richest first (git: sha subject (author), then a
+    Each entry is its record rendered at each level, richest first (git: sha date subject (author), then a
     shorter subject, then the sha alone; JSON: the chosen fields, then fewer). An agent passes one
     record's identifier to its next call, and which record it will pick is not known here, so covering
     more records beats saying more about the first ones: the measure is needed facts visible

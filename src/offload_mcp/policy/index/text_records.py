@@ -70,6 +70,14 @@ _GIT_PAGED_LEVEL = 1
 """When bare shas would list less than half of a long log, fewer lines of sha, date and subject say
 which commit is which (render's `paged`), and the paging call reads on from the first one not listed."""
 _ISO_DAY = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_ISO_STAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?=\s|$)"
+)
+"""An ISO date or date-time at the start of a `Date:` line's value, as written (to its first space past the time)."""
+_GIT_REVERT = re.compile(r"^(?:Message:[ \t]*|[ \t]{4})Revert\b", re.M)
+"""A commit message's first line that says the commit reverts another (git's own `Revert "..."` and prose alike)."""
+_GIT_STANDOUTS_MAX = 5
+_GIT_STANDOUT_MIN_COMMITS = 20
 _GIT_DAY = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) \d{1,2}:\d{2}:\d{2} (\d{4})\b")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _ARIA_NAME_SHORT = 24
@@ -106,13 +114,16 @@ _TEST_TALLY_CHARS = 256
 """And only their start: the pytest pattern's two open spans are quadratic in a line's length."""
 
 
-def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None) -> str:
+def text_index(
+    text: str, budget: int, trm_id: str, scan: TextScan | None = None, pager: Callable[[int], str] | None = None
+) -> str:
     """Index of a line-oriented text result: git log, Playwright snapshot, CSV/TSV, log, file listing, a document's
     headings and URLs; '' if none.
 
     Entries are produced lazily and counted with one regex pass, so a 4 MB body costs about what its
     first few hundred lines do (the 1 MB path must stay at the speed of no proxy). `scan`: the text's
     TextScan when describe_text reads the same text (its head lines, line and commit counts once).
+    `pager`: the call that reads on from a line of `text` (render.text_render), when `lines=` does not.
     """
     if budget <= 0 or not text:
         return ""
@@ -130,9 +141,42 @@ def text_index(text: str, budget: int, trm_id: str, scan: TextScan | None = None
     for finder in finders:
         found = finder(scan)
         if found is not None:
-            paged = _GIT_PAGED_LEVEL if finder is _git_log else None
-            return text_render(*found, budget=budget, trm_id=trm_id, paged=paged)
+            if finder is _git_log:
+                extra = _git_standouts(scan.text, scan.commits())
+                return text_render(
+                    *found, budget=budget, trm_id=trm_id, paged=_GIT_PAGED_LEVEL, extra=extra, pager=pager
+                )
+            return text_render(*found, budget=budget, trm_id=trm_id, pager=pager)
     return document_index(scan, budget, trm_id)
+
+
+@dataclass(frozen=True)
+class _Commit:
+    """What a git log says of one commit: its sha as written, author, date (as the log spells an ISO one), subject."""
+
+    sha: str
+    author: str
+    date: str
+    subject: str
+
+
+def _commit_at(text: str, m: re.Match[str]) -> _Commit:
+    """The commit whose header `m` matched: the fields on the lines below it, up to the next header."""
+    sha, author, subject, date = m.group(1), "", "", ""
+    for follow in text[m.end() : m.end() + 2000].split("\n", 12)[1:12]:
+        if _GIT.match(follow):
+            break
+        a = _AUTHOR.match(follow)
+        if a and not author:
+            author = a.group(1)
+        if follow.startswith("Date:") and not date:
+            date = _git_date(follow)
+        msg = _MESSAGE.match(follow)
+        if msg and not subject and not follow.startswith(("Author:", "Date:")):
+            subject = msg.group(1).strip()
+        if author and subject:
+            break
+    return _Commit(sha, author, date, subject)
 
 
 def _git_log(scan: TextScan) -> Found | None:
@@ -143,40 +187,57 @@ def _git_log(scan: TextScan) -> Found | None:
 
     def entries() -> Iterator[tuple[int, tuple[str, ...]]]:
         for line, m in commit_matches(text):
-            sha, author, subject, date = m.group(1), "", "", ""
-            for follow in text[m.end() : m.end() + 2000].split("\n", 12)[1:12]:
-                if _GIT.match(follow):
-                    break
-                a = _AUTHOR.match(follow)
-                if a and not author:
-                    author = a.group(1)
-                if follow.startswith("Date:") and not date:
-                    date = _git_date(follow)
-                msg = _MESSAGE.match(follow)
-                if msg and not subject and not follow.startswith(("Author:", "Date:")):
-                    subject = msg.group(1).strip()
-                if author and subject:
-                    break
-            full = f"{sha} {clip(subject, 60)} ({clip(author, 20)})" if author else f"{sha} {clip(subject, 60)}"
-            dated = f"{sha} {date} {clip(subject, _GIT_SUBJECT_PAGED)}" if date else f"{sha} {clip(subject, 60)}"
+            c = _commit_at(text, m)
+            sha, subject, author = c.sha, c.subject, c.author
+            dated_sha = f"{sha} {c.date}" if c.date else sha
+            full = f"{dated_sha} {clip(subject, 60)}" + (f" ({clip(author, 20)})" if author else "")
+            dated = f"{sha} {c.date} {clip(subject, _GIT_SUBJECT_PAGED)}" if c.date else f"{sha} {clip(subject, 60)}"
             yield line, (full, dated, *(f"{sha} {clip(subject, n)}" for n in _GIT_SUBJECT_SHORT), sha)
 
     shortened = tuple(f"sha subject (first {n} chars)" for n in _GIT_SUBJECT_SHORT)
-    whats = ("sha subject (author)", f"sha date subject (first {_GIT_SUBJECT_PAGED} chars)", *shortened, "sha")
+    whats = ("sha date subject (author)", f"sha date subject (first {_GIT_SUBJECT_PAGED} chars)", *shortened, "sha")
     commits = "commit" if total == 1 else "commits"
     return f"index of {total:,} {commits}, one line each: ", whats, entries(), total
 
 
+def _git_standouts(text: str, total: int) -> tuple[str, ...]:
+    """The reverts of a long log, whole (sha, date, subject, author), to list above its commits: a revert says
+    what broke, so it is the commit an agent goes to next, and in a log of thousands it sits where no compact
+    listing reaches. None when they are not rare (a log of reverts has none that stand out) or the log is short
+    enough to be listed whole anyway."""
+    if total < _GIT_STANDOUT_MIN_COMMITS:
+        return ()
+    found: list[_Commit] = []
+    for revert in _GIT_REVERT.finditer(text):
+        if len(found) >= _GIT_STANDOUTS_MAX:
+            return ()  # more than a handful: none of them stands out
+        header = max(text.rfind("\ncommit ", 0, revert.start()), text.rfind("\nCommit: ", 0, revert.start())) + 1
+        m = _GIT.match(text, header)
+        if m is not None and (not found or found[-1].sha != m.group(1)):
+            found.append(_commit_at(text, m))
+    if not found:
+        return ()
+    lines = [f"reverts ({len(found)}), whole:"]
+    for c in found:
+        lines.append(
+            f"  {' '.join(p for p in (c.sha, c.date, clip(c.subject, 80)) if p)}"
+            + (f" ({c.author})" if c.author else "")
+        )
+    return tuple(lines)
+
+
 def _git_date(line: str) -> str:
-    """`Date: 2026-02-01 18:00:00+00:00` (mcp-server-git) or `Date:   Fri Nov 17 08:32:20 2023 +0000` (git
-    log) as 2023-11-17; '' when neither."""
-    iso = _ISO_DAY.search(line)
+    """`Date: 2026-02-01 18:00:00+00:00` (mcp-server-git) as written, or `Date:   Fri Nov 17 08:32:20 2023 +0000`
+    (git log) as 2023-11-17; '' when neither. A date the log spells in ISO form is kept whole, its time and
+    zone too: that is the text an agent passes on (`since=`), and a day alone matches none of it."""
+    iso = _ISO_STAMP.match(line[5:].strip())
     if iso:
         return iso.group(0)
     m = _GIT_DAY.search(line)
     if m and m.group(1) in _MONTHS:
         return f"{m.group(3)}-{_MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"
-    return ""
+    iso_day = _ISO_DAY.search(line)
+    return iso_day.group(0) if iso_day else ""
 
 
 @dataclass

@@ -368,7 +368,13 @@ def test_a_held_ledger_costs_a_call_its_deadline_then_nothing_and_loses_no_event
     while ledger.stalled() is not None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ledger.stalled() is None and ledger.reachable() == (True, "ok")
-    verdicts = [e["verdict"] for e in ledger.events(kinds=["decision"]) if e["tool"] == "t"]
+    # Reading flushes the queue; on a loaded machine that write may itself miss its deadline once,
+    # and the events wait for the next flush: read again until they are there, then check each once.
+    while True:
+        verdicts = [e["verdict"] for e in ledger.events(kinds=["decision"]) if e["tool"] == "t"]
+        if len(verdicts) >= 5 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert verdicts == [f"v{n}" for n in range(5)]  # each queued event once: none lost, none written twice
     assert ledger.get_body(kept) == dump_result(big_result(1))
     ledger.close()

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import statistics
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -378,3 +379,28 @@ def test_a_held_ledger_costs_a_call_its_deadline_then_nothing_and_loses_no_event
     assert verdicts == [f"v{n}" for n in range(5)]  # each queued event once: none lost, none written twice
     assert ledger.get_body(kept) == dump_result(big_result(1))
     ledger.close()
+
+
+def test_a_call_a_busy_worker_started_late_counts_as_stalled_from_when_its_caller_asked() -> None:
+    # On a loaded machine a worker may start a call well after its caller asked; once the caller
+    # has given up, the call is past its deadline however late it began, and later calls must not
+    # queue behind it.
+    from offload_mcp.store import LedgerUnavailable
+    from offload_mcp.store.deadline import DeadlineRunner
+
+    runner = DeadlineRunner(1, "late-start", stall_after_s=0.0)
+    first_started, release = time.monotonic(), threading.Event()
+    busy = threading.Thread(
+        target=lambda: runner.run(lambda: time.sleep(0.6), deadline_s=30, error=LedgerUnavailable, what="busy")
+    )
+    busy.start()
+    time.sleep(0.05)  # the only worker is busy for ~0.55 s more: the next call starts late
+    with pytest.raises(LedgerUnavailable, match="no answer from the database within 1s"):
+        runner.run(release.wait, deadline_s=1.0, error=LedgerUnavailable, what="held")
+    assert time.monotonic() - first_started >= 1.0
+    assert runner.stalled_for() is not None  # started ~0.55 s in, yet past its caller's deadline
+    with pytest.raises(LedgerUnavailable, match="stalled"):
+        runner.run(lambda: 1, deadline_s=1.0, error=LedgerUnavailable, what="next")
+    release.set()
+    busy.join()
+    runner.close()

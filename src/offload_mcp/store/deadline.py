@@ -40,6 +40,7 @@ class _Task:
     run: Callable[[], Any]
     deadline_s: float
     future: Future[Any] = field(default_factory=Future)
+    submitted_at: float = field(default_factory=time.monotonic)
     started_at: float | None = None
 
 
@@ -58,13 +59,16 @@ class DeadlineRunner:
         self._closed = False
 
     def stalled_for(self) -> float | None:
-        """Seconds the oldest call past its deadline has been waiting on the database, or None."""
+        """Seconds the oldest call past its deadline has been waiting on the database, or None.
+
+        Counted from when its caller asked, as the caller's deadline is: on a loaded machine a worker
+        may start a call late, and a call its caller has given up on is late however late it began."""
         now = time.monotonic()
         with self._lock:
             late = [
-                now - t.started_at
+                now - t.submitted_at
                 for t in self._running
-                if t.started_at is not None and now - t.started_at > max(t.deadline_s, self._stall_after_s)
+                if t.started_at is not None and now - t.submitted_at > max(t.deadline_s, self._stall_after_s)
             ]
         return max(late) if late else None
 

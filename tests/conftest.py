@@ -1,6 +1,7 @@
 """Fixtures only; the helpers tests import live in tests/support/ (a package, see its __init__).
 
 - `_isolated_state_dir` (autouse): every proxy's default ledger stays out of the user's state directory.
+- `_prewarmed_python` (autouse): this process's zygote, which starts the tests' Python servers (support/zygote.py).
 - `read_only_dir`: a directory commands run with `support.processes.run_unprivileged` cannot create files in.
 - `postgres` (session) / `pg_url`: a real PostgreSQL (support/pg.py) and a fresh schema on it.
 
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from support import zygote
 from support.file_order import slowest_files_first
 from support.processes import run_unprivileged
 
@@ -35,6 +37,14 @@ def _isolated_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         os.environ.pop("XDG_STATE_HOME", None)
     else:
         os.environ["XDG_STATE_HOME"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prewarmed_python() -> Iterator[None]:
+    """Start the Python servers the tests name already past the SDK's import (support/zygote.py says why)."""
+    zygote.start()
+    yield
+    zygote.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.decision_records import decision_record
 from support.proxy import OFFLOAD_MCP, RawSession, proxy_env
-from support.servers import ROOT, write_config
+from support.servers import ROOT, python_entry, write_config
+from support.zygote import prewarmed
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
@@ -20,8 +21,8 @@ CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
 
 def config(tmp_path: Path, **catalog: Any) -> Path:
     servers = {
-        "git": {"command": GIT_SERVER, "args": ["--repository", str(ROOT)]},
-        "github": {"command": sys.executable, "args": [str(CATALOG_SERVER)]},
+        "git": python_entry(GIT_SERVER, "--repository", str(ROOT)),
+        "github": python_entry(str(CATALOG_SERVER)),
         "broken": {
             "command": sys.executable,
             "args": ["-c", "import sys; sys.stderr.write('no such thing\\n'); sys.exit(3)"],
@@ -33,7 +34,7 @@ def config(tmp_path: Path, **catalog: Any) -> Path:
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+        prewarmed([OFFLOAD_MCP, *args]), capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
     )
 
 

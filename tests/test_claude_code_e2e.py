@@ -22,7 +22,8 @@ import pytest
 from support.claude_code import CLAUDE, INLINE, assert_inline, results_of, run_claude, seen
 from support.fake_messages_api import Step, tool_use
 from support.proxy import OFFLOAD_MCP
-from support.servers import NPM_BIN, PYTHON, ROOT, fixture_entry, needs_npm
+from support.servers import NPM_BIN, ROOT, fixture_entry, needs_npm, python_entry
+from support.zygote import prewarmed
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 STRUCTURED_SERVER = str(ROOT / "tests" / "fixtures" / "structured_server.py")
@@ -256,7 +257,7 @@ def test_the_error_rows_of_a_2000_item_list_reach_the_model_by_their_ids(tmp_pat
 
 
 def test_output_schema_tool_with_3mb_structured_content(tmp_path: Path) -> None:
-    servers = {"rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
+    servers = {"rows": python_entry(STRUCTURED_SERVER)}
     api, _ = run_claude(
         tmp_path,
         servers,
@@ -329,7 +330,7 @@ def test_each_server_starts_once_though_claude_code_declares_roots_and_elicitati
 
 
 def test_a_hung_server_beside_a_healthy_one(tmp_path: Path) -> None:
-    servers = {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}, "good": fixture_entry()}
+    servers = {"hung": python_entry(HOSTILE, "--hang-on-initialize"), "good": fixture_entry()}
     started = time.monotonic()
     api, out = run_claude(
         tmp_path,
@@ -430,7 +431,7 @@ def test_stats_counts_against_what_claude_code_alone_shows(tmp_path: Path) -> No
     direct, _ = run_claude(tmp_path, {"fx": fixture_entry()}, [*steps, {"text": "done"}], direct=True)
 
     stats = subprocess.run(
-        [OFFLOAD_MCP, "stats", "--ledger", str(tmp_path / "ledger.db"), "--json"],
+        prewarmed([OFFLOAD_MCP, "stats", "--ledger", str(tmp_path / "ledger.db"), "--json"]),
         capture_output=True,
         text=True,
         timeout=60,
@@ -513,7 +514,7 @@ def test_after_five_offloaded_results_one_search_finds_the_value_and_the_next_re
         assert hit, f"the search's tool_result as the model received it:\n{found}"
         return tool_use("mcp__proxy__recall_tool_result", mem_id=hit.group(1), lines=hit.group(2))
 
-    hostile = {"hostile": {"command": PYTHON, "args": [HOSTILE]}}
+    hostile = {"hostile": python_entry(HOSTILE)}
     steps: list[Step | Callable[[list[dict[str, Any]]], Step]] = [
         tool_use("mcp__proxy__echo", text=listing(seed)) for seed in range(1, 6)
     ]

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 
 from support.proxy import proxy_http, text_of
-from support.servers import NPM_BIN, PYTHON, ROOT, write_config
+from support.servers import NPM_BIN, ROOT, python_entry, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 LIMIT = 100_000  # policy.client_max_result_chars default
@@ -55,7 +55,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         tmp,
         {
             "memory": {"command": str(NPM_BIN / "mcp-server-memory"), "env": {"MEMORY_FILE_PATH": str(memory)}},
-            "rows": {"command": PYTHON, "args": [str(ROOT / "tests" / "fixtures" / "structured_server.py")]},
+            "rows": python_entry(str(ROOT / "tests" / "fixtures" / "structured_server.py")),
         },
     )
     with proxy_http(["-c", str(config), "--ledger", str(tmp / "ledger.db")]) as url:

@@ -14,6 +14,7 @@ from offload_mcp.config import ConfigError, load_config
 from offload_mcp.downstream.settings import RemoteServer, StdioServer
 from support.proxy import OFFLOAD_MCP, proxy_env
 from support.servers import fixture_cmd
+from support.zygote import prewarmed
 
 
 def _write(tmp_path: Path, data: object, name: str = "mcp.json") -> Path:
@@ -148,7 +149,7 @@ def test_config_sources_flag_env_and_inline(tmp_path: Path) -> None:
 
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, "serve", *args],
+        prewarmed([OFFLOAD_MCP, "serve", *args]),
         capture_output=True,
         text=True,
         env=proxy_env(env),
@@ -176,7 +177,7 @@ def test_serve_refuses_the_unfilled_template_and_a_ledger_url_no_backend_serves(
 
     def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [OFFLOAD_MCP, "serve", *args],
+            prewarmed([OFFLOAD_MCP, "serve", *args]),
             capture_output=True,
             text=True,
             env=proxy_env(env),
@@ -266,7 +267,7 @@ def test_serve_warns_once_when_its_model_has_no_price_and_the_gate_cannot_fire(t
         tmp_path, {"mcpServers": {"fx": {"command": "sleep", "args": ["5"]}}, "offload": {"policy": {"model": "gpt-9"}}}
     )
     done = subprocess.run(
-        [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
+        prewarmed([OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")]),
         capture_output=True,
         text=True,
         env=proxy_env(None),

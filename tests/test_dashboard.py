@@ -27,6 +27,7 @@ from support.browser import LoadedPage, open_page
 from support.principals import LONG_LINES, session_call
 from support.proxy import OFFLOAD_MCP, TRM, running_proxy, text_of
 from support.servers import HOSTILE, ROOT, write_config
+from support.zygote import prewarmed
 
 ALICE, BOB, OPS = "alice-secret-token", "bob-secret-token", "operator-secret-token"
 CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"
@@ -34,7 +35,7 @@ CORPUS = ROOT / "bench" / "data" / "corpus" / "mcp_servers.jsonl.gz"
 
 def stats_json(ledger: Path | str, *extra: str) -> dict[str, Any]:
     done = subprocess.run(
-        [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json", *extra],
+        prewarmed([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json", *extra]),
         capture_output=True,
         text=True,
         check=True,
@@ -73,7 +74,7 @@ def open_current(url: str, token: str, screenshot: Path) -> LoadedPage:
 
 def replay_into(ledger: Path) -> None:
     subprocess.run(
-        [OFFLOAD_MCP, "replay", str(CORPUS), "--ledger", str(ledger)],
+        prewarmed([OFFLOAD_MCP, "replay", str(CORPUS), "--ledger", str(ledger)]),
         capture_output=True,
         check=True,
         timeout=300,
@@ -148,7 +149,9 @@ def test_stats_html_is_one_offline_file_with_the_json_figures_and_the_same_bytes
     replay_into(ledger)
     first, second = tmp_path / "a.html", tmp_path / "b.html"
     for out in (first, second):
-        subprocess.run([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--html", str(out)], check=True, timeout=120)
+        subprocess.run(
+            prewarmed([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--html", str(out)]), check=True, timeout=120
+        )
     page = first.read_text(encoding="utf-8")
     assert first.read_bytes() == second.read_bytes()
     assert "<script" not in page and not re.search(r"""(src|href)=["']?(https?:)?//""", page)
@@ -161,7 +164,9 @@ def test_stats_html_is_one_offline_file_with_the_json_figures_and_the_same_bytes
     assert "recall_tool_result {&quot;mem_id&quot;:&quot;trm_" in page
 
     unwritable = subprocess.run(
-        [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--html", str(tmp_path / "no" / "such" / "dir.html")],
+        prewarmed(
+            [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--html", str(tmp_path / "no" / "such" / "dir.html")]
+        ),
         capture_output=True,
         text=True,
         timeout=120,
@@ -249,7 +254,7 @@ def test_a_fresh_process_page_carries_on_from_the_stored_checkpoint(
     with sqlite3.connect(path) as conn:  # yesterday's calls: old enough for a checkpoint to count
         conn.execute("UPDATE events SET at = at - 86400")
     written = subprocess.run(
-        [OFFLOAD_MCP, "ledger", "checkpoint", str(path)], capture_output=True, text=True, timeout=300
+        prewarmed([OFFLOAD_MCP, "ledger", "checkpoint", str(path)]), capture_output=True, text=True, timeout=300
     )
     assert written.returncode == 0, written.stderr
     assert written.stdout.startswith("checkpoint of all: every event before ")

@@ -8,7 +8,6 @@ bench/data/catalog) and speaks JSON-RPC to it line by line.
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,15 +17,15 @@ import pytest
 from offload_mcp.store.ledger import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import RawSession, initialize_request, proxy_http, raw_session
-from support.servers import GIT_SERVER, ROOT, write_config
+from support.servers import GIT_SERVER, ROOT, python_entry, write_config
 
 CATALOG_SERVER = ROOT / "bench" / "data" / "catalog" / "catalog_server.py"
 
 
 def servers() -> dict[str, Any]:
     return {
-        "git": {"command": GIT_SERVER, "args": ["--repository", str(ROOT)]},
-        "github": {"command": sys.executable, "args": [str(CATALOG_SERVER)]},
+        "git": python_entry(GIT_SERVER, "--repository", str(ROOT)),
+        "github": python_entry(str(CATALOG_SERVER)),
     }
 
 

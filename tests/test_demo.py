@@ -12,6 +12,7 @@ from pathlib import Path
 
 from offload_mcp.commands import demo_workspace as demo_server
 from support.processes import run_unprivileged
+from support.zygote import prewarmed
 
 OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
 
@@ -54,7 +55,7 @@ def run_demo(
         proc = run_unprivileged([OFFLOAD_MCP, "demo", *args], env=env, cwd=tmp_path)
     else:
         proc = subprocess.run(
-            [OFFLOAD_MCP, "demo", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+            prewarmed([OFFLOAD_MCP, "demo", *args]), capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
         )
     return proc, time.monotonic() - started, tmpdir
 
@@ -120,7 +121,7 @@ def test_demo_observe_mode_keeps_the_ledger_when_asked_and_stats_reads_it(tmp_pa
     assert list(tmpdir.iterdir()) == []
 
     stats = subprocess.run(
-        [OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json"], capture_output=True, text=True, timeout=60
+        prewarmed([OFFLOAD_MCP, "stats", "--ledger", str(ledger), "--json"]), capture_output=True, text=True, timeout=60
     )
     data = json.loads(stats.stdout)
     assert data["observe_mode"] is True and data["totals"]["results"] == 6

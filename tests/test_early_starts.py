@@ -28,7 +28,7 @@ from offload_mcp.downstream.spawn import EarlyStarts, Launch
 from offload_mcp.relay.capabilities import DeclaringClientSession
 from support.processes import child_pids
 from support.proxy import running_proxy, stdio_params, text_of
-from support.servers import PYTHON, ROOT, fixture_entry, write_config
+from support.servers import ROOT, fixture_entry, python_entry, write_config
 
 RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
 
@@ -112,7 +112,9 @@ async def test_a_server_that_cannot_start_early_is_left_to_its_session_which_say
 
 def test_through_serve_each_server_runs_once_in_the_process_started_before_the_sdk_import(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"fx": fixture_entry(), "gx": fixture_entry("--start-delay", "0.5")})
-    with running_proxy(["-c", str(config), "--ledger", str(tmp_path / "l.db")], log_level="debug") as proxy:
+    with running_proxy(
+        ["-c", str(config), "--ledger", str(tmp_path / "l.db")], log_level="debug", prewarm=False
+    ) as proxy:
         deadline = time.monotonic() + 60
         while sum("ready:" in line and "tools" in line for line in proxy.log) < 2:
             assert time.monotonic() < deadline, "".join(proxy.log)
@@ -134,7 +136,7 @@ async def test_a_client_declaring_roots_and_elicitation_gets_each_server_started
     declared = types.ClientCapabilities(
         elicitation=types.ElicitationCapability(form=types.FormElicitationCapability()), roots=types.RootsCapability()
     )
-    servers = {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}, "fx": fixture_entry()}
+    servers = {"relay": python_entry(RELAY_SERVER), "fx": fixture_entry()}
     config = write_config(tmp_path, servers)
     params = stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db"), "--log-level", "info"], None)
     log_path = tmp_path / "proxy.log"

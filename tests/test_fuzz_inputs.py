@@ -20,6 +20,7 @@ from offload_mcp.shaping import CallInfo, ResultShaper
 from offload_mcp.store import Ledger
 from support.proxy import OFFLOAD_MCP, initialize_request, proxy_env, running_proxy
 from support.servers import HOSTILE, ROOT
+from support.zygote import prewarmed
 
 PATHOLOGICAL = {
     "one 1 MB line of one char": "x" * 1_000_000,
@@ -61,7 +62,7 @@ def _call(id_: Any, text: str) -> bytes:
 
 def test_malformed_and_out_of_order_json_rpc_on_stdio(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE],
+        prewarmed([OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

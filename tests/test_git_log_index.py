@@ -18,7 +18,7 @@ import pytest
 
 from offload_mcp.policy.stub import build_stub
 from support.proxy import TRM, proxy_session, text_of
-from support.servers import ROOT, write_config
+from support.servers import ROOT, python_entry, write_config
 
 FIXTURE = str(ROOT / "tests" / "fixtures" / "fixture_server.py")
 
@@ -168,8 +168,8 @@ async def test_a_real_git_log_stub_lists_its_revert_whole_and_a_wrapped_one_page
     config = write_config(
         tmp_path,
         {
-            "git": {"command": GIT_SERVER, "args": ["--repository", repo]},
-            "fx": {"command": sys.executable, "args": [FIXTURE]},
+            "git": python_entry(GIT_SERVER, "--repository", repo),
+            "fx": python_entry(FIXTURE),
         },
         NO_REDUCERS,
     )

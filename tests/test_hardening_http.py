@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from support.proxy import TRM, initialize_request, running_proxy, text_of
-from support.servers import HOSTILE, ROOT, write_config
+from support.servers import HOSTILE, HOSTILE_SERVER, PYTHON, ROOT, write_config
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
@@ -81,13 +81,13 @@ TOKEN = "tok-healthz-test-0123456789"
 
 
 def test_healthz_says_only_the_status_without_the_token_and_redacts_with_it(tmp_path: Path) -> None:
-    launcher = f"import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path({HOSTILE[1]!r}, run_name='__main__')"
+    launcher = f"import runpy,sys; sys.argv=[sys.argv[0]]; runpy.run_path({HOSTILE_SERVER!r}, run_name='__main__')"
     failing = f"import sys; sys.stderr.write('boot failed: api_key={SECRET_ERR}\\n'); sys.exit(3)"
     cfg = write_config(
         tmp_path,
         {
-            "good": {"command": HOSTILE[0], "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},
-            "bad": {"command": HOSTILE[0], "args": ["-c", failing, SECRET_ARG]},
+            "good": {"command": PYTHON, "args": ["-c", launcher, f"--api-key={SECRET_ARG}", "--region", "eu"]},
+            "bad": {"command": PYTHON, "args": ["-c", failing, SECRET_ARG]},
         },
     )
     with running_proxy(

@@ -51,7 +51,7 @@ async def test_concurrent_descendant_jsonpath_queries_end_on_time_and_free_their
     cfg = write_config(
         tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}}, {"reducers": {"pipeline": []}}
     )
-    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")]) as proxy:
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], prewarm=False) as proxy:
         async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
             stub = text_of(await attacker.call_tool("echo", {"text": heavy_json()}))
             trm_id = TRM.search(stub).group(0)  # type: ignore[union-attr]
@@ -116,7 +116,7 @@ async def test_remote_results_are_bounded_while_they_stream(tmp_path: Path, tran
             {"downstream": {"max_result_bytes": limit, "call_timeout_s": 20}},
             name=f"{transport}.json",
         )
-        with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / f"{transport}.db")]) as proxy:
+        with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / f"{transport}.db")], prewarm=False) as proxy:
             async with http_session(proxy.url) as attacker, http_session(proxy.url) as victim:
                 # Under the limit (and over the SDK's 1 MiB SSE event cap where ours replaces it): served as before.
                 fits = await attacker.call_tool("make_text", {"size": 2_000_000 if transport != "sse" else 500_000})

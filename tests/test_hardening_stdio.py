@@ -20,6 +20,8 @@ from support.servers import HOSTILE, ROOT
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import hostile_server  # noqa: E402
 
+from support.zygote import prewarmed
+
 
 async def test_recall_echo_is_capped_and_absurd_inputs_are_clear_errors(tmp_path: Path) -> None:
     async with proxy_session(["--ledger", str(tmp_path / "l.db"), "--", *HOSTILE]) as session:
@@ -65,7 +67,7 @@ def _rpc(proc: subprocess.Popen[bytes], replies: queue.Queue[bytes], line: bytes
 
 def test_unparseable_stdin_lines_get_an_error_reply(tmp_path: Path) -> None:
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE],
+        prewarmed([OFFLOAD_MCP, "serve", "--ledger", str(tmp_path / "l.db"), "--", *HOSTILE]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

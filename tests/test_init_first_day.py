@@ -21,7 +21,7 @@ import pytest
 
 from support.claude_code import CLAUDE, PERSISTED, assert_inline, results_of, run_claude
 from support.proxy import TRM, RawSession, proxy_env
-from support.servers import GIT_SERVER, NPM_BIN, PYTHON, ROOT, needs_npm
+from support.servers import GIT_SERVER, NPM_BIN, ROOT, needs_npm, python_entry
 from support.servers import HOSTILE_SERVER as HOSTILE
 
 ONE_MB = 1_000_000
@@ -63,7 +63,7 @@ def raw_tools_list(command: list[str]) -> tuple[int, list[str]]:
 @needs_npm
 def test_tools_list_after_init_is_no_larger_than_the_servers_own_lists(tmp_path: Path) -> None:
     servers = {
-        "git": {"command": GIT_SERVER, "args": ["--repository", str(ROOT)]},
+        "git": python_entry(GIT_SERVER, "--repository", str(ROOT)),
         "filesystem": {"command": str(NPM_BIN / "mcp-server-filesystem"), "args": [str(tmp_path)]},
     }
     config, command = run_init(tmp_path, servers)
@@ -79,7 +79,7 @@ def test_tools_list_after_init_is_no_larger_than_the_servers_own_lists(tmp_path:
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="@anthropic-ai/claude-code is not installed (npm install)")
 def test_first_claude_code_session_after_init_gets_a_stub_for_a_1mb_result(tmp_path: Path) -> None:
-    server = {"command": PYTHON, "args": [HOSTILE]}
+    server = python_entry(HOSTILE)
     _, command = run_init(tmp_path, {"big": server})
     launched = {"command": command[0], "args": command[1:]}
 

@@ -20,6 +20,7 @@ from offload_mcp.store import BodyRecord, Ledger, LedgerEvent, UnknownId
 from offload_mcp.store.settings import LedgerSettings
 from support.decision_records import decision_record
 from support.proxy import OFFLOAD_MCP, proxy_env
+from support.zygote import prewarmed
 
 
 def build_source(path: Path) -> tuple[list[str], list[str]]:
@@ -53,7 +54,11 @@ def build_source(path: Path) -> tuple[list[str], list[str]]:
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, "ledger", "migrate", *args], capture_output=True, text=True, env=proxy_env(), timeout=120
+        prewarmed([OFFLOAD_MCP, "ledger", "migrate", *args]),
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=120,
     )
 
 
@@ -234,7 +239,7 @@ def test_a_migration_stopped_by_sigterm_says_where_it_stopped(tmp_path: Path, po
     with psycopg.connect(postgres.url()) as holder:
         holder.execute(f"LOCK TABLE {schema}.events IN EXCLUSIVE MODE")
         running = subprocess.Popen(
-            [OFFLOAD_MCP, "ledger", "migrate", "--from", str(source), "--to", pg_url],
+            [OFFLOAD_MCP, "ledger", "migrate", "--from", str(source), "--to", pg_url],  # signalled: not pre-warmed
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -294,7 +299,11 @@ def test_events_merged_into_a_ledger_with_a_stats_checkpoint_are_counted(
     _age_events(source, 86400)
     _age_events(target, 2 * 86400)
     written = subprocess.run(
-        [OFFLOAD_MCP, "ledger", "checkpoint", target], capture_output=True, text=True, env=proxy_env(), timeout=120
+        prewarmed([OFFLOAD_MCP, "ledger", "checkpoint", target]),
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=120,
     )
     assert written.returncode == 0, written.stderr
     assert run("--from", str(source), "--to", target, "--merge").returncode == 0

@@ -27,6 +27,7 @@ from support.ledgers import assert_untouched, big_result, call, make_shaper, mak
 from support.pg import free_port
 from support.proxy import OFFLOAD_MCP, proxy_env, proxy_session, recall_whole, text_of
 from support.servers import fixture_cmd, fixture_entry, write_config
+from support.zygote import prewarmed
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 
@@ -212,7 +213,7 @@ def test_one_off_commands_name_an_unreachable_server_once_and_at_once(tmp_path: 
     for name, args in runs.items():
         started = time.monotonic()
         done = subprocess.run(
-            [OFFLOAD_MCP, *args], capture_output=True, text=True, timeout=60, env=proxy_env(), cwd=tmp_path
+            prewarmed([OFFLOAD_MCP, *args]), capture_output=True, text=True, timeout=60, env=proxy_env(), cwd=tmp_path
         )
         assert done.returncode == (2 if name == "stats" else 1), (name, done.stderr)
         assert done.stdout == ""
@@ -225,7 +226,7 @@ def test_one_off_commands_name_an_unreachable_server_once_and_at_once(tmp_path: 
 
     for bad in BAD_PASSWORD_URLS:
         done = subprocess.run(
-            [OFFLOAD_MCP, "stats", "--ledger", bad.format(port=port)],
+            prewarmed([OFFLOAD_MCP, "stats", "--ledger", bad.format(port=port)]),
             capture_output=True,
             text=True,
             timeout=60,

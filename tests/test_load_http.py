@@ -111,7 +111,7 @@ async def run_load(tmp_path: Path, transport: str, clients: int, calls: int, siz
     ledger = tmp_path / "ledger.db"
     config = write_config(tmp_path, {"hostile": {"command": HOSTILE[0], "args": HOSTILE[1:]}})
     tally = Tally()
-    with running_proxy(["-c", str(config), "--ledger", str(ledger)], transport) as proxy:
+    with running_proxy(["-c", str(config), "--ledger", str(ledger)], transport, prewarm=False) as proxy:
         fds_before = proxy.fds()
         started = time.monotonic()
         with anyio.fail_after(3600 if FULL else 170):

@@ -44,7 +44,7 @@ async def test_a_long_stdio_session_does_not_grow(tmp_path: Path) -> None:
     warmup = total // 5
     concurrency = 8
     ledger = tmp_path / "ledger.db"
-    async with proxy_session(["--ledger", str(ledger), "--name", "h", "--", *HOSTILE]) as s:
+    async with proxy_session(["--ledger", str(ledger), "--name", "h", "--", *HOSTILE], prewarm=False) as s:
         downstream_pid = int(text_of(await s.call_tool("pid", {})))
         proxy_pid = proc_status(downstream_pid, "PPid")
         assert Path(f"/proc/{proxy_pid}/cmdline").read_bytes().find(b"serve") != -1

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from offload_mcp.text import pieces as text_pieces
 from support.load import echo_beside, report
 from support.proxy import proxy_session, text_of
-from support.servers import PYTHON, ROOT, fixture_entry, write_config
+from support.servers import ROOT, fixture_entry, python_entry, write_config
 
 TRM = re.compile(r"trm_[0-9a-f]{16}")
 STRUCTURED_SERVER = str(ROOT / "tests" / "fixtures" / "structured_server.py")
@@ -75,7 +75,7 @@ async def test_queries_on_a_40_mb_body_leave_other_calls_their_pace(tmp_path: Pa
 
 
 async def test_a_large_structured_result_is_checked_against_its_schema_off_the_loop(tmp_path: Path) -> None:
-    servers = {"fx": fixture_entry(), "rows": {"command": PYTHON, "args": [STRUCTURED_SERVER]}}
+    servers = {"fx": fixture_entry(), "rows": python_entry(STRUCTURED_SERVER)}
     config = write_config(tmp_path, servers)
     async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
 

@@ -13,6 +13,7 @@ from mcp.client.stdio import stdio_client
 
 from support.proxy import OFFLOAD_MCP, proxy_env, proxy_session, text_of
 from support.servers import PYTHON, fixture_entry, write_config
+from support.zygote import prewarmed
 
 
 async def _wait_for(path: Path, needle: str, seconds: float = 10) -> str:
@@ -185,7 +186,7 @@ async def test_prefix_always_prefixes_every_tool(tmp_path: Path) -> None:
 def test_prefix_never_refuses_a_collision(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"a": fixture_entry(), "b": fixture_entry()}, {"catalog": {"prefix": "never"}})
     done = subprocess.run(
-        [OFFLOAD_MCP, "serve", "-c", str(config)],
+        prewarmed([OFFLOAD_MCP, "serve", "-c", str(config)]),
         capture_output=True,
         text=True,
         env=proxy_env(),

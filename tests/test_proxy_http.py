@@ -16,7 +16,8 @@ from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 
 from support.proxy import proxy_http, proxy_session, text_of
-from support.servers import FIXTURE_SERVER, PYTHON, fixture_cmd, fixture_over_http, write_config
+from support.servers import FIXTURE_SERVER, fixture_cmd, fixture_over_http, python_entry, write_config
+from support.zygote import prewarmed
 
 
 @asynccontextmanager
@@ -101,9 +102,7 @@ async def test_remote_downstream_servers(tmp_path: Any, transport: str) -> None:
 
 
 def test_auth_token_is_required_when_configured(tmp_path: Any) -> None:
-    config = write_config(
-        tmp_path, {"fx": {"command": PYTHON, "args": [str(FIXTURE_SERVER)]}}, {"server": {"auth_token": "s3cret"}}
-    )
+    config = write_config(tmp_path, {"fx": python_entry(str(FIXTURE_SERVER))}, {"server": {"auth_token": "s3cret"}})
     with proxy_http(["-c", str(config)], "streamable-http") as url:
         base = url.rsplit("/", 1)[0]
         assert httpx2.get(f"{base}/healthz").status_code == 200
@@ -120,7 +119,7 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path: Any) -> None:
     from support.proxy import OFFLOAD_MCP, proxy_env
 
     done = subprocess.run(
-        [OFFLOAD_MCP, "serve", "--transport", "sse", "--host", "0.0.0.0", "--", *fixture_cmd()],
+        prewarmed([OFFLOAD_MCP, "serve", "--transport", "sse", "--host", "0.0.0.0", "--", *fixture_cmd()]),
         capture_output=True,
         text=True,
         env=proxy_env(),

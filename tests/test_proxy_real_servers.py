@@ -16,7 +16,7 @@ import mcp_types as types
 import pytest
 
 from support.proxy import OFFLOAD_MCP, proxy_client, proxy_env, proxy_session, text_of
-from support.servers import NPM_BIN, ROOT, needs_npm, write_config
+from support.servers import NPM_BIN, ROOT, needs_npm, python_entry, write_config
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 
@@ -130,7 +130,7 @@ def test_inspector_cli_inline_command_without_double_dash(git_repo: Path, tmp_pa
 
 @needs_npm
 def test_inspector_cli_with_short_config_flag(git_repo: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(git_repo)]}})
+    config = write_config(tmp_path, {"git": python_entry(GIT_SERVER, "--repository", str(git_repo))})
     body = _inspector(OFFLOAD_MCP, "serve", "-c", str(config), "--method", "tools/list")
     names = [t["name"] for t in body["tools"]]
     assert "git_log" in names and names[-2:] == ["recall_tool_result", "context_guru_expand"]
@@ -138,7 +138,7 @@ def test_inspector_cli_with_short_config_flag(git_repo: Path, tmp_path: Path) ->
 
 @needs_npm
 def test_inspector_cli_with_config_from_environment(git_repo: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(git_repo)]}})
+    config = write_config(tmp_path, {"git": python_entry(GIT_SERVER, "--repository", str(git_repo))})
     body = _inspector(
         "-e",
         f"OFFLOAD_MCP_CONFIG={config}",

@@ -22,7 +22,7 @@ import pytest
 
 from support.processes import child_pids
 from support.proxy import OFFLOAD_MCP, proxy_client, proxy_env, proxy_session, text_of
-from support.servers import NPM_BIN, ROOT, fixture_entry, needs_npm, write_config
+from support.servers import NPM_BIN, ROOT, fixture_entry, needs_npm, python_entry, write_config
 
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 TRM = re.compile(r"trm_[0-9a-f]{16}")
@@ -80,9 +80,7 @@ async def direct_git_log(repo: Path, count: int) -> str:
 async def test_git_log_600k_round_trips_exactly_through_recall(big_repo: Path, tmp_path: Path) -> None:
     direct = await direct_git_log(big_repo, 3200)
     assert len(direct) >= 600_000
-    config = write_config(
-        tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS
-    )
+    config = write_config(tmp_path, {"git": python_entry(GIT_SERVER, "--repository", str(big_repo))}, NO_REDUCERS)
     async with proxy_session(["-c", str(config), "--ledger", str(tmp_path / "ledger.db")]) as s:
         stub = await s.call_tool("git_log", {"repo_path": str(big_repo), "max_count": 3200})
         text = text_of(stub)
@@ -190,9 +188,7 @@ def test_inspector_cli_accepts_a_stubbed_result_with_output_schema(tmp_path: Pat
 
 async def test_kill_9_right_after_a_stub_then_recall_from_a_new_process(big_repo: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "ledger.db"
-    config = write_config(
-        tmp_path, {"git": {"command": GIT_SERVER, "args": ["--repository", str(big_repo)]}}, NO_REDUCERS
-    )
+    config = write_config(tmp_path, {"git": python_entry(GIT_SERVER, "--repository", str(big_repo))}, NO_REDUCERS)
     args = ["-c", str(config), "--ledger", str(ledger)]
     killed = False
     try:

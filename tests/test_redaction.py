@@ -21,7 +21,8 @@ from mcp.client.stdio import stdio_client
 from offload_mcp.redaction import ledger_for_client, redact_secrets
 from support.pg import free_port
 from support.proxy import OFFLOAD_MCP, proxy_env, stdio_params, text_of
-from support.servers import PYTHON, ROOT, fixture_entry, write_config
+from support.servers import ROOT, fixture_entry, python_entry, write_config
+from support.zygote import prewarmed
 
 PASSWORD = "Pw-9c1e77-never-show"
 TOKEN = "Tk-5ab203-never-show"
@@ -91,7 +92,7 @@ async def test_a_password_in_the_url_query_never_reaches_recall_errors_or_the_lo
 def test_the_stats_header_hides_a_password_given_in_the_query(pg_url: str, tmp_path: Path) -> None:
     url = f"{pg_url}&password={PASSWORD}"  # the test server trusts local connections: the password is unused
     done = subprocess.run(
-        [OFFLOAD_MCP, "stats", "--ledger", url], capture_output=True, text=True, timeout=60, env=proxy_env()
+        prewarmed([OFFLOAD_MCP, "stats", "--ledger", url]), capture_output=True, text=True, timeout=60, env=proxy_env()
     )
     assert done.returncode == 0, done.stderr
     assert "password=***" in done.stdout and PASSWORD not in done.stdout + done.stderr, done.stdout[:500]
@@ -128,7 +129,7 @@ async def test_downstream_secrets_are_not_in_the_log(tmp_path: Path) -> None:
 async def test_repeated_identical_warnings_are_written_once_with_their_count(tmp_path: Path) -> None:
     """D10: a server whose 300 sampling requests are all refused (this client declared no sampling)
     made 300 WARNING lines; now the first is written and, at exit, one line with the count held."""
-    config = write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}})
+    config = write_config(tmp_path, {"relay": python_entry(RELAY_SERVER)})
     log = tmp_path / "proxy.log"
     with log.open("w") as errlog:
         params = stdio_params(["-c", str(config), "--ledger", str(tmp_path / "l.db")], None)

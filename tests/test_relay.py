@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from offload_mcp.relay.capabilities import DeclaringClientSession
 from support.proxy import proxy_http, proxy_session, stdio_params, text_of
 from support.relay import relay_config, wait_for
-from support.servers import NPM_BIN, PYTHON, RELAY_SERVER, ROOT, fixture_cmd, write_config
+from support.servers import NPM_BIN, PYTHON, RELAY_SERVER, ROOT, fixture_cmd, python_entry, write_config
 
 SLOW_ROOTS_SERVER = str(ROOT / "tests" / "fixtures" / "slow_roots_server.py")
 
@@ -146,7 +146,7 @@ async def test_stdio_declares_exactly_and_relays_everything(tmp_path: Path) -> N
 async def test_modern_era_stdio_relays_through_input_required_rounds(tmp_path: Path) -> None:
     answers = Answers("m")
     servers = {
-        "relay": {"command": PYTHON, "args": [RELAY_SERVER]},
+        "relay": python_entry(RELAY_SERVER),
         "fx": {"command": PYTHON, "args": fixture_cmd()[1:]},
     }
     config = ["-c", str(write_config(tmp_path, servers))]
@@ -293,6 +293,7 @@ async def test_a_server_slow_to_apply_its_roots_sees_them_on_the_first_call(tmp_
     async def roots(context: ClientRequestContext) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=root.as_uri())])
 
+    # Not pre-warmed: the proxy watches this server's own process settle (downstream/settle.py reads its /proc).
     config = ["-c", str(write_config(tmp_path, {"slow": {"command": PYTHON, "args": [SLOW_ROOTS_SERVER]}}))]
     if era == "handshake":
         connect = proxy_session(config, list_roots_callback=roots)

@@ -20,7 +20,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from support.proxy import proxy_session, recall_whole, stdio_params, text_of
-from support.servers import PYTHON, ROOT, fixture_entry, write_config
+from support.servers import ROOT, fixture_entry, python_entry, write_config
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
@@ -31,7 +31,7 @@ from support.servers import fixture_over_http  # noqa: E402
 
 
 def hostile_entry(*opts: str) -> dict[str, Any]:
-    return {"command": PYTHON, "args": [HOSTILE, *opts]}
+    return python_entry(HOSTILE, *opts)
 
 
 async def _call(s: ClientSession, tool: str, args: dict[str, Any] | None = None, limit: float = 30) -> Any:

@@ -16,6 +16,7 @@ from offload_mcp.store.settings import LedgerSettings
 from support.processes import run_unprivileged
 from support.proxy import OFFLOAD_MCP, proxy_env
 from support.servers import ROOT
+from support.zygote import prewarmed
 
 CORPUS = Path("/work/shared/corpus/dev.jsonl.gz")
 needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus is not on this machine")
@@ -23,7 +24,12 @@ needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+        prewarmed([OFFLOAD_MCP, "replay", *args]),
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        cwd=str(ROOT),
+        timeout=120,
     )
 
 
@@ -133,7 +139,7 @@ def test_a_ledger_replay_cannot_keep_is_refused_before_it_runs(tmp_path: Path, r
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     url = subprocess.run(
-        [OFFLOAD_MCP, "replay", corpus, "--ledger", "postgresql://u:pw@127.0.0.1:1/db"],
+        prewarmed([OFFLOAD_MCP, "replay", corpus, "--ledger", "postgresql://u:pw@127.0.0.1:1/db"]),
         capture_output=True,
         text=True,
         env=proxy_env(),

@@ -16,13 +16,19 @@ from offload_mcp.analysis.replay import read_records, replay
 from offload_mcp.config import OffloadSettings
 from support.proxy import OFFLOAD_MCP, proxy_env
 from support.servers import ROOT
+from support.zygote import prewarmed
 
 MCP_DEV = Path("/work/shared/corpus/mcp_dev.jsonl.gz")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [OFFLOAD_MCP, "replay", *args], capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=120
+        prewarmed([OFFLOAD_MCP, "replay", *args]),
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        cwd=str(ROOT),
+        timeout=120,
     )
 
 

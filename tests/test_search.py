@@ -27,6 +27,7 @@ from offload_mcp.tools.registry import ToolEnv
 from support.principals import ALICE, BOB, session_call
 from support.proxy import TRM, running_proxy, text_of
 from support.servers import HOSTILE, write_config
+from support.zygote import prewarmed
 
 HIT = re.compile(r"^\d+\. (trm_[0-9a-f]{16}|<<cg:[0-9a-f]{16}>>) ", re.M)
 
@@ -371,13 +372,17 @@ def test_ledger_index_finishes_the_queue_of_a_ledger_from_before_the_index(tmp_p
         for table in ("search_fts", "search_tokens", "search_docs", "search_queue"):
             conn.execute(f"DROP TABLE {table}")
     done = subprocess.run(
-        [OFFLOAD_MCP, "ledger", "index", str(path)], capture_output=True, text=True, env=proxy_env(), timeout=120
+        prewarmed([OFFLOAD_MCP, "ledger", "index", str(path)]),
+        capture_output=True,
+        text=True,
+        env=proxy_env(),
+        timeout=120,
     )
     assert done.returncode == 0 and done.stdout.endswith("; 0 still queued\n"), done.stdout + done.stderr
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM search_docs").fetchone() == (4,)
     missing = subprocess.run(
-        [OFFLOAD_MCP, "ledger", "index", "postgresql://nobody@127.0.0.1:1/nowhere"],
+        prewarmed([OFFLOAD_MCP, "ledger", "index", "postgresql://nobody@127.0.0.1:1/nowhere"]),
         capture_output=True,
         text=True,
         env=proxy_env(),

@@ -18,6 +18,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from support.proxy import OFFLOAD_MCP, initialize_request, proxy_env, proxy_http, text_of
 from support.servers import fixture_cmd
+from support.zygote import prewarmed
 
 TOKEN = "s3cret-token-for-tests"
 INIT = initialize_request("2025-11-25")
@@ -123,7 +124,20 @@ def test_the_auth_token_flag_is_enforced(tmp_path: Path) -> None:
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.10"])
 def test_binding_a_non_loopback_address_without_a_token_is_refused(host: str) -> None:
     done = subprocess.run(
-        [OFFLOAD_MCP, "serve", "--transport", "streamable-http", "--host", host, "--port", "0", "--", *fixture_cmd()],
+        prewarmed(
+            [
+                OFFLOAD_MCP,
+                "serve",
+                "--transport",
+                "streamable-http",
+                "--host",
+                host,
+                "--port",
+                "0",
+                "--",
+                *fixture_cmd(),
+            ]
+        ),
         capture_output=True,
         text=True,
         env=proxy_env(),
@@ -165,7 +179,7 @@ def test_a_weak_or_blank_token_is_refused_however_it_is_given(
         args += ["--auth-token", str(given["flag"])]
     env = proxy_env({"OFFLOAD_MCP_AUTH_TOKEN": str(given["env"])} if "env" in given else None)
     done = subprocess.run(
-        [OFFLOAD_MCP, *args, "--", *fixture_cmd()],
+        prewarmed([OFFLOAD_MCP, *args, "--", *fixture_cmd()]),
         capture_output=True,
         text=True,
         env=env,

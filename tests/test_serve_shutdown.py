@@ -39,7 +39,7 @@ def _answer(proc: subprocess.Popen[bytes], request_id: int) -> dict:
 def test_terminate_prints_the_summary_and_writes_queued_events(tmp_path, signum):
     ledger = tmp_path / "ledger.db"
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--ledger", str(ledger), *fixture_cmd()],
+        [OFFLOAD_MCP, "serve", "--ledger", str(ledger), *fixture_cmd()],  # signalled: not pre-warmed (zygote.py)
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

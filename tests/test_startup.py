@@ -14,7 +14,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from support.proxy import running_proxy, stdio_params, text_of
-from support.servers import PYTHON, ROOT, fixture_entry, write_config
+from support.servers import PYTHON, ROOT, fixture_entry, python_entry, write_config
+from support.zygote import prewarmed
 
 HOSTILE = str(ROOT / "tests" / "fixtures" / "hostile_server.py")
 
@@ -23,7 +24,7 @@ async def test_initialize_is_immediate_and_late_servers_join_with_list_changed(t
     config = write_config(
         tmp_path,
         {
-            "hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]},
+            "hung": python_entry(HOSTILE, "--hang-on-initialize"),
             "good": fixture_entry(),
             "late": fixture_entry("--start-delay", "12"),
         },
@@ -79,11 +80,11 @@ def test_a_server_still_starting_does_not_hold_the_exit(tmp_path: Path) -> None:
 
     config = write_config(
         tmp_path,
-        {"hung": {"command": PYTHON, "args": [HOSTILE, "--hang-on-initialize"]}},
+        {"hung": python_entry(HOSTILE, "--hang-on-initialize")},
         {"downstream": {"startup_timeout_s": 60}},
     )
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")],
+        prewarmed([OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "l.db")]),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -111,7 +112,7 @@ def test_the_start_up_heap_is_frozen_out_of_the_cyclic_collector(tmp_path: Path)
     collector until then (offload_mcp/__main__.py), and serve freezes without collecting first: no full
     collection walks the start-up heap at all (three with the collector on; one, ~0.12 s of CPU, before)."""
     cfg = write_config(tmp_path, {"fx": fixture_entry()})
-    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], log_level="debug") as proxy:
+    with running_proxy(["-c", str(cfg), "--ledger", str(tmp_path / "l.db")], log_level="debug", prewarm=False) as proxy:
         deadline = time.monotonic() + 30
         while not any("start-up objects" in line for line in proxy.log) and time.monotonic() < deadline:
             time.sleep(0.05)

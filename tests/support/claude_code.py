@@ -11,7 +11,7 @@ from typing import Any
 
 from support.fake_messages_api import FakeMessagesAPI, Step
 from support.proxy import OFFLOAD_MCP
-from support.servers import NPM_BIN, write_config
+from support.servers import NPM_BIN, python_entry, write_config
 
 CLAUDE = NPM_BIN / "claude"
 
@@ -52,10 +52,7 @@ def run_claude(
         (launched,) = servers.values()
     elif launched is None:
         config = write_config(tmp_path, servers, offload, name="offload.json")
-        launched = {
-            "command": OFFLOAD_MCP,
-            "args": ["serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db")],
-        }
+        launched = python_entry(OFFLOAD_MCP, "serve", "-c", str(config), "--ledger", str(tmp_path / "ledger.db"))
     mcp = tmp_path / ("claude-mcp-direct.json" if direct else "claude-mcp.json")
     mcp.write_text(json.dumps({"mcpServers": {"proxy": launched}}))
     home = tmp_path / ("home-direct" if direct else "home")

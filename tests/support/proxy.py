@@ -9,6 +9,8 @@
 - `RawSession` / `raw_session(config)`: the proxy spoken to in raw JSON-RPC over stdio.
 - `connect(url, transport)` / `http_session(url)`: an initialized client session over HTTP.
 - `text_of(result)`, `recall_whole(session, trm_id)`, `TRM`: reading what the proxy answered.
+
+The proxy starts pre-warmed (support/zygote.py) unless a test reads its process or its start-up (`prewarm=False`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from support.servers import ROOT
+from support.zygote import prewarmed
 
 OFFLOAD_MCP = str(Path(sys.executable).parent / "offload-mcp")
 TRM = re.compile(r"trm_[0-9a-f]{16}")
@@ -43,19 +46,24 @@ def proxy_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def stdio_params(args: list[str], env: dict[str, str] | None = None) -> Any:
-    """`offload-mcp serve ARGS` as the MCP SDK's stdio server parameters, for tests that open the transport themselves."""
+def stdio_params(args: list[str], env: dict[str, str] | None = None, prewarm: bool = True) -> Any:
+    """`offload-mcp serve ARGS` as the MCP SDK's stdio server parameters, for tests that open the transport themselves.
+    `prewarm=False`: the proxy is the process itself, for tests that read its /proc entries or its start-up."""
     from mcp.client.stdio import StdioServerParameters
 
-    return StdioServerParameters(command=OFFLOAD_MCP, args=["serve", *args], env=proxy_env(env), cwd=str(ROOT))
+    serve = [OFFLOAD_MCP, "serve", *args]
+    command, *launch = prewarmed(serve) if prewarm else serve
+    return StdioServerParameters(command=command, args=launch, env=proxy_env(env), cwd=str(ROOT))
 
 
 @asynccontextmanager
-async def proxy_session(args: list[str], env: dict[str, str] | None = None, **session_kw: Any) -> AsyncIterator[Any]:
+async def proxy_session(
+    args: list[str], env: dict[str, str] | None = None, prewarm: bool = True, **session_kw: Any
+) -> AsyncIterator[Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
 
-    async with stdio_client(stdio_params(args, env)) as (read, write):
+    async with stdio_client(stdio_params(args, env, prewarm)) as (read, write):
         async with ClientSession(read, write, **session_kw) as session:
             await session.initialize()
             yield session
@@ -107,8 +115,10 @@ def running_proxy(
     env: dict[str, str] | None = None,
     log_level: str = "warning",
     nofile: int | None = None,
+    prewarm: bool = True,
 ) -> Iterator[RunningProxy]:
-    """`offload-mcp serve --transport T --port 0 ARGS` as a process we can measure and kill; its stderr lines are kept.
+    """`offload-mcp serve --transport T --port 0 ARGS` as a process we can kill; its stderr lines are kept.
+    `prewarm=False`: the proxy is the process itself, for tests that read its /proc entries or its start-up.
     `nofile`: the soft fd limit the proxy starts with (set in the child, so this process's own fds do not count)."""
 
     def limit_fds() -> None:
@@ -117,8 +127,9 @@ def running_proxy(
 
             resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
+    command = [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", log_level, *args]
     proc = subprocess.Popen(
-        [OFFLOAD_MCP, "serve", "--transport", transport, "--port", "0", "--log-level", log_level, *args],
+        command if not prewarm or nofile is not None else prewarmed(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -218,7 +229,7 @@ class RawSession:
 
     def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [OFFLOAD_MCP, "serve", *args],
+            prewarmed([OFFLOAD_MCP, "serve", *args]),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

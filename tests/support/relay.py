@@ -7,11 +7,11 @@ from typing import Any
 
 import anyio
 
-from support.servers import PYTHON, RELAY_SERVER, write_config
+from support.servers import RELAY_SERVER, python_entry, write_config
 
 
 def relay_config(tmp_path: Path, offload: dict[str, Any] | None = None) -> list[str]:
-    return ["-c", str(write_config(tmp_path, {"relay": {"command": PYTHON, "args": [RELAY_SERVER]}}, offload))]
+    return ["-c", str(write_config(tmp_path, {"relay": python_entry(RELAY_SERVER)}, offload))]
 
 
 async def wait_for(predicate: Any, seconds: float = 10.0) -> None:

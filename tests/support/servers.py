@@ -1,7 +1,9 @@
 """The servers the tests wrap, and the config files that name them.
 
 - `fixture_cmd(*opts)` / `fixture_entry(*opts)`: tests/fixtures/fixture_server.py as a command line / a config entry.
+- `python_entry(script, *args)`: any Python server (a script or a console script) as a config entry.
 - `HOSTILE`: tests/fixtures/hostile_server.py's command line (results built to stress the proxy).
+All of them start pre-warmed (support/zygote.py): real processes on real stdio that skip the SDK's import.
 - `write_config(tmp_path, servers, offload=None)`: a config file; returns its path.
 - `NPM_BIN`, `needs_npm`: the npm servers, skipping with a reason if absent.
 - `fixture_over_http(transport)`: the fixture server itself over HTTP on a free port; yields its URL.
@@ -21,13 +23,15 @@ from typing import Any
 
 import pytest
 
+from support.zygote import prewarmed
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 FIXTURE_SERVER = FIXTURES / "fixture_server.py"
 HOSTILE_SERVER = str(FIXTURES / "hostile_server.py")
 RELAY_SERVER = str(FIXTURES / "relay_server.py")
 PYTHON = sys.executable
-HOSTILE = [PYTHON, HOSTILE_SERVER]
+HOSTILE = prewarmed([HOSTILE_SERVER])
 NPM_BIN = ROOT / "node_modules" / ".bin"
 GIT_SERVER = str(Path(sys.executable).parent / "mcp-server-git")
 
@@ -44,11 +48,16 @@ def free_port() -> int:
 
 
 def fixture_cmd(*opts: str) -> list[str]:
-    return [PYTHON, str(FIXTURE_SERVER), *opts]
+    return prewarmed([str(FIXTURE_SERVER), *opts])
+
+
+def python_entry(script: str, *args: str, **extra: Any) -> dict[str, Any]:
+    command, *launch = prewarmed([script, *args])
+    return {"command": command, "args": launch, **extra}
 
 
 def fixture_entry(*opts: str, **extra: Any) -> dict[str, Any]:
-    return {"command": PYTHON, "args": [str(FIXTURE_SERVER), *opts], **extra}
+    return python_entry(str(FIXTURE_SERVER), *opts, **extra)
 
 
 def write_config(

@@ -10,10 +10,13 @@ goes into a URL, a log or the browser history. `open_page` loads one URL, reads 
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -90,13 +93,15 @@ def open_page(
 ) -> LoadedPage:
     """Load `url` in a fresh headless Chromium (sending the bearer token, if any) and screenshot the whole page
     (its top `most_height` pixels when given)."""
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+    # Chromium's helper processes may still write to the profile for a moment after the browser exits.
+    with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen(
             [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its helpers too are ended with it
         )
         try:
             with connect(_devtools_url(proc), max_size=64 * 1024 * 1024, open_timeout=30) as ws:
@@ -133,12 +138,15 @@ def open_page(
                     text=str(text["result"].get("value") or ""),
                 )
         finally:
-            proc.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _devtools_url(proc: subprocess.Popen[str]) -> str:

@@ -23,6 +23,7 @@ to tell whether a failure has anything to do with it.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -214,6 +215,9 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
 
 if __name__ == "__main__":
     _warm()
+    # Out of the collector's sight: a child's collections would otherwise walk (and so copy) the whole
+    # shared heap, page by page, however little of it the child uses.
+    gc.freeze()
     forked = _serve(sys.argv[1], int(sys.argv[2]))
     if forked is not None:
         _become(*forked)

@@ -14,6 +14,7 @@
 - `claude_code`, `fake_messages_api`: headless Claude Code against a fake Messages API.
 - `browser`: headless Chromium over DevTools, for the dashboard.
 - `file_order`: the slowest test files first, the order conftest hands xdist's workers.
+- `zygote`, `zygote_launch`: the tests' Python servers forked from one that has imported the SDK already.
 
 Fixtures stay in tests/conftest.py (pytest's plugin file, never imported by a test).
 """

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import proxy_session
 from support.servers import fixture_cmd, fixture_entry, write_config
+from support.zygote import prewarmed
 
 CLAUDE_CODE = types.Implementation(name="claude-code", version="2.1.0")
 """What Claude Code sends at initialize (its bundled MCP client: name `claude-code`, title `Claude Code`)."""
@@ -47,7 +47,7 @@ async def _raw_results() -> list[types.CallToolResult]:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "offload_mcp.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(prewarmed(["-m", "offload_mcp.cli", *args]), capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("mode", ["enforce", "observe"])

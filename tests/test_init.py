@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from offload_mcp.cli import main
 from offload_mcp.config import load_config
 from support.processes import run_unprivileged
+from support.zygote import prewarmed
 
 CLAUDE_CODE = {
     "numStartups": 7,
@@ -150,7 +150,7 @@ def test_malformed_client_config_is_a_clear_error_exit_2(tmp_path, content, mess
     client = write(tmp_path / "bad.json", content)
     out = tmp_path / "o.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)],
+        prewarmed(["-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)]),
         capture_output=True,
         text=True,
         timeout=60,
@@ -166,7 +166,7 @@ def test_malformed_client_config_is_a_clear_error_exit_2(tmp_path, content, mess
 def test_an_output_init_cannot_write_is_a_clear_error_exit_2(tmp_path, read_only_dir):
     """Before: `OSError: [Errno 30] Read-only file system` as a traceback."""
     client = write(tmp_path / "c.json", DESKTOP)
-    init = [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client)]
+    init = prewarmed(["-m", "offload_mcp.cli", "init", "--from", str(client)])
     read_only = run_unprivileged([*init, "-o", str(read_only_dir / "c.json")])
     assert read_only.returncode == 2, read_only.stderr
     assert f"cannot write {read_only_dir / 'c.json'}" in read_only.stderr and "-o FILE" in read_only.stderr
@@ -189,7 +189,7 @@ def test_unusable_entries_are_skipped_with_a_reason(tmp_path, capsys):
 def test_default_source_is_found_under_home(tmp_path):
     """With no --from, init reads ~/.claude.json, else Claude Desktop's file (Linux path here)."""
     env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    args = [sys.executable, "-m", "offload_mcp.cli", "init", "-o", "-"]
+    args = prewarmed(["-m", "offload_mcp.cli", "init", "-o", "-"])
     missing = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
     assert missing.returncode == 2 and "--from PATH" in missing.stderr
 
@@ -264,7 +264,7 @@ def test_a_folder_named_offload_mcp_in_an_argument_is_not_offload_mcp(tmp_path):
     out = tmp_path / "o.json"
     # one stream, as a terminal shows it: the skipped servers come before anything else init says
     done = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)],
+        prewarmed(["-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(out)]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from support.claude_code import CLAUDE, PERSISTED, assert_inline, results_of, ru
 from support.proxy import TRM, RawSession, proxy_env
 from support.servers import GIT_SERVER, NPM_BIN, ROOT, needs_npm, python_entry
 from support.servers import HOSTILE_SERVER as HOSTILE
+from support.zygote import prewarmed
 
 ONE_MB = 1_000_000
 
@@ -33,7 +33,7 @@ def run_init(tmp_path: Path, servers: dict[str, Any]) -> tuple[Path, list[str]]:
     client.write_text(json.dumps({"mcpServers": servers}))
     config = tmp_path / "offload.json"
     done = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(config)],
+        prewarmed(["-m", "offload_mcp.cli", "init", "--from", str(client), "-o", str(config)]),
         capture_output=True,
         text=True,
         timeout=60,

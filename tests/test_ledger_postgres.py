@@ -174,7 +174,6 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     import json
     import os
     import subprocess
-    import sys
 
     ledger = Ledger.open(LedgerSettings(), pg_url)
     from support.decision_records import decision_record
@@ -183,7 +182,7 @@ def test_stats_reads_a_postgresql_ledger_named_by_the_environment(pg_url: str, t
     ledger.close()
     env = {**os.environ, ENV_VAR: pg_url}
     done = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "stats", "--json"],
+        prewarmed(["-m", "offload_mcp.cli", "stats", "--json"]),
         capture_output=True,
         text=True,
         timeout=60,

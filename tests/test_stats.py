@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -14,6 +13,7 @@ from offload_mcp.policy.settings import PolicySettings
 from offload_mcp.store import Ledger, LedgerEvent
 from offload_mcp.store.settings import LedgerSettings
 from support.decision_records import decision_record, decision_row
+from support.zygote import prewarmed
 
 # claude-opus-4-6: cache write 5m $6.25/M, cache read $0.50/M, output $25/M
 CW, CR, OUT = 6.25e-6, 0.5e-6, 25e-6
@@ -232,7 +232,7 @@ def test_parse_since():
 
 def run_stats(*args, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "stats", *args], capture_output=True, text=True, timeout=60, env=env
+        prewarmed(["-m", "offload_mcp.cli", "stats", *args]), capture_output=True, text=True, timeout=60, env=env
     )
 
 

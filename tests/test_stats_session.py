@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 
 from offload_mcp.analysis.reports import report_from_ledger
 from offload_mcp.analysis.stats import exit_summary
@@ -14,6 +13,7 @@ from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.proxy import proxy_session, text_of
 from support.servers import fixture_entry, write_config
+from support.zygote import prewarmed
 
 # No collapse/extract: a 300K-char text then reaches the policy whole and is offloaded (over the client limit).
 OFFLOAD = {
@@ -35,7 +35,7 @@ async def play_session(config, ledger_path):
 
 def stats_json(ledger_path, *extra):
     proc = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path), "--json", *extra],
+        prewarmed(["-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path), "--json", *extra]),
         capture_output=True,
         text=True,
         timeout=60,
@@ -79,7 +79,7 @@ async def test_stats_of_a_real_enforcing_session(tmp_path):
     assert "1 recall(s), 0 expand(s)" in summary
 
     table = subprocess.run(
-        [sys.executable, "-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path)],
+        prewarmed(["-m", "offload_mcp.cli", "stats", "--ledger", str(ledger_path)]),
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from support.processes import run_unprivileged
 from support.zygote import LAUNCHER, prewarmed
 
 SCRIPT = """
@@ -89,3 +90,29 @@ def test_without_a_zygote_the_launcher_runs_the_plain_command(tmp_path: Path) ->
     out, _ = proc.communicate("x", timeout=60)
     pid, upper = out.split("\n", 1)
     assert (proc.returncode, upper, int(pid)) == (4, "X", proc.pid)  # the launcher became the script
+
+
+def test_a_module_runs_as_python_dash_m_runs_it(tmp_path: Path) -> None:
+    plain = subprocess.run([sys.executable, "-m", "json.tool"], input='{"b": [1]}', capture_output=True, text=True)
+    warm = subprocess.run(prewarmed(["-m", "json.tool"]), input='{"b": [1]}', capture_output=True, text=True)
+    assert (
+        (warm.returncode, warm.stdout, warm.stderr)
+        == (plain.returncode, plain.stdout, plain.stderr)
+        == (
+            0,
+            '{\n    "b": [\n        1\n    ]\n}\n',
+            "",
+        )
+    )
+
+
+def test_a_launcher_without_our_privileges_runs_the_plain_command_never_a_fork_with_ours(tmp_path: Path) -> None:
+    script = tmp_path / "whoami.py"
+    script.write_text("import os; print(os.geteuid(), os.readlink('/proc/self/ns/user'))")
+    ours = subprocess.run(prewarmed([str(script)]), capture_output=True, text=True, timeout=60).stdout.split()
+    assert ours == [str(os.geteuid()), os.readlink("/proc/self/ns/user")]
+    plain_euid, _ = run_unprivileged([sys.executable, str(script)]).stdout.split()
+    theirs_euid, theirs_namespace = run_unprivileged(prewarmed([str(script)])).stdout.split()
+    assert theirs_euid == plain_euid  # nobody, as the plain command runs in that namespace
+    if os.geteuid() == 0:  # run_unprivileged made a user namespace: the script ran in it, not in a fork of ours
+        assert theirs_namespace != ours[1] and theirs_euid != "0"

@@ -43,7 +43,7 @@ _zygote: subprocess.Popen[bytes] | None = None
 
 
 def prewarmed(argv: list[str]) -> list[str]:
-    """`python ARGV...` (ARGV[0] a Python script, console scripts included) as a pre-warmed command line."""
+    """`python ARGV...` (ARGV[0] a Python script, console scripts included, or `-m`) as a pre-warmed command line."""
     return [sys.executable, "-S", LAUNCHER, _SOCKET, *argv]
 
 
@@ -145,14 +145,18 @@ def _serve(sock_path: str, parent: int) -> tuple[dict[str, Any], list[int]] | No
         try:
             message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
             request = json.loads(message)
+            launcher, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
         except (OSError, ValueError):
             conn.close()
             continue
-        if len(fds) != 3:
+        if len(fds) != 3 or (uid, gid) != (os.getuid(), os.getgid()) or not _same_user_namespace(launcher):
+            # Never a child with other credentials than its launcher's (a test run as nobody, or in a
+            # user namespace): closed unanswered, the launcher runs the plain command itself.
             for fd in fds:
                 os.close(fd)
             conn.close()
             continue
+        request["launcher"] = launcher
         pid = os.fork()
         if pid == 0:
             listener.close()
@@ -169,6 +173,13 @@ def _serve(sock_path: str, parent: int) -> tuple[dict[str, Any], list[int]] | No
             os.close(fd)
         conn.send(struct.pack("i", pid))
         children[os.pidfd_open(pid)] = (pid, conn)
+
+
+def _same_user_namespace(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user") == os.readlink("/proc/self/ns/user")
+    except OSError:
+        return False
 
 
 def _die_with(launcher: int) -> None:
@@ -206,8 +217,14 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     for name in ("stdin", "stdout", "stderr"):
         setattr(sys, f"__{name}__", getattr(sys, name))
     script, *args = request["argv"]
-    script = os.path.abspath(script)
     extra_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if script == "-m":  # python -m MODULE ARGS...: the working directory first on the path, as Python puts it
+        sys.path[:1] = [os.getcwd(), *extra_path]
+        sys.argv = ["-m", *args[1:]]
+        sys.modules.pop(args[0], None)  # warmed, yet a module run as __main__ is not the imported one
+        runpy.run_module(args[0], run_name="__main__", alter_sys=True)
+        return
+    script = os.path.abspath(script)
     sys.path[:1] = [os.path.dirname(script), *extra_path]
     sys.argv = [script, *args]
     runpy.run_path(script, run_name="__main__")

@@ -49,7 +49,7 @@ def main() -> None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         conn.connect(sock_path)
-        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "launcher": os.getpid()}
+        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
         socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
         reply = conn.recv(4)
     except OSError:

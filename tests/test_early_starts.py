@@ -26,7 +26,7 @@ from offload_mcp.downstream.pool import DownstreamPool
 from offload_mcp.downstream.settings import StdioServer
 from offload_mcp.downstream.spawn import EarlyStarts, Launch
 from offload_mcp.relay.capabilities import DeclaringClientSession
-from support.processes import child_pids
+from support.processes import alive, child_pids
 from support.proxy import running_proxy, stdio_params, text_of
 from support.servers import ROOT, fixture_entry, python_entry, write_config
 
@@ -35,20 +35,11 @@ RELAY_SERVER = str(ROOT / "tests" / "fixtures" / "relay_server.py")
 pytestmark = pytest.mark.anyio
 
 
-def _alive(pid: int) -> bool:
-    """Running, not a zombie (an exited child not yet reaped still has a /proc entry)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 async def test_the_first_session_serves_over_the_process_started_early_and_a_restart_spawns_its_own() -> None:
     config = Config.model_validate({"mcpServers": {"fx": fixture_entry()}})
     async with EarlyStarts(config.mcpServers) as early:
         (early_pid,) = early.pids.values()
-        assert _alive(early_pid)
+        assert alive(early_pid)
         async with DownstreamPool(config.mcpServers, config.offload.downstream, early=early) as pool:
             server = pool.servers["fx"]
             assert server.record is not None and server.record.pid == early_pid
@@ -61,15 +52,15 @@ async def test_the_first_session_serves_over_the_process_started_early_and_a_res
             echoed = await server.call_tool("echo", {"text": "again"})  # restarts it: a process of its own
             assert echoed.content[0].text == "again"  # type: ignore[union-attr]
             assert server.record.pid != early_pid and server.starts == 2
-        assert not _alive(server.record.pid)
+        assert not alive(server.record.pid)
 
 
 async def test_a_process_nobody_claims_is_stopped_on_exit() -> None:
     config = Config.model_validate({"mcpServers": {"a": fixture_entry(), "b": fixture_entry()}})
     async with EarlyStarts(config.mcpServers) as early:
         pids = early.pids
-        assert sorted(pids) == ["a", "b"] and all(_alive(pid) for pid in pids.values())
-    assert not any(_alive(pid) for pid in pids.values()), "an unclaimed early process outlived the proxy"
+        assert sorted(pids) == ["a", "b"] and all(alive(pid) for pid in pids.values())
+    assert not any(alive(pid) for pid in pids.values()), "an unclaimed early process outlived the proxy"
 
 
 async def test_start_up_cancelled_half_way_stops_what_it_had_started() -> None:
@@ -83,7 +74,7 @@ async def test_start_up_cancelled_half_way_stops_what_it_had_started() -> None:
         started.extend(early.pids.values())
         tg.cancel_scope.cancel()
     assert 0 < len(started) < len(servers) and early.pids == {}
-    assert not any(_alive(pid) for pid in started), "a process started before the cancel outlived it"
+    assert not any(alive(pid) for pid in started), "a process started before the cancel outlived it"
 
 
 async def test_a_different_launch_gets_no_early_process_and_the_early_one_is_stopped() -> None:
@@ -92,7 +83,7 @@ async def test_a_different_launch_gets_no_early_process_and_the_early_one_is_sto
         (pid,) = early.pids.values()
         other = Launch.of(entry.command, [*entry.args, "--start-delay", "0"], entry.env, entry.cwd)
         assert await early.claim("fx", other) is None
-        assert not _alive(pid) and early.pids == {}
+        assert not alive(pid) and early.pids == {}
         same = Launch.of(entry.command, entry.args, entry.env, entry.cwd)
         assert await early.claim("fx", same) is None  # once only: gone with the mismatch
 

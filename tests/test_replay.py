@@ -14,8 +14,7 @@ from offload_mcp.config import OffloadSettings
 from offload_mcp.store import Ledger
 from offload_mcp.store.settings import LedgerSettings
 from support.processes import run_unprivileged
-from support.proxy import OFFLOAD_MCP, proxy_env
-from support.servers import ROOT
+from support.proxy import OFFLOAD_MCP, proxy_env, run_offload_mcp
 from support.zygote import prewarmed
 
 CORPUS = Path("/work/shared/corpus/dev.jsonl.gz")
@@ -23,14 +22,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS.exists(), reason="the shared corpus
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        prewarmed([OFFLOAD_MCP, "replay", *args]),
-        capture_output=True,
-        text=True,
-        env=proxy_env(),
-        cwd=str(ROOT),
-        timeout=120,
-    )
+    return run_offload_mcp("replay", *args)
 
 
 @needs_corpus

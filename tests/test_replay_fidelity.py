@@ -14,22 +14,14 @@ from offload_mcp.analysis.clients import ClaudeCodeClient, PlainClient, client_m
 from offload_mcp.analysis.fidelity import Observed, fact_tokens, measure
 from offload_mcp.analysis.replay import read_records, replay
 from offload_mcp.config import OffloadSettings
-from support.proxy import OFFLOAD_MCP, proxy_env
+from support.proxy import proxy_env, run_offload_mcp
 from support.servers import ROOT
-from support.zygote import prewarmed
 
 MCP_DEV = Path("/work/shared/corpus/mcp_dev.jsonl.gz")
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        prewarmed([OFFLOAD_MCP, "replay", *args]),
-        capture_output=True,
-        text=True,
-        env=proxy_env(),
-        cwd=str(ROOT),
-        timeout=120,
-    )
+    return run_offload_mcp("replay", *args)
 
 
 def _write(tmp_path: Path, rows: list[dict[str, object]], name: str = "c.jsonl") -> Path:

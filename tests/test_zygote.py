@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from support.processes import run_unprivileged
+from support.processes import alive, run_unprivileged
 from support.zygote import LAUNCHER, prewarmed
 
 SCRIPT = """
@@ -34,14 +34,6 @@ def _script(tmp_path: Path) -> str:
     path = tmp_path / "server.py"
     path.write_text(SCRIPT)
     return str(path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_the_child_reads_the_callers_stdin_writes_its_stdout_and_stderr_and_exits_with_its_code(tmp_path: Path) -> None:
@@ -69,13 +61,13 @@ def test_killing_the_launcher_kills_the_child_as_killing_the_process_would(tmp_p
     proc = subprocess.Popen(prewarmed([_script(tmp_path), "sleep"]), stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
-    assert _alive(child) and child != proc.pid  # forked by the zygote, not the launcher exec'ing Python
+    assert alive(child) and child != proc.pid  # forked by the zygote, not the launcher exec'ing Python
     proc.kill()
     assert proc.wait(30) == -signal.SIGKILL
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not alive(child)
     assert proc.stdout.read() == ""  # the pipe ended with the child: nobody else held it
 
 

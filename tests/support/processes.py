@@ -1,4 +1,4 @@
-"""Processes seen from outside: a parent's children, and a command run without root's privileges."""
+"""Processes seen from outside: a parent's children, whether one still runs, and a command run without root's privileges."""
 
 from __future__ import annotations
 
@@ -24,6 +24,15 @@ def child_pids(parent: int, needle: str = "") -> list[int]:
         if int(ppid) == parent and state != "Z" and needle in cmdline:
             pids.append(int(entry.name))
     return pids
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie (an exited child not yet reaped still has a /proc entry)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
 
 
 def run_unprivileged(args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:

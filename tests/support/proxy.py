@@ -8,6 +8,7 @@
 - `running_proxy(args)`: the same as a `RunningProxy` we can measure and kill.
 - `RawSession` / `raw_session(config)`: the proxy spoken to in raw JSON-RPC over stdio.
 - `connect(url, transport)` / `http_session(url)`: an initialized client session over HTTP.
+- `run_offload_mcp(*args)`: an `offload-mcp` command run to its end (pre-warmed), its output captured.
 - `text_of(result)`, `recall_whole(session, trm_id)`, `TRM`: reading what the proxy answered.
 
 The proxy starts pre-warmed (support/zygote.py) unless a test reads its process or its start-up (`prewarm=False`).
@@ -44,6 +45,13 @@ def proxy_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+def run_offload_mcp(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`offload-mcp ARGS` from the repository's root, as a user runs it, its output captured."""
+    return subprocess.run(
+        prewarmed([OFFLOAD_MCP, *args]), capture_output=True, text=True, env=proxy_env(), cwd=str(ROOT), timeout=timeout
+    )
 
 
 def stdio_params(args: list[str], env: dict[str, str] | None = None, prewarm: bool = True) -> Any:

@@ -39,6 +39,8 @@ from typing import Any
 
 LAUNCHER = str(Path(__file__).with_name("zygote_launch.py"))
 _SOCKET = str(Path(tempfile.gettempdir()) / f"offload-mcp-zygote-{os.getpid()}.sock")
+if len(_SOCKET) > 100:  # past what a Unix socket's path may hold (108 bytes)
+    _SOCKET = f"/tmp/offload-mcp-zygote-{os.getpid()}.sock"
 _zygote: subprocess.Popen[bytes] | None = None
 
 
@@ -60,7 +62,9 @@ def start() -> None:
     )
     assert _zygote.stdout is not None
     if _zygote.stdout.readline().strip() != b"ready":
-        raise RuntimeError("the test zygote did not start; see its stderr above")
+        # Slower, never wrong: every launcher then runs its plain command.
+        sys.stderr.write("the test zygote did not start (its stderr is above); servers start unwarmed\n")
+        stop()
 
 
 def stop() -> None:

@@ -16,8 +16,7 @@ import pytest
 
 from offload_mcp.analysis.replay import read_records, replay
 from offload_mcp.config import OffloadSettings
-from support.proxy import proxy_env
-from support.servers import ROOT
+from support.servers import ROOT, record_mcp_corpus
 
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "peers"))
@@ -25,24 +24,11 @@ sys.path.insert(0, str(ROOT / "bench" / "peers"))
 import corpus_mcp  # noqa: E402
 
 
-def _record(out: Path, *args: str) -> Path:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--out", str(out), *args],
-        capture_output=True,
-        text=True,
-        cwd=str(ROOT),
-        env=proxy_env(),
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
-
-
 def test_a_row_picked_from_a_stubbed_catalog_snapshot_is_in_view(tmp_path: Path) -> None:
     """A 260-row catalog (~100K chars) snapshotted by the real server is offloaded; the agent then clicks the
     `Add to cart` button and the product link of a row by the refs it read, naming the row's SKU. Claude Code's
     view of the stub holds all three (before rows were records, the SKU and both refs were behind the stub)."""
-    records = read_records(_record(tmp_path / "tools.jsonl.gz", "--only", "browser-catalog-tools"))
+    records = read_records(record_mcp_corpus(tmp_path / "tools.jsonl.gz", "--only", "browser-catalog-tools"))
     assert [r.tool for r in records][:6] == [
         "playwright-mcp.browser_navigate",
         "playwright-mcp.browser_snapshot",
@@ -69,7 +55,9 @@ def test_a_row_picked_from_a_stubbed_catalog_snapshot_is_in_view(tmp_path: Path)
 
 def test_browser_sessions_write_the_same_bytes_twice(tmp_path: Path) -> None:
     """Playwright MCP's refs and printed code are deterministic; its file stamps are fixed by the generator."""
-    first, second = (_record(tmp_path / f"h{n}.jsonl.gz", "--only", "browser-handbook-0").read_bytes() for n in (1, 2))
+    first, second = (
+        record_mcp_corpus(tmp_path / f"h{n}.jsonl.gz", "--only", "browser-handbook-0").read_bytes() for n in (1, 2)
+    )
     assert first == second
     outputs = "\n".join(r.output for r in read_records(tmp_path / "h1.jsonl.gz"))
     assert ".playwright-mcp/page-2026-01-05T09-00-00-000Z.yml" in outputs

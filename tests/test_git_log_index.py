@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from offload_mcp.policy.stub import build_stub
+from support.git_repos import repo_of_commits
 from support.proxy import TRM, proxy_session, text_of
 from support.servers import ROOT, python_entry, write_config
 
@@ -132,20 +132,11 @@ NO_REDUCERS = {"reducers": {"pipeline": []}}  # the log reaches the policy whole
 @pytest.fixture(scope="module")
 def repo_with_a_revert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """1,500 commits by git fast-import; commit 400 (1,100th newest) reverts another."""
-    repo = tmp_path_factory.mktemp("revertrepo")
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    chunks: list[bytes] = []
-    for i in range(1500):
-        subject = 'Revert "Change 399: tune module_7"' if i == 400 else f"Change {i}: tune module_{i % 97}"
-        msg = f"{subject}\n\nBody line for commit {i}.\n".encode()
-        data = f"content {i}\n".encode()
-        chunks.append(b"commit refs/heads/main\n")
-        chunks.append(f"committer Dev {i % 13} <dev{i % 13}@example.com> {1_700_000_000 + i * 3_700} +0000\n".encode())
-        chunks.append(f"data {len(msg)}\n".encode() + msg)
-        chunks.append(f"M 644 inline file{i % 50}.txt\ndata {len(data)}\n".encode() + data + b"\n")
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(chunks), check=True)
-    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
-    return repo
+    subjects = (
+        'Revert "Change 399: tune module_7"' if i == 400 else f"Change {i}: tune module_{i % 97}" for i in range(1500)
+    )
+    messages = [f"{subject}\n\nBody line for commit {i}.\n" for i, subject in enumerate(subjects)]
+    return repo_of_commits(tmp_path_factory.mktemp("revertrepo"), messages, seconds_apart=3_700)
 
 
 async def whole(session: Any, trm_id: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from support.git_repos import repo_of_commits
 from support.processes import child_pids
 from support.proxy import OFFLOAD_MCP, proxy_client, proxy_env, proxy_session, text_of
 from support.servers import NPM_BIN, ROOT, fixture_entry, needs_npm, python_entry, write_config
@@ -35,19 +36,11 @@ NO_REDUCERS = {
 @pytest.fixture(scope="module")
 def big_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """3,200 commits in well under a second with git fast-import."""
-    repo = tmp_path_factory.mktemp("bigrepo")
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
-    chunks: list[bytes] = []
-    for i in range(3200):
-        msg = f"Change {i}: adjust module_{i % 97} handling of edge case #{i * 7 % 1013}\n\nBody line for commit {i}.\n".encode()
-        data = f"content {i}\n".encode()
-        chunks.append(b"commit refs/heads/main\n")
-        chunks.append(f"committer Dev {i % 13} <dev{i % 13}@example.com> {1_700_000_000 + i * 60} +0000\n".encode())
-        chunks.append(f"data {len(msg)}\n".encode() + msg)
-        chunks.append(f"M 644 inline file{i % 50}.txt\ndata {len(data)}\n".encode() + data + b"\n")
-    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=b"".join(chunks), check=True)
-    subprocess.run(["git", "checkout", "-q", "main"], cwd=repo, check=True)
-    return repo
+    messages = [
+        f"Change {i}: adjust module_{i % 97} handling of edge case #{i * 7 % 1013}\n\nBody line for commit {i}.\n"
+        for i in range(3200)
+    ]
+    return repo_of_commits(tmp_path_factory.mktemp("bigrepo"), messages, seconds_apart=60)
 
 
 async def reassemble(session, trm_id: str) -> str:

@@ -14,8 +14,8 @@ from offload_mcp.analysis.clients import ClaudeCodeClient, PlainClient, client_m
 from offload_mcp.analysis.fidelity import Observed, fact_tokens, measure
 from offload_mcp.analysis.replay import read_records, replay
 from offload_mcp.config import OffloadSettings
-from support.proxy import proxy_env, run_offload_mcp
-from support.servers import ROOT
+from support.proxy import run_offload_mcp
+from support.servers import record_mcp_corpus
 
 MCP_DEV = Path("/work/shared/corpus/mcp_dev.jsonl.gz")
 
@@ -329,18 +329,7 @@ def test_structured_records_are_what_claude_code_shows(tmp_path: Path):
 
 def _corpus_session(name: str, out: Path) -> Path:
     """`out`, written by bench/corpus_mcp.py with the one session `name` (its real servers over stdio)."""
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "corpus_mcp.py"), "--only", name, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=str(ROOT),
-        env=proxy_env(),
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out
+    return record_mcp_corpus(out, "--only", name, timeout=120)
 
 
 def test_mcp_corpus_script_is_deterministic_and_yields_needed_facts(tmp_path: Path):

@@ -11,6 +11,7 @@
 - `metrics`, `load`: the proxy's /metrics scraped; a victim's latency probe under load.
 - `relay`: the relay fixture server behind the proxy.
 - `rows`: seeded records keyed the way real APIs key them.
+- `git_repos`: git repositories with long histories, by `git fast-import`.
 - `claude_code`, `fake_messages_api`: headless Claude Code against a fake Messages API.
 - `browser`: headless Chromium over DevTools, for the dashboard.
 - `file_order`: the slowest test files first, the order conftest hands xdist's workers.

@@ -7,6 +7,7 @@ All of them start pre-warmed (support/zygote.py): real processes on real stdio t
 - `write_config(tmp_path, servers, offload=None)`: a config file; returns its path.
 - `NPM_BIN`, `needs_npm`: the npm servers, skipping with a reason if absent.
 - `fixture_over_http(transport)`: the fixture server itself over HTTP on a free port; yields its URL.
+- `record_mcp_corpus(out, *args)`: bench/corpus_mcp.py's sessions with real servers, written to `out`.
 """
 
 from __future__ import annotations
@@ -92,3 +93,19 @@ def fixture_over_http(transport: str, *opts: str) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def record_mcp_corpus(out: Path, *args: str, timeout: float = 300) -> Path:
+    """`out`, written by bench/corpus_mcp.py (ARGS: e.g. `--only NAME`) from its real servers over stdio."""
+    from support.proxy import proxy_env
+
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "bench" / "corpus_mcp.py"), "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        cwd=str(ROOT),
+        env=proxy_env(),
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
